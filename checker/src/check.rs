@@ -1,0 +1,415 @@
+//! The entry point: explore a model, then judge each of its properties.
+
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+use stateright::{Expectation, Model};
+use steadfast_spec::{Formula, TemporalModel};
+
+use crate::explore::{Exploration, Target};
+use crate::graph::{Graph, Route};
+use crate::liveness::{find_violation, EdgeLasso, LabelFormula};
+use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict};
+
+/// How far and how wide a check may go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Threads that explore the graph (at least 1).
+    pub threads: usize,
+    /// Stop after this many distinct states; `None`: as many as the state
+    /// numbering holds (2³² − 2).
+    pub max_states: Option<u32>,
+    /// Stop exploring after this long; `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// Check only `always` and `sometimes` properties, keeping no edges.
+    pub safety_only: bool,
+}
+
+impl Default for CheckOptions {
+    /// Every available core, no bounds, every property.
+    fn default() -> Self {
+        CheckOptions {
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            max_states: None,
+            timeout: None,
+            safety_only: false,
+        }
+    }
+}
+
+/// How far an exploration has got, as reported while it runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Distinct states found so far.
+    pub states: u64,
+    /// Breadth-first levels expanded so far.
+    pub depth: u32,
+    /// Time since the exploration began.
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    /// Distinct states found per second so far.
+    pub fn states_per_second(&self) -> f64 {
+        self.states as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// A model or options that cannot be checked as given.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CheckError {
+    /// More fairness classes than an edge has bits for.
+    #[error("the model declares {0} fairness classes; at most 32 are supported: merge classes")]
+    TooManyFairnessClasses(usize),
+    /// More liveness predicates than a state has label bits for.
+    #[error(
+        "the model's liveness properties use {0} state predicates; at most 32 are supported: \
+         split the properties across models or scenarios"
+    )]
+    TooManyPredicates(usize),
+    /// Two properties share a name, so their verdicts could not be told apart.
+    #[error("two properties are named {0:?}; give each property its own name")]
+    DuplicateName(&'static str),
+    /// A check needs a thread to run on.
+    #[error("threads must be at least 1")]
+    NoThreads,
+    /// A check needs room for at least one state.
+    #[error("max states must be at least 1")]
+    NoStates,
+}
+
+/// The largest state number plus one; `u32::MAX` marks "no state".
+const STATE_NUMBERS: u32 = u32::MAX - 1;
+
+/// Checks every property of `model`: safety ones on each reachable state,
+/// liveness ones by a fair-cycle search over the reachable graph.
+///
+/// # Errors
+///
+/// [`CheckError`] when the options or the model's declarations cannot be
+/// checked; never for what the check finds.
+pub fn check<M>(model: &M, options: &CheckOptions) -> Result<Report<M>, CheckError>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + Hash + Send + Sync,
+    M::Action: Clone,
+{
+    check_with_progress(model, options, None)
+}
+
+/// As [`check`], calling `progress` now and then while exploring.
+///
+/// # Errors
+///
+/// As [`check`].
+pub fn check_with_progress<M>(
+    model: &M,
+    options: &CheckOptions,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Result<Report<M>, CheckError>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + Hash + Send + Sync,
+    M::Action: Clone,
+{
+    let plan = Plan::new(model, options)?;
+    let exploration = Exploration {
+        model,
+        classes: plan.classes.clone(),
+        labels: plan.labels.clone(),
+        targets: plan.targets(),
+        keep_edges: !options.safety_only,
+        threads: options.threads,
+        max_states: options
+            .max_states
+            .unwrap_or(STATE_NUMBERS)
+            .min(STATE_NUMBERS),
+        timeout: options.timeout,
+        progress,
+    };
+    let explored = exploration.run();
+    let complete = explored.stopped.is_none();
+    let graph = &explored.graph;
+
+    let mut properties = Vec::new();
+    for (property, found) in plan.safety.iter().zip(&explored.found) {
+        let evidence = found.map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0));
+        // What finding a target means, and what never finding one means.
+        let (hit, miss) = if property.kind == PropertyKind::Always {
+            (Verdict::Violated, Verdict::Holds)
+        } else {
+            (Verdict::Holds, Verdict::Violated)
+        };
+        let verdict = match (found, complete) {
+            (Some(_), _) => hit,
+            (None, true) => miss,
+            (None, false) => Verdict::Unknown,
+        };
+        properties.push(PropertyReport {
+            name: property.name,
+            kind: property.kind,
+            verdict,
+            evidence,
+        });
+    }
+
+    let liveness_started = Instant::now();
+    let all_fair = if plan.classes.len() == 32 {
+        u32::MAX
+    } else {
+        (1u32 << plan.classes.len()) - 1
+    };
+    let initial = graph
+        .parents
+        .iter()
+        .take_while(|p| p.state == crate::graph::ROOT)
+        .count() as u32;
+    for property in &plan.liveness {
+        let lasso = if options.safety_only {
+            None
+        } else {
+            find_violation(graph, property.formula, all_fair, initial)
+        };
+        let verdict = match (&lasso, complete && !options.safety_only) {
+            (Some(_), _) => Verdict::Violated,
+            (None, true) => Verdict::Holds,
+            (None, false) => Verdict::Unknown,
+        };
+        properties.push(PropertyReport {
+            name: property.name,
+            kind: property.kind,
+            verdict,
+            evidence: lasso.map(|lasso| materialize_lasso(model, graph, &lasso)),
+        });
+    }
+
+    Ok(Report {
+        properties,
+        stats: Stats {
+            unique_states: u64::from(graph.len()),
+            edges: graph.edges.len() as u64,
+            depth: explored.depth,
+            explore_time: explored.elapsed,
+            liveness_time: liveness_started.elapsed(),
+        },
+        stopped: explored.stopped,
+    })
+}
+
+/// A safety property as the exploration sees it.
+struct SafetyPlan<M: Model> {
+    name: &'static str,
+    kind: PropertyKind,
+    condition: fn(&M, &M::State) -> bool,
+}
+
+/// A liveness property as the fair-cycle search sees it.
+struct LivenessPlan {
+    name: &'static str,
+    kind: PropertyKind,
+    formula: LabelFormula,
+}
+
+/// The model's declarations, turned into what exploration and search use.
+struct Plan<M: Model> {
+    classes: Vec<fn(&M::Action) -> bool>,
+    labels: Vec<fn(&M, &M::State) -> bool>,
+    safety: Vec<SafetyPlan<M>>,
+    liveness: Vec<LivenessPlan>,
+}
+
+impl<M: TemporalModel> Plan<M> {
+    fn new(model: &M, options: &CheckOptions) -> Result<Self, CheckError> {
+        if options.threads == 0 {
+            return Err(CheckError::NoThreads);
+        }
+        if options.max_states == Some(0) {
+            return Err(CheckError::NoStates);
+        }
+        let classes: Vec<_> = model.fairness().iter().map(|f| f.class).collect();
+        if classes.len() > 32 {
+            return Err(CheckError::TooManyFairnessClasses(classes.len()));
+        }
+        let mut plan = Plan {
+            classes,
+            labels: Vec::new(),
+            safety: Vec::new(),
+            liveness: Vec::new(),
+        };
+        for property in model.properties() {
+            match property.expectation {
+                Expectation::Always | Expectation::Sometimes => plan.safety.push(SafetyPlan {
+                    name: property.name,
+                    kind: if property.expectation == Expectation::Always {
+                        PropertyKind::Always
+                    } else {
+                        PropertyKind::Sometimes
+                    },
+                    condition: property.condition,
+                }),
+                Expectation::Eventually => {
+                    let q = plan.label(property.condition);
+                    plan.liveness.push(LivenessPlan {
+                        name: property.name,
+                        kind: PropertyKind::Eventually,
+                        formula: LabelFormula::LeadsTo { p: None, q },
+                    });
+                }
+            }
+        }
+        for property in model.liveness() {
+            let (kind, formula) = match property.formula {
+                Formula::LeadsTo { p, q } => (
+                    PropertyKind::LeadsTo,
+                    LabelFormula::LeadsTo {
+                        p: Some(plan.label(p)),
+                        q: plan.label(q),
+                    },
+                ),
+                Formula::EventuallyAlways { p } => (
+                    PropertyKind::EventuallyAlways,
+                    LabelFormula::EventuallyAlways { p: plan.label(p) },
+                ),
+            };
+            plan.liveness.push(LivenessPlan {
+                name: property.name,
+                kind,
+                formula,
+            });
+        }
+        if plan.labels.len() > 32 {
+            return Err(CheckError::TooManyPredicates(plan.labels.len()));
+        }
+        let mut names: Vec<_> = plan
+            .safety
+            .iter()
+            .map(|p| p.name)
+            .chain(plan.liveness.iter().map(|p| p.name))
+            .collect();
+        names.sort_unstable();
+        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(CheckError::DuplicateName(pair[0]));
+        }
+        Ok(plan)
+    }
+
+    /// The label bit for `predicate`, adding it if new; bits past 31 are
+    /// refused once all are added.
+    fn label(&mut self, predicate: fn(&M, &M::State) -> bool) -> u8 {
+        let index = self
+            .labels
+            .iter()
+            .position(|&known| std::ptr::fn_addr_eq(known, predicate))
+            .unwrap_or_else(|| {
+                self.labels.push(predicate);
+                self.labels.len() - 1
+            });
+        index.min(31) as u8
+    }
+
+    fn targets(&self) -> Vec<Target<M>> {
+        self.safety
+            .iter()
+            .map(|p| Target {
+                condition: p.condition,
+                wanted: p.kind == PropertyKind::Sometimes,
+            })
+            .collect()
+    }
+}
+
+/// The successor of `state` with the given ordinal (counting only actions
+/// that yield a state inside the boundary), with its action's index; `None`
+/// when `state` has no successor and so stutters.
+fn successor<M>(model: &M, state: &M::State, ordinal: u32) -> Option<(usize, M::Action, M::State)>
+where
+    M: Model,
+    M::Action: Clone,
+{
+    let mut actions = Vec::new();
+    model.actions(state, &mut actions);
+    let mut seen = 0;
+    for (index, action) in actions.into_iter().enumerate() {
+        let Some(next) = model.next_state(state, action.clone()) else {
+            continue;
+        };
+        if !model.within_boundary(&next) {
+            continue;
+        }
+        if seen == ordinal {
+            return Some((index, action, next));
+        }
+        seen += 1;
+    }
+    None
+}
+
+/// Replays a route through the model, returning the path and its last state.
+fn walk<M>(model: &M, route: &Route) -> (Path<M>, M::State)
+where
+    M: Model,
+    M::State: Clone,
+    M::Action: Clone,
+{
+    let init_index = route.init as usize;
+    let init = model.init_states().swap_remove(init_index);
+    let mut steps = vec![Step {
+        action: None,
+        state: init.clone(),
+    }];
+    let last = replay(model, init, &route.ordinals, &mut steps);
+    (Path { init_index, steps }, last)
+}
+
+/// Appends to `steps` the steps taken from `state` by `ordinals`; returns the
+/// state reached.
+fn replay<M>(model: &M, mut state: M::State, ordinals: &[u32], steps: &mut Vec<Step<M>>) -> M::State
+where
+    M: Model,
+    M::State: Clone,
+    M::Action: Clone,
+{
+    for &ordinal in ordinals {
+        let action = match successor(model, &state, ordinal) {
+            Some((index, action, next)) => {
+                state = next;
+                Some((index, action))
+            }
+            None => None,
+        };
+        steps.push(Step {
+            action,
+            state: state.clone(),
+        });
+    }
+    state
+}
+
+/// The successor ordinals of a run of edges that leaves `from`.
+fn ordinals(graph: &Graph, mut from: u32, edges: &[usize]) -> (Vec<u32>, u32) {
+    let ordinals = edges
+        .iter()
+        .map(|&e| {
+            let ordinal = graph.ordinal(from, e);
+            from = graph.edges[e].to;
+            ordinal
+        })
+        .collect();
+    (ordinals, from)
+}
+
+fn materialize_lasso<M>(model: &M, graph: &Graph, lasso: &EdgeLasso) -> Evidence<M>
+where
+    M: Model,
+    M::State: Clone,
+    M::Action: Clone,
+{
+    let mut route = graph.route_to(lasso.start);
+    let (bridge, entry) = ordinals(graph, lasso.start, &lasso.bridge);
+    route.ordinals.extend(bridge);
+    let (prefix, last) = walk(model, &route);
+    let (cycle_ordinals, _) = ordinals(graph, entry, &lasso.cycle);
+    let mut cycle = Vec::new();
+    replay(model, last, &cycle_ordinals, &mut cycle);
+    Evidence::Lasso { prefix, cycle }
+}

@@ -1,0 +1,331 @@
+//! The fair-cycle search behind every liveness verdict.
+//!
+//! A liveness property fails exactly when some fair behaviour violates it, and
+//! on a finite graph such a behaviour can be taken to be a lasso: a path to a
+//! cycle, then the cycle forever. Under weak fairness a strongly connected
+//! component holds a fair cycle iff the cycle through *all* of its states and
+//! edges is fair (a larger cycle only adds states where a class is disabled
+//! and edges that take it), so one pass of Tarjan's algorithm and one test per
+//! component decide the property; no component is ever split again.
+//!
+//! - `◇□P` fails iff a fair component holds a state where `P` is false.
+//! - `P ~> Q` fails iff, in the graph cut down to the states where `Q` is
+//!   false, a state where `P` holds can reach a fair component.
+//!
+//! Tarjan's algorithm runs on an explicit stack, so deep graphs cannot
+//! overflow the thread's stack.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::graph::Graph;
+
+/// A liveness formula over the label bits of the graph.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LabelFormula {
+    /// `P ~> Q`; `p = None` stands for "is an initial state".
+    LeadsTo { p: Option<u8>, q: u8 },
+    /// `◇□P`.
+    EventuallyAlways { p: u8 },
+}
+
+/// A fair behaviour that violates a formula: the BFS route to `start`, then
+/// the edges of `bridge`, then the edges of `cycle` forever (edges are named
+/// by their positions in the graph).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EdgeLasso {
+    pub(crate) start: u32,
+    pub(crate) bridge: Vec<usize>,
+    pub(crate) cycle: Vec<usize>,
+}
+
+/// Marks a state whose component is finished, in `Tarjan::index`.
+const DONE: u32 = u32::MAX;
+
+/// Tarjan's algorithm over the states that `allowed` admits. After a state's
+/// component is finished its `index` is `DONE` and its `low` is the
+/// component's number, so two words per state serve the whole search.
+struct Tarjan<'g, F> {
+    graph: &'g Graph,
+    allowed: F,
+    index: Vec<u32>,
+    low: Vec<u32>,
+    /// Per component number, whether it holds a fair cycle.
+    fair: Vec<bool>,
+}
+
+/// The facts about one finished component that the formulas need.
+struct Component<'a> {
+    id: u32,
+    members: &'a [u32],
+    /// Whether a behaviour can stay in it forever, fairly.
+    fair: bool,
+}
+
+impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
+    fn new(graph: &'g Graph, allowed: F) -> Self {
+        let n = graph.len() as usize;
+        Tarjan {
+            graph,
+            allowed,
+            index: vec![0; n],
+            low: vec![0; n],
+            fair: Vec::new(),
+        }
+    }
+
+    /// The component of a finished state.
+    fn component_of(&self, u: u32) -> Option<u32> {
+        (self.index[u as usize] == DONE).then(|| self.low[u as usize])
+    }
+
+    /// Runs the search, handing each component to `visit` as it is finished
+    /// (successors' components first), until `visit` returns something.
+    fn run<T>(
+        &mut self,
+        all_fair: u32,
+        mut visit: impl FnMut(&Self, &Component<'_>) -> Option<T>,
+    ) -> Option<T> {
+        let graph = self.graph;
+        let mut next_index = 1u32;
+        let mut stack: Vec<u32> = Vec::new();
+        let mut calls: Vec<(u32, usize)> = Vec::new();
+        for root in 0..graph.len() {
+            if self.index[root as usize] != 0 || !(self.allowed)(root) {
+                continue;
+            }
+            self.open(root, &mut next_index, &mut stack, &mut calls);
+            while let Some(&mut (v, ref mut position)) = calls.last_mut() {
+                let end = graph.edge_range(v).end;
+                if *position < end {
+                    let w = graph.edges[*position].to;
+                    *position += 1;
+                    if !(self.allowed)(w) {
+                        continue;
+                    }
+                    match self.index[w as usize] {
+                        0 => self.open(w, &mut next_index, &mut stack, &mut calls),
+                        DONE => {}
+                        on_stack => {
+                            let low = &mut self.low[v as usize];
+                            *low = (*low).min(on_stack);
+                        }
+                    }
+                    continue;
+                }
+                calls.pop();
+                let (v_low, v_index) = (self.low[v as usize], self.index[v as usize]);
+                if v_low != v_index {
+                    let (parent, _) = calls[calls.len() - 1];
+                    let low = &mut self.low[parent as usize];
+                    *low = (*low).min(v_low);
+                    continue;
+                }
+                let start = stack.iter().rposition(|&u| u == v).unwrap_or(0);
+                let id = self.fair.len() as u32;
+                for &u in &stack[start..] {
+                    self.index[u as usize] = DONE;
+                    self.low[u as usize] = id;
+                }
+                let members = &stack[start..];
+                let fair = self.is_fair(id, members, all_fair);
+                self.fair.push(fair);
+                let found = visit(self, &Component { id, members, fair });
+                stack.truncate(start);
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+        None
+    }
+
+    fn open(
+        &mut self,
+        u: u32,
+        next_index: &mut u32,
+        stack: &mut Vec<u32>,
+        calls: &mut Vec<(u32, usize)>,
+    ) {
+        self.index[u as usize] = *next_index;
+        self.low[u as usize] = *next_index;
+        *next_index += 1;
+        stack.push(u);
+        calls.push((u, self.graph.edge_range(u).start));
+    }
+
+    /// The edges that stay inside component `id`.
+    fn internal_edges<'a>(
+        &'a self,
+        id: u32,
+        members: &'a [u32],
+    ) -> impl Iterator<Item = (u32, usize)> + 'a {
+        members.iter().flat_map(move |&u| {
+            self.graph
+                .edge_range(u)
+                .filter(move |&e| self.component_of(self.graph.edges[e].to) == Some(id))
+                .map(move |e| (u, e))
+        })
+    }
+
+    /// A component holds a fair cycle iff it has a cycle at all and every
+    /// class is either taken by an edge inside it or disabled at one of its
+    /// states.
+    fn is_fair(&self, id: u32, members: &[u32], all_fair: u32) -> bool {
+        let mut has_cycle = members.len() > 1;
+        let mut taken = 0;
+        for (_, e) in self.internal_edges(id, members) {
+            has_cycle = true;
+            taken |= self.graph.edges[e].fair;
+        }
+        let always_enabled = members
+            .iter()
+            .fold(all_fair, |bits, &u| bits & self.graph.enabled(u));
+        has_cycle && always_enabled & !taken == 0
+    }
+
+    /// A shortest path of edges from `from` to a state satisfying `goal`,
+    /// through allowed states that `through` admits; at least one edge long
+    /// when `nonempty` is set, even if `from` itself satisfies `goal`.
+    fn path(
+        &self,
+        from: u32,
+        through: impl Fn(u32) -> bool,
+        goal: impl Fn(u32) -> bool,
+        nonempty: bool,
+    ) -> Option<(u32, Vec<usize>)> {
+        if !nonempty && goal(from) {
+            return Some((from, Vec::new()));
+        }
+        let mut came_from: HashMap<u32, (u32, usize)> = HashMap::new();
+        let mut queue = VecDeque::from([from]);
+        while let Some(u) = queue.pop_front() {
+            for e in self.graph.edge_range(u) {
+                let w = self.graph.edges[e].to;
+                if !(self.allowed)(w) || !through(w) || came_from.contains_key(&w) {
+                    continue;
+                }
+                came_from.insert(w, (u, e));
+                if goal(w) {
+                    let mut edges = Vec::new();
+                    let mut at = w;
+                    loop {
+                        let (previous, e) = came_from[&at];
+                        edges.push(e);
+                        at = previous;
+                        if at == from {
+                            break;
+                        }
+                    }
+                    edges.reverse();
+                    return Some((w, edges));
+                }
+                queue.push_back(w);
+            }
+        }
+        None
+    }
+
+    /// The edges from the members of a finished component to other
+    /// components (all finished before it), as those components' numbers.
+    fn exits<'a>(&'a self, c: &'a Component<'_>) -> impl Iterator<Item = u32> + 'a {
+        c.members.iter().flat_map(move |&u| {
+            self.graph.out(u).iter().filter_map(move |edge| {
+                if !(self.allowed)(edge.to) {
+                    return None;
+                }
+                self.component_of(edge.to).filter(|&other| other != c.id)
+            })
+        })
+    }
+
+    /// A cycle through all that makes component `id` fair, from and back to
+    /// `start`: for each class, an edge taking it or a state disabling it.
+    fn fair_cycle(&self, id: u32, members: &[u32], start: u32, all_fair: u32) -> Vec<usize> {
+        let inside = |u: u32| self.component_of(u) == Some(id);
+        let internal: Vec<(u32, usize)> = self.internal_edges(id, members).collect();
+        let mut cycle = Vec::new();
+        let mut at = start;
+        for class in (0..32).filter(|j| all_fair & (1 << j) != 0) {
+            let bit = 1u32 << class;
+            if let Some(&(from, e)) = internal
+                .iter()
+                .find(|(_, e)| self.graph.edges[*e].fair & bit != 0)
+            {
+                if let Some((_, leg)) = self.path(at, inside, |u| u == from, false) {
+                    cycle.extend(leg);
+                }
+                cycle.push(e);
+                at = self.graph.edges[e].to;
+            } else if let Some(&quiet) = members.iter().find(|&&u| self.graph.enabled(u) & bit == 0)
+            {
+                if let Some((_, leg)) = self.path(at, inside, |u| u == quiet, false) {
+                    cycle.extend(leg);
+                }
+                at = quiet;
+            }
+        }
+        let back = self.path(at, inside, |u| u == start, cycle.is_empty());
+        if let Some((_, leg)) = back {
+            cycle.extend(leg);
+        }
+        cycle
+    }
+}
+
+/// Searches `graph` for a fair behaviour violating `formula`, where
+/// `all_fair` has one bit per declared fairness class and the initial states
+/// are those numbered below `initial`.
+pub(crate) fn find_violation(
+    graph: &Graph,
+    formula: LabelFormula,
+    all_fair: u32,
+    initial: u32,
+) -> Option<EdgeLasso> {
+    match formula {
+        LabelFormula::EventuallyAlways { p } => {
+            let mut tarjan = Tarjan::new(graph, |_| true);
+            let (id, members, start) = tarjan.run(all_fair, |_, c| {
+                let start = c.members.iter().find(|&&u| !graph.label(u, p))?;
+                c.fair.then(|| (c.id, c.members.to_vec(), *start))
+            })?;
+            Some(EdgeLasso {
+                start,
+                bridge: Vec::new(),
+                cycle: tarjan.fair_cycle(id, &members, start, all_fair),
+            })
+        }
+        LabelFormula::LeadsTo { p, q } => {
+            let triggered = |u: u32| match p {
+                Some(p) => graph.label(u, p),
+                None => u < initial,
+            };
+            let mut tarjan = Tarjan::new(graph, |u| !graph.label(u, q));
+            // Per component number: whether a fair component is reachable
+            // from it without `Q`.
+            let mut doomed: Vec<bool> = Vec::new();
+            let start = tarjan.run(all_fair, |t, c| {
+                let escapes = t.exits(c).any(|other| doomed[other as usize]);
+                doomed.push(c.fair || escapes);
+                if !doomed[c.id as usize] {
+                    return None;
+                }
+                c.members.iter().copied().find(|&u| triggered(u))
+            })?;
+            let in_fair_component = |u: u32| {
+                tarjan
+                    .component_of(u)
+                    .is_some_and(|c| tarjan.fair[c as usize])
+            };
+            let (entry, bridge) = tarjan.path(start, |_| true, in_fair_component, false)?;
+            let id = tarjan.component_of(entry)?;
+            let members: Vec<u32> = (0..graph.len())
+                .filter(|&u| tarjan.component_of(u) == Some(id))
+                .collect();
+            Some(EdgeLasso {
+                start,
+                bridge,
+                cycle: tarjan.fair_cycle(id, &members, entry, all_fair),
+            })
+        }
+    }
+}

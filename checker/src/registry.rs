@@ -1,0 +1,290 @@
+//! The models the `steadfast` command knows, each with its variants and
+//! scenarios, behind one object-safe interface.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::net::SocketAddr;
+
+use steadfast_spec::mutex::{Lock, LockVariant};
+use steadfast_spec::TemporalModel;
+
+use crate::{check_with_progress, CheckError, CheckOptions, Progress, RenderedReport};
+
+/// A named choice of a model's rules (for example the legacy rules and the
+/// fixed ones).
+pub struct Variant<V> {
+    /// The name given to `--variant`.
+    pub name: &'static str,
+    /// One line on what it is.
+    pub about: &'static str,
+    /// What the model is built from.
+    pub value: V,
+}
+
+/// A named configuration of a model's environment and bounds.
+pub struct Scenario<S> {
+    /// The name given to `--scenario`.
+    pub name: &'static str,
+    /// One line on what it is.
+    pub about: &'static str,
+    /// Whether `steadfast check` runs it when no scenario is named; large
+    /// benchmark scenarios are not.
+    pub by_default: bool,
+    /// What the model is built from.
+    pub value: S,
+}
+
+/// A registered model, whatever its types.
+pub trait Entry: Sync {
+    /// The name given on the command line.
+    fn name(&self) -> &'static str;
+    /// One line on what it models.
+    fn about(&self) -> &'static str;
+    /// Variant names and descriptions; the first is the default.
+    fn variants(&self) -> Vec<(&'static str, &'static str)>;
+    /// Scenario names, descriptions, and whether each runs by default.
+    fn scenarios(&self) -> Vec<(&'static str, &'static str, bool)>;
+    /// Checks one variant in one scenario.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError`] when a name is unknown or the model cannot be
+    /// checked as declared.
+    fn check(
+        &self,
+        variant: &str,
+        scenario: &str,
+        options: &CheckOptions,
+        progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    ) -> Result<RenderedReport, RegistryError>;
+    /// Serves stateright's Explorer for one variant in one scenario; returns
+    /// only on error.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError`] when a name is unknown or the address cannot be
+    /// bound.
+    fn explore(&self, variant: &str, scenario: &str, bind: SocketAddr)
+        -> Result<(), RegistryError>;
+}
+
+/// Why a registered model could not be checked or explored.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// No variant of that name.
+    #[error("model {model} has no variant {given:?}; choose one of: {choices}")]
+    UnknownVariant {
+        /// The model.
+        model: &'static str,
+        /// What was asked for.
+        given: String,
+        /// The names that exist.
+        choices: String,
+    },
+    /// No scenario of that name.
+    #[error("model {model} has no scenario {given:?}; choose one of: {choices}")]
+    UnknownScenario {
+        /// The model.
+        model: &'static str,
+        /// What was asked for.
+        given: String,
+        /// The names that exist.
+        choices: String,
+    },
+    /// The model could not be built for that variant and scenario.
+    #[error("failed to build model {model}: {reason}")]
+    Build {
+        /// The model.
+        model: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The checker refused the model's declarations or the options.
+    #[error("failed to check model {model}: {source}")]
+    Check {
+        /// The model.
+        model: &'static str,
+        /// Why.
+        #[source]
+        source: CheckError,
+    },
+    /// The Explorer's address could not be bound.
+    #[error("failed to bind the Explorer to {addr}: {source}; pass another --bind address")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A model with its variants and scenarios, and how to build it from one of
+/// each.
+pub struct ModelEntry<M, V: 'static, S: 'static> {
+    /// The name given on the command line.
+    pub name: &'static str,
+    /// One line on what it models.
+    pub about: &'static str,
+    /// Its variants; the first is the default.
+    pub variants: &'static [Variant<V>],
+    /// Its scenarios.
+    pub scenarios: &'static [Scenario<S>],
+    /// Builds the model.
+    pub build: fn(&V, &S) -> Result<M, String>,
+}
+
+impl<M, V: Sync, S: Sync> ModelEntry<M, V, S> {
+    fn model(&self, variant: &str, scenario: &str) -> Result<M, RegistryError> {
+        let v = self
+            .variants
+            .iter()
+            .find(|v| v.name == variant)
+            .ok_or_else(|| RegistryError::UnknownVariant {
+                model: self.name,
+                given: variant.to_string(),
+                choices: names(self.variants.iter().map(|v| v.name)),
+            })?;
+        let s = self
+            .scenarios
+            .iter()
+            .find(|s| s.name == scenario)
+            .ok_or_else(|| RegistryError::UnknownScenario {
+                model: self.name,
+                given: scenario.to_string(),
+                choices: names(self.scenarios.iter().map(|s| s.name)),
+            })?;
+        (self.build)(&v.value, &s.value).map_err(|reason| RegistryError::Build {
+            model: self.name,
+            reason,
+        })
+    }
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}
+
+impl<M, V, S> Entry for ModelEntry<M, V, S>
+where
+    M: TemporalModel + Send + Sync + 'static,
+    M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
+    M::Action: Clone + Debug + PartialEq + Send + Sync,
+    V: Sync,
+    S: Sync,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn variants(&self) -> Vec<(&'static str, &'static str)> {
+        self.variants.iter().map(|v| (v.name, v.about)).collect()
+    }
+
+    fn scenarios(&self) -> Vec<(&'static str, &'static str, bool)> {
+        self.scenarios
+            .iter()
+            .map(|s| (s.name, s.about, s.by_default))
+            .collect()
+    }
+
+    fn check(
+        &self,
+        variant: &str,
+        scenario: &str,
+        options: &CheckOptions,
+        progress: Option<&(dyn Fn(&Progress) + Sync)>,
+    ) -> Result<RenderedReport, RegistryError> {
+        let model = self.model(variant, scenario)?;
+        let report = check_with_progress(&model, options, progress).map_err(|source| {
+            RegistryError::Check {
+                model: self.name,
+                source,
+            }
+        })?;
+        Ok(report.render())
+    }
+
+    fn explore(
+        &self,
+        variant: &str,
+        scenario: &str,
+        bind: SocketAddr,
+    ) -> Result<(), RegistryError> {
+        let model = self.model(variant, scenario)?;
+        // stateright's server panics when it cannot bind; find out first.
+        drop(
+            std::net::TcpListener::bind(bind)
+                .map_err(|source| RegistryError::Bind { addr: bind, source })?,
+        );
+        model.checker().serve(bind);
+        Ok(())
+    }
+}
+
+/// The example lock's variants.
+static LOCK_VARIANTS: [Variant<LockVariant>; 2] = [
+    Variant {
+        name: "filter",
+        about: "the filter lock (Peterson's for two): exclusive and starvation-free",
+        value: LockVariant::Filter,
+    },
+    Variant {
+        name: "victim-only",
+        about: "waits only on the victim flag: a lone contender waits forever",
+        value: LockVariant::VictimOnly,
+    },
+];
+
+/// The example lock's scenarios: how many processes contend.
+static LOCK_SCENARIOS: [Scenario<u8>; 3] = [
+    Scenario {
+        name: "peterson",
+        about: "2 processes (Peterson's algorithm)",
+        by_default: true,
+        value: 2,
+    },
+    Scenario {
+        name: "three",
+        about: "3 processes",
+        by_default: true,
+        value: 3,
+    },
+    Scenario {
+        name: "bench",
+        about: "6 processes, about 8.8 million states: for benchmarks",
+        by_default: false,
+        value: 6,
+    },
+];
+
+fn build_lock(variant: &LockVariant, processes: &u8) -> Result<Lock, String> {
+    Lock::new(*processes, *variant).map_err(|e| e.to_string())
+}
+
+static MUTEX: ModelEntry<Lock, LockVariant, u8> = ModelEntry {
+    name: "mutex",
+    about: "an example: the filter lock, and a lock that keeps only its victim check",
+    variants: &LOCK_VARIANTS,
+    scenarios: &LOCK_SCENARIOS,
+    build: build_lock,
+};
+
+static REGISTRY: [&dyn Entry; 1] = [&MUTEX];
+
+/// Every model the `steadfast` command knows, in listing order.
+pub fn registry() -> &'static [&'static dyn Entry] {
+    &REGISTRY
+}
+
+/// The registered model named `name`.
+pub fn find(name: &str) -> Option<&'static dyn Entry> {
+    registry()
+        .iter()
+        .copied()
+        .find(|entry| entry.name() == name)
+}

@@ -1,0 +1,161 @@
+//! What a check found: per property a verdict and, where there is one, the
+//! behaviour that shows it.
+
+use std::time::Duration;
+
+use stateright::Model;
+
+/// A bound that stopped a check before the reachable graph was exhausted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Bound {
+    /// The state limit was reached.
+    States(u32),
+    /// The time limit ran out.
+    Timeout(Duration),
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::States(n) => write!(f, "the state limit ({n} states)"),
+            Bound::Timeout(t) => write!(f, "the time limit ({}s)", t.as_secs_f64()),
+        }
+    }
+}
+
+/// Which kind of property a result is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PropertyKind {
+    /// stateright `always`: true in every reachable state.
+    Always,
+    /// stateright `sometimes`: true in some reachable state.
+    Sometimes,
+    /// stateright `eventually`, judged soundly: every fair behaviour reaches
+    /// it (`Init ~> P`).
+    Eventually,
+    /// `P ~> Q` under fairness.
+    LeadsTo,
+    /// `◇□P` under fairness.
+    EventuallyAlways,
+}
+
+impl PropertyKind {
+    /// The word used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropertyKind::Always => "always",
+            PropertyKind::Sometimes => "sometimes",
+            PropertyKind::Eventually => "eventually",
+            PropertyKind::LeadsTo => "leads-to",
+            PropertyKind::EventuallyAlways => "eventually-always",
+        }
+    }
+
+    /// Whether the property speaks of infinite behaviours.
+    pub fn is_liveness(self) -> bool {
+        match self {
+            PropertyKind::Eventually | PropertyKind::LeadsTo | PropertyKind::EventuallyAlways => {
+                true
+            }
+            PropertyKind::Always | PropertyKind::Sometimes => false,
+        }
+    }
+}
+
+/// The verdict on one property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Proven on the whole reachable graph.
+    Holds,
+    /// Refuted: the evidence is a real behaviour of the model (for a
+    /// `sometimes` on a complete graph: no state satisfies it).
+    Violated,
+    /// Not decided: a bound stopped the search first.
+    Unknown,
+}
+
+/// One step of a path: the action taken and the state it led to.
+pub struct Step<M: Model> {
+    /// The action, with its index in the model's `actions()` of the previous
+    /// state; `None` for the initial state and for a stutter step (a state
+    /// with no successor repeats).
+    pub action: Option<(usize, M::Action)>,
+    /// The state after the step.
+    pub state: M::State,
+}
+
+/// A finite path from an initial state.
+pub struct Path<M: Model> {
+    /// The initial state's index in `init_states()`.
+    pub init_index: usize,
+    /// The initial state first, then one step per transition.
+    pub steps: Vec<Step<M>>,
+}
+
+/// What shows a verdict.
+pub enum Evidence<M: Model> {
+    /// A path to a state: the counterexample of an `always`, the example of a
+    /// `sometimes`.
+    Path(Path<M>),
+    /// A fair behaviour violating a liveness property: `prefix`, whose last
+    /// state is where the cycle starts, then `cycle` forever (its last state
+    /// is that same state again).
+    Lasso {
+        /// From an initial state to the first state of the cycle.
+        prefix: Path<M>,
+        /// The steps of the cycle, back to its first state.
+        cycle: Vec<Step<M>>,
+    },
+}
+
+/// The result for one property.
+pub struct PropertyReport<M: Model> {
+    /// The property's name.
+    pub name: &'static str,
+    /// What kind of property it is.
+    pub kind: PropertyKind,
+    /// Holds, violated, or unknown.
+    pub verdict: Verdict,
+    /// The behaviour behind the verdict, where there is one.
+    pub evidence: Option<Evidence<M>>,
+}
+
+/// Counts about the explored graph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Stats {
+    /// Distinct states found.
+    pub unique_states: u64,
+    /// Transitions kept (0 when only safety was checked).
+    pub edges: u64,
+    /// Breadth-first levels expanded.
+    pub depth: u32,
+    /// Time spent exploring.
+    pub explore_time: Duration,
+    /// Time spent on the liveness search.
+    pub liveness_time: Duration,
+}
+
+/// Everything a check found.
+pub struct Report<M: Model> {
+    /// One entry per property: safety ones first, in `properties()` order,
+    /// then liveness ones in `liveness()` order.
+    pub properties: Vec<PropertyReport<M>>,
+    /// The size of what was explored.
+    pub stats: Stats,
+    /// The bound that cut the check short, if one did.
+    pub stopped: Option<Bound>,
+}
+
+impl<M: Model> Report<M> {
+    /// Whether every property holds on the complete graph.
+    pub fn all_hold(&self) -> bool {
+        self.properties.iter().all(|p| p.verdict == Verdict::Holds)
+    }
+
+    /// The report for the property named `name`.
+    pub fn property(&self, name: &str) -> Option<&PropertyReport<M>> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+}

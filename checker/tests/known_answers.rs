@@ -1,0 +1,304 @@
+//! Known-answer tests of the liveness engine: tiny graphs whose verdicts and
+//! lassos are known by hand.
+
+use stateright::{Checker, Model, Property};
+use steadfast_checker::{check, CheckOptions, Evidence, PropertyKind, Report, Verdict};
+use steadfast_spec::{Fairness, Liveness, TemporalModel};
+
+/// A step of a tiny graph: its class (a letter) and the state it leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Act {
+    class: char,
+    to: u8,
+}
+
+/// A graph written out edge by edge, with the state sets that its
+/// properties talk about.
+#[derive(Clone, Default)]
+struct Tiny {
+    edges: Vec<(u8, char, u8)>,
+    /// Weakly fair classes.
+    fair: Vec<char>,
+    trigger: Vec<u8>,
+    goal: Vec<u8>,
+}
+
+impl Tiny {
+    fn new(edges: &[(u8, char, u8)]) -> Self {
+        Tiny {
+            edges: edges.to_vec(),
+            ..Tiny::default()
+        }
+    }
+
+    fn fair(mut self, classes: &[char]) -> Self {
+        self.fair = classes.to_vec();
+        self
+    }
+
+    fn trigger(mut self, states: &[u8]) -> Self {
+        self.trigger = states.to_vec();
+        self
+    }
+
+    fn goal(mut self, states: &[u8]) -> Self {
+        self.goal = states.to_vec();
+        self
+    }
+}
+
+impl Model for Tiny {
+    type State = u8;
+    type Action = Act;
+
+    fn init_states(&self) -> Vec<u8> {
+        vec![0]
+    }
+
+    fn actions(&self, state: &u8, actions: &mut Vec<Act>) {
+        for &(from, class, to) in &self.edges {
+            if from == *state {
+                actions.push(Act { class, to });
+            }
+        }
+    }
+
+    fn next_state(&self, _: &u8, action: Act) -> Option<u8> {
+        Some(action.to)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always("below 100", |_, s: &u8| *s < 100)]
+    }
+}
+
+impl TemporalModel for Tiny {
+    fn fairness(&self) -> Vec<Fairness<Self>> {
+        self.fair
+            .iter()
+            .map(|class| match class {
+                'a' => Fairness::weak("a", |a: &Act| a.class == 'a'),
+                'b' => Fairness::weak("b", |a: &Act| a.class == 'b'),
+                other => panic!("the tests use classes a and b, not {other}"),
+            })
+            .collect()
+    }
+
+    fn liveness(&self) -> Vec<Liveness<Self>> {
+        vec![
+            Liveness::leads_to(
+                "goal follows trigger",
+                |m: &Tiny, s: &u8| m.trigger.contains(s),
+                |m: &Tiny, s: &u8| m.goal.contains(s),
+            ),
+            Liveness::eventually_always("settles in goal", |m: &Tiny, s: &u8| m.goal.contains(s)),
+        ]
+    }
+}
+
+fn run<M>(model: &M) -> Report<M>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + std::hash::Hash + Send + Sync,
+    M::Action: Clone,
+{
+    let options = CheckOptions {
+        threads: 1,
+        ..CheckOptions::default()
+    };
+    check(model, &options).expect("the model is checkable")
+}
+
+/// The states of a lasso: the prefix (ending where the cycle starts) and the
+/// cycle (ending back there), with the cycle's actions (`None`: stutter).
+fn lasso(report: &Report<Tiny>, name: &str) -> (Vec<u8>, Vec<u8>, Vec<Option<char>>) {
+    let property = report.property(name).expect("the property exists");
+    assert_eq!(property.verdict, Verdict::Violated, "{name}");
+    let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence else {
+        panic!("{name}: a liveness violation comes with a lasso");
+    };
+    (
+        prefix.steps.iter().map(|s| s.state).collect(),
+        cycle.iter().map(|s| s.state).collect(),
+        cycle
+            .iter()
+            .map(|s| s.action.map(|(_, a)| a.class))
+            .collect(),
+    )
+}
+
+fn verdict<M: Model>(report: &Report<M>, name: &str) -> Verdict {
+    report.property(name).expect("the property exists").verdict
+}
+
+/// 0 → 2 → 4 → 2 → …: never odd.
+fn even_loop() -> Tiny {
+    Tiny::new(&[(0, 'a', 2), (2, 'a', 4), (4, 'a', 2)])
+        .fair(&['a'])
+        .trigger(&[0])
+        .goal(&[1, 3, 5])
+}
+
+#[test]
+fn loop_that_never_reaches_the_goal_should_be_violated_with_the_loop_as_cycle() {
+    let report = run(&even_loop());
+    let (prefix, cycle, _) = lasso(&report, "goal follows trigger");
+    assert_eq!(prefix, vec![0, 2]);
+    assert_eq!(cycle, vec![4, 2]);
+    assert_eq!(verdict(&report, "below 100"), Verdict::Holds);
+}
+
+/// stateright's own `eventually`, on the same loop, for both checkers.
+#[derive(Clone)]
+struct EventuallyOdd(Tiny);
+
+impl Model for EventuallyOdd {
+    type State = u8;
+    type Action = Act;
+
+    fn init_states(&self) -> Vec<u8> {
+        self.0.init_states()
+    }
+
+    fn actions(&self, state: &u8, actions: &mut Vec<Act>) {
+        self.0.actions(state, actions)
+    }
+
+    fn next_state(&self, state: &u8, action: Act) -> Option<u8> {
+        self.0.next_state(state, action)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::eventually("eventually odd", |_, s: &u8| {
+            s % 2 == 1
+        })]
+    }
+}
+
+impl TemporalModel for EventuallyOdd {}
+
+#[test]
+fn stateright_eventually_should_pass_the_loop_which_is_why_this_engine_exists() {
+    let model = EventuallyOdd(even_loop());
+    let checker = model.clone().checker().spawn_bfs().join();
+    assert!(checker.is_done());
+    assert!(
+        checker.discovery("eventually odd").is_none(),
+        "stateright now finds the loop: its eventually may have become sound"
+    );
+
+    let report = run(&model);
+    let property = report.property("eventually odd").unwrap();
+    assert_eq!(property.kind, PropertyKind::Eventually);
+    assert_eq!(property.verdict, Verdict::Violated);
+}
+
+/// 0 ⇄ 1 by `b`, and `a` from either to the goal 9.
+fn spin_or_finish() -> Tiny {
+    Tiny::new(&[(0, 'b', 1), (1, 'b', 0), (0, 'a', 9), (1, 'a', 9)])
+        .trigger(&[0])
+        .goal(&[9])
+}
+
+#[test]
+fn goal_reached_only_under_weak_fairness_should_need_the_declaration() {
+    let unfair = run(&spin_or_finish());
+    let (prefix, cycle, classes) = lasso(&unfair, "goal follows trigger");
+    assert_eq!(prefix, vec![0]);
+    assert_eq!(cycle, vec![1, 0]);
+    assert_eq!(classes, vec![Some('b'), Some('b')]);
+
+    let fair = run(&spin_or_finish().fair(&['a']));
+    assert_eq!(verdict(&fair, "goal follows trigger"), Verdict::Holds);
+    assert_eq!(verdict(&fair, "settles in goal"), Verdict::Holds);
+}
+
+#[test]
+fn action_enabled_only_intermittently_on_a_cycle_should_not_be_forced() {
+    // `a` is enabled at 0 but not at 1: weak fairness lets the cycle skip it.
+    let model = Tiny::new(&[(0, 'b', 1), (1, 'b', 0), (0, 'a', 9)])
+        .fair(&['a'])
+        .trigger(&[0])
+        .goal(&[9]);
+    let report = run(&model);
+    let (prefix, cycle, _) = lasso(&report, "goal follows trigger");
+    assert_eq!(prefix, vec![0]);
+    assert_eq!(cycle, vec![1, 0]);
+}
+
+#[test]
+fn terminal_state_where_the_goal_is_false_should_stutter_into_a_violation() {
+    let model = Tiny::new(&[(0, 'a', 1)])
+        .fair(&['a'])
+        .trigger(&[0])
+        .goal(&[5]);
+    let report = run(&model);
+    let (prefix, cycle, classes) = lasso(&report, "goal follows trigger");
+    assert_eq!(prefix, vec![0, 1]);
+    assert_eq!(cycle, vec![1]);
+    assert_eq!(classes, vec![None], "the cycle is a stutter step");
+}
+
+#[test]
+fn leads_to_should_demand_a_response_to_every_trigger() {
+    // P at 0 and 2; Q at 1 only. From 2 the run may go back to 1 or end at 3.
+    let answered = Tiny::new(&[(0, 'a', 1), (1, 'a', 2), (2, 'a', 1)])
+        .fair(&['a'])
+        .trigger(&[0, 2])
+        .goal(&[1]);
+    assert_eq!(
+        verdict(&run(&answered), "goal follows trigger"),
+        Verdict::Holds
+    );
+
+    let second_unanswered = Tiny::new(&[(0, 'a', 1), (1, 'a', 2), (2, 'a', 3)])
+        .fair(&['a'])
+        .trigger(&[0, 2])
+        .goal(&[1]);
+    let report = run(&second_unanswered);
+    let (prefix, cycle, _) = lasso(&report, "goal follows trigger");
+    assert_eq!(prefix, vec![0, 1, 2, 3], "the first trigger was answered");
+    assert_eq!(cycle, vec![3]);
+}
+
+#[test]
+fn model_where_everything_holds_should_be_proven() {
+    let model = Tiny::new(&[(0, 'b', 1), (1, 'a', 2), (2, 'a', 2), (0, 'a', 2)])
+        .fair(&['a', 'b'])
+        .trigger(&[0, 1])
+        .goal(&[2]);
+    let report = run(&model);
+    assert!(report.stopped.is_none());
+    assert!(report.all_hold(), "every verdict holds");
+    assert_eq!(report.stats.unique_states, 3);
+}
+
+#[test]
+fn bound_should_leave_verdicts_unknown_never_proven() {
+    let model = spin_or_finish().fair(&['a']);
+    let options = CheckOptions {
+        threads: 1,
+        max_states: Some(2),
+        ..CheckOptions::default()
+    };
+    let report = check(&model, &options).unwrap();
+    assert!(report.stopped.is_some());
+    assert_eq!(verdict(&report, "goal follows trigger"), Verdict::Unknown);
+    assert_eq!(verdict(&report, "below 100"), Verdict::Unknown);
+}
+
+#[test]
+fn violation_found_before_a_bound_should_still_be_reported() {
+    let model = Tiny::new(&[(0, 'b', 1), (1, 'b', 0), (1, 'a', 2), (2, 'a', 3)])
+        .trigger(&[0])
+        .goal(&[9]);
+    let options = CheckOptions {
+        threads: 1,
+        max_states: Some(3),
+        ..CheckOptions::default()
+    };
+    let report = check(&model, &options).unwrap();
+    assert!(report.stopped.is_some());
+    let (_, cycle, _) = lasso(&report, "goal follows trigger");
+    assert_eq!(cycle, vec![1, 0]);
+}

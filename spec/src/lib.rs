@@ -1,0 +1,14 @@
+//! steadfast-spec: the steadfast protocols as pure, deterministic state
+//! machines, the stateright models of their environments, and the properties
+//! and fairness they are checked against.
+//!
+//! Nothing here performs I/O or reads a clock; time and the world arrive as
+//! inputs. [`temporal`] holds the language of liveness under fairness that
+//! `steadfast-checker` checks; [`mutex`] is a small worked example of it.
+
+#![deny(missing_docs)]
+
+pub mod mutex;
+pub mod temporal;
+
+pub use temporal::{Fairness, Formula, Liveness, StatePredicate, TemporalModel};
