@@ -91,7 +91,7 @@ const STATE_NUMBERS: u32 = u32::MAX - 1;
 pub fn check<M>(model: &M, options: &CheckOptions) -> Result<Report<M>, CheckError>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + Send + Sync,
+    M::State: Clone + Hash + PartialEq + Send + Sync,
     M::Action: Clone,
 {
     check_with_progress(model, options, None)
@@ -109,7 +109,7 @@ pub fn check_with_progress<M>(
 ) -> Result<Report<M>, CheckError>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + Send + Sync,
+    M::State: Clone + Hash + PartialEq + Send + Sync,
     M::Action: Clone,
 {
     let plan = Plan::new(model, options)?;

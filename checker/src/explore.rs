@@ -2,11 +2,11 @@
 //! on any number of threads.
 //!
 //! Each level's frontier holds consecutive state numbers. Threads claim
-//! fixed-size chunks of it in order, expand them against the shared
-//! [`Seen`] set, and hand back per-chunk buffers that are appended in chunk
-//! order, so the edge array stays sorted by state number with no second pass.
-//! New states get numbers as they are found; sorting the next frontier by
-//! number makes it consecutive again.
+//! chunks of it in order, expand them against the shared [`Seen`] set, and
+//! hand back per-chunk buffers that are appended in chunk order, so the edge
+//! array stays sorted by state number with no second pass. Each chunk's new
+//! states get consecutive numbers; ordering those runs makes the next
+//! frontier consecutive again.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -68,10 +68,68 @@ struct Chunk<S> {
     labels: Vec<u32>,
     found: Vec<Option<u32>>,
     /// States first found here, with how they were reached.
-    discovered: Vec<(u32, Parent, S)>,
+    discovered: Discovered<S>,
     /// Fewer states than the chunk held were expanded: the state limit was
     /// reached while expanding the next one.
     truncated: bool,
+}
+
+/// The states a chunk found first. [`Seen::insert_all`] numbers a batch's
+/// new states consecutively, so they are the numbers from `first` on.
+struct Discovered<S> {
+    first: u32,
+    parents: Vec<Parent>,
+    states: Vec<S>,
+}
+
+/// The states of one level, as the runs in which they were discovered (in
+/// number order), cut into chunks of [`CHUNK`] states (the last one fewer).
+/// A chunk may span runs; keeping the runs as they came saves moving every
+/// state once per level.
+struct Frontier<S> {
+    runs: Vec<Discovered<S>>,
+    /// Per chunk, its pieces: a run, and the range of the run's states.
+    chunks: Vec<Vec<(usize, std::ops::Range<usize>)>>,
+}
+
+impl<S> Frontier<S> {
+    fn new(mut runs: Vec<Discovered<S>>) -> Self {
+        runs.retain(|run| !run.states.is_empty());
+        runs.sort_unstable_by_key(|run| run.first);
+        let mut chunks = Vec::new();
+        let mut chunk = Vec::new();
+        let mut size = 0;
+        for (index, run) in runs.iter().enumerate() {
+            let mut start = 0;
+            while start < run.states.len() {
+                let end = run.states.len().min(start + CHUNK - size);
+                chunk.push((index, start..end));
+                size += end - start;
+                start = end;
+                if size == CHUNK {
+                    chunks.push(std::mem::take(&mut chunk));
+                    size = 0;
+                }
+            }
+        }
+        if size > 0 {
+            chunks.push(chunk);
+        }
+        Frontier { runs, chunks }
+    }
+
+    /// The number of chunk `index`'s first state, and its states.
+    fn chunk(&self, index: usize) -> (u32, Vec<&[S]>) {
+        let pieces = &self.chunks[index];
+        let first = pieces
+            .first()
+            .map_or(0, |(run, range)| self.runs[*run].first + range.start as u32);
+        let states = pieces
+            .iter()
+            .map(|(run, range)| &self.runs[*run].states[range.clone()])
+            .collect();
+        (first, states)
+    }
 }
 
 /// State shared by the threads expanding one level.
@@ -79,9 +137,7 @@ struct Level<'a, M: Model> {
     run: &'a Exploration<'a, M>,
     seen: &'a Seen,
     fingerprinter: &'a Fingerprinter,
-    frontier: &'a [M::State],
-    /// The number of `frontier[0]`.
-    base: u32,
+    frontier: &'a Frontier<M::State>,
     next_chunk: AtomicUsize,
     stop: &'a Mutex<Option<Bound>>,
     stopping: &'a AtomicBool,
@@ -93,7 +149,7 @@ struct Level<'a, M: Model> {
 impl<M> Exploration<'_, M>
 where
     M: Model + Sync,
-    M::State: std::hash::Hash + Send + Sync,
+    M::State: std::hash::Hash + PartialEq + Send + Sync,
 {
     pub(crate) fn run(&self) -> Explored {
         let started = Instant::now();
@@ -105,27 +161,31 @@ where
             graph.offsets.push(0);
         }
 
-        let mut frontier = Vec::new();
+        let mut initial = Discovered {
+            first: 0,
+            parents: Vec::new(),
+            states: Vec::new(),
+        };
         for (index, state) in self.model.init_states().into_iter().enumerate() {
             if let Insert::New(_) = seen.insert(fingerprinter.fingerprint(&state)) {
-                graph.parents.push(Parent {
+                initial.parents.push(Parent {
                     state: ROOT,
                     ordinal: index as u32,
                 });
-                frontier.push(state);
+                initial.states.push(state);
             }
         }
+        let mut frontier = place(&mut graph, vec![initial]);
 
         let stop = Mutex::new(None);
         let stopping = AtomicBool::new(false);
         let last_progress = Mutex::new(started);
         let mut depth = 0;
-        while !frontier.is_empty() && !stopping.load(Ordering::Relaxed) {
+        while !frontier.chunks.is_empty() && !stopping.load(Ordering::Relaxed) {
             let level = Level {
                 run: self,
                 seen: &seen,
                 fingerprinter: &fingerprinter,
-                base: graph.expanded,
                 frontier: &frontier,
                 next_chunk: AtomicUsize::new(0),
                 stop: &stop,
@@ -138,32 +198,8 @@ where
             chunks.sort_unstable_by_key(|(index, _)| *index);
             depth += 1;
 
-            let mut next = Vec::new();
-            let mut complete = true;
-            for (_, chunk) in chunks {
-                next.extend(chunk.discovered);
-                for (slot, id) in found.iter_mut().zip(chunk.found) {
-                    *slot = (*slot).or(id);
-                }
-                if !complete {
-                    continue;
-                }
-                for degree in chunk.degrees {
-                    if self.keep_edges {
-                        let end = graph.offsets[graph.offsets.len() - 1] + u64::from(degree);
-                        graph.offsets.push(end);
-                    }
-                    graph.expanded += 1;
-                }
-                graph.edges.extend(chunk.edges);
-                graph.labels.extend(chunk.labels);
-                complete = !chunk.truncated;
-            }
-            next.sort_unstable_by_key(|(id, _, _)| *id);
-            graph
-                .parents
-                .extend(next.iter().map(|(_, parent, _)| *parent));
-            frontier = next.into_iter().map(|(_, _, state)| state).collect();
+            let discovered = absorb(&mut graph, &mut found, chunks, self.keep_edges);
+            frontier = place(&mut graph, discovered);
         }
 
         // States found but never expanded: no edges, no labels.
@@ -183,10 +219,56 @@ where
     }
 }
 
+/// Appends the chunks of a level, in order, to the graph: the edges and
+/// labels of the expanded prefix, and every target found. Returns each
+/// chunk's discovered states.
+fn absorb<S>(
+    graph: &mut Graph,
+    found: &mut [Option<u32>],
+    chunks: Vec<(usize, Chunk<S>)>,
+    keep_edges: bool,
+) -> Vec<Discovered<S>> {
+    let mut discovered = Vec::with_capacity(chunks.len());
+    let mut complete = true;
+    for (_, chunk) in chunks {
+        discovered.push(chunk.discovered);
+        for (slot, id) in found.iter_mut().zip(chunk.found) {
+            *slot = (*slot).or(id);
+        }
+        if !complete {
+            continue;
+        }
+        for degree in chunk.degrees {
+            if keep_edges {
+                let end = graph.offsets[graph.offsets.len() - 1] + u64::from(degree);
+                graph.offsets.push(end);
+            }
+            graph.expanded += 1;
+        }
+        graph.edges.extend(chunk.edges);
+        graph.labels.extend(chunk.labels);
+        complete = !chunk.truncated;
+    }
+    discovered
+}
+
+/// Records the parents of a level's discovered states and makes them the
+/// next frontier. The numbers handed out in a level are exactly the next
+/// ones, in one consecutive run per chunk, so ordering the runs puts every
+/// state in its place.
+fn place<S>(graph: &mut Graph, discovered: Vec<Discovered<S>>) -> Frontier<S> {
+    let mut frontier = Frontier::new(discovered);
+    for run in &mut frontier.runs {
+        debug_assert_eq!(run.first as usize, graph.parents.len());
+        graph.parents.append(&mut run.parents);
+    }
+    frontier
+}
+
 impl<M> Level<'_, M>
 where
     M: Model + Sync,
-    M::State: std::hash::Hash + Send + Sync,
+    M::State: std::hash::Hash + PartialEq + Send + Sync,
 {
     /// Expands the frontier on the run's threads; returns the chunks with
     /// their indices, in no particular order.
@@ -194,14 +276,14 @@ where
         let threads = self.run.threads.max(1);
         let work = || {
             let mut done = Vec::new();
-            let mut actions = Vec::new();
+            let mut scratch = Scratch::new();
             while let Some(index) = self.claim() {
-                done.push((index, self.expand_chunk(index, &mut actions)));
+                done.push((index, self.expand_chunk(index, &mut scratch)));
                 self.report_progress();
             }
             done
         };
-        if threads == 1 || self.frontier.len() <= CHUNK {
+        if threads == 1 || self.frontier.chunks.len() == 1 {
             return work();
         }
         std::thread::scope(|scope| {
@@ -230,7 +312,7 @@ where
             }
         }
         let index = self.next_chunk.fetch_add(1, Ordering::Relaxed);
-        (index * CHUNK < self.frontier.len()).then_some(index)
+        (index < self.frontier.chunks.len()).then_some(index)
     }
 
     fn halt(&self, bound: Bound) {
@@ -257,36 +339,49 @@ where
         });
     }
 
-    fn expand_chunk(&self, index: usize, actions: &mut Vec<M::Action>) -> Chunk<M::State> {
+    fn expand_chunk(&self, index: usize, scratch: &mut Scratch<M>) -> Chunk<M::State> {
         let run = self.run;
         let model = run.model;
-        let start = index * CHUNK;
-        let states = &self.frontier[start..(start + CHUNK).min(self.frontier.len())];
+        let (first, pieces) = self.frontier.chunk(index);
+        let count = pieces.iter().map(|piece| piece.len()).sum();
         let mut chunk = Chunk {
-            degrees: Vec::with_capacity(states.len()),
+            degrees: Vec::with_capacity(count),
             edges: Vec::new(),
-            labels: Vec::with_capacity(if run.labels.is_empty() {
-                0
-            } else {
-                states.len()
-            }),
+            labels: Vec::with_capacity(if run.labels.is_empty() { 0 } else { count }),
             found: vec![None; run.targets.len()],
-            discovered: Vec::new(),
+            discovered: Discovered {
+                first: 0,
+                parents: Vec::new(),
+                states: Vec::new(),
+            },
             truncated: false,
         };
-        for (offset, state) in states.iter().enumerate() {
-            let id = self.base + (start + offset) as u32;
+
+        // First every successor of the chunk, so that they can be looked up
+        // in one batch.
+        scratch.successors.clear();
+        scratch.fingerprints.clear();
+        scratch.next_states.clear();
+        scratch.ends.clear();
+        for (offset, state) in pieces.iter().flat_map(|piece| piece.iter()).enumerate() {
+            let id = first + offset as u32;
             for (slot, target) in chunk.found.iter_mut().zip(&run.targets) {
                 if slot.is_none() && (target.condition)(model, state) == target.wanted {
                     *slot = Some(id);
                 }
             }
-
-            let edges_before = chunk.edges.len();
-            let mut successors = 0u32;
-            actions.clear();
-            model.actions(state, actions);
-            for action in actions.drain(..) {
+            if !run.labels.is_empty() {
+                let bits = run
+                    .labels
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, label)| label(model, state))
+                    .fold(0u32, |bits, (k, _)| bits | 1 << k);
+                chunk.labels.push(bits);
+            }
+            scratch.actions.clear();
+            model.actions(state, &mut scratch.actions);
+            for action in scratch.actions.drain(..) {
                 let fair = run
                     .classes
                     .iter()
@@ -299,51 +394,121 @@ where
                 if !model.within_boundary(&next) {
                     continue;
                 }
-                let ordinal = successors;
-                successors += 1;
-                let to = match self.seen.insert(self.fingerprinter.fingerprint(&next)) {
-                    Insert::Known(to) => to,
-                    Insert::New(to) => {
-                        let parent = Parent { state: id, ordinal };
-                        chunk.discovered.push((to, parent, next));
-                        to
-                    }
-                    Insert::Full => {
-                        // This state's successors cannot all be numbered: it
-                        // and the rest of the chunk stay unexpanded.
-                        self.halt(Bound::States(run.max_states));
-                        chunk.edges.truncate(edges_before);
-                        chunk.truncated = true;
-                        return chunk;
+                if next == *state {
+                    scratch.successors.push(Successor::SelfLoop);
+                } else {
+                    scratch.successors.push(Successor::Other { fair });
+                    scratch
+                        .fingerprints
+                        .push(self.fingerprinter.fingerprint(&next));
+                    scratch.next_states.push(next);
+                }
+            }
+            scratch.ends.push(scratch.successors.len());
+        }
+
+        self.seen.insert_all(
+            &scratch.fingerprints,
+            index * 29,
+            &mut scratch.inserted,
+            &mut scratch.order,
+        );
+
+        // Then the edges, state by state in action order. Every new number
+        // handed out is recorded, even past a truncation, so that numbers
+        // stay dense.
+        let mut results = scratch.inserted.iter().copied();
+        let mut next_states = scratch.next_states.drain(..);
+        let mut begin = 0;
+        for (offset, &end) in scratch.ends.iter().enumerate() {
+            let id = first + offset as u32;
+            let edges_before = chunk.edges.len();
+            for (ordinal, successor) in scratch.successors[begin..end].iter().enumerate() {
+                let (to, fair) = match *successor {
+                    Successor::SelfLoop => (id, 0),
+                    Successor::Other { fair } => {
+                        let next = next_states.next();
+                        match (results.next(), next) {
+                            (Some(Insert::Known(to)), _) => (to, fair),
+                            (Some(Insert::New(to)), Some(next)) => {
+                                let parent = Parent {
+                                    state: id,
+                                    ordinal: ordinal as u32,
+                                };
+                                if chunk.discovered.states.is_empty() {
+                                    chunk.discovered.first = to;
+                                }
+                                chunk.discovered.parents.push(parent);
+                                chunk.discovered.states.push(next);
+                                (to, fair)
+                            }
+                            _ => {
+                                // A successor could not be numbered: this
+                                // state and the rest of the chunk stay
+                                // unexpanded.
+                                if !chunk.truncated {
+                                    self.halt(Bound::States(run.max_states));
+                                    chunk.truncated = true;
+                                    chunk.edges.truncate(edges_before);
+                                    chunk.labels.truncate(chunk.degrees.len());
+                                }
+                                continue;
+                            }
+                        }
                     }
                 };
-                if run.keep_edges {
-                    let fair = if to == id { 0 } else { fair };
+                if run.keep_edges && !chunk.truncated {
                     chunk.edges.push(Edge { to, fair });
                 }
             }
-            if run.keep_edges && successors == 0 {
+            begin = end;
+            if chunk.truncated {
+                continue;
+            }
+            if run.keep_edges && chunk.edges.len() == edges_before {
                 // A state with no successor stutters forever.
                 chunk.edges.push(Edge { to: id, fair: 0 });
             }
             chunk
                 .degrees
                 .push((chunk.edges.len() - edges_before) as u32);
-            if !run.labels.is_empty() {
-                let bits = run
-                    .labels
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, label)| label(model, state))
-                    .fold(0u32, |bits, (k, _)| bits | 1 << k);
-                chunk.labels.push(bits);
-            }
-            if self.stopping.load(Ordering::Relaxed) && offset + 1 < states.len() {
-                // Another thread hit a bound; what is expanded so far stands.
-                chunk.truncated = true;
-                return chunk;
-            }
         }
         chunk
+    }
+}
+
+/// One successor of a state, before it has a number.
+#[derive(Clone, Copy)]
+enum Successor {
+    /// The action leads back to the same state.
+    SelfLoop,
+    /// The action leads elsewhere, taking these fairness classes; its
+    /// fingerprint and state are next in line in [`Scratch`].
+    Other { fair: u32 },
+}
+
+/// Buffers a thread reuses from chunk to chunk.
+struct Scratch<M: Model> {
+    actions: Vec<M::Action>,
+    successors: Vec<Successor>,
+    /// Per state of the chunk, where its successors end in `successors`.
+    ends: Vec<usize>,
+    fingerprints: Vec<u64>,
+    next_states: Vec<M::State>,
+    inserted: Vec<Insert>,
+    order: Vec<u32>,
+}
+
+impl<M: Model> Scratch<M> {
+    fn new() -> Self {
+        Scratch {
+            actions: Vec::new(),
+            successors: Vec::new(),
+            ends: Vec::new(),
+            fingerprints: Vec::new(),
+            next_states: Vec::new(),
+            inserted: Vec::new(),
+            order: Vec::new(),
+        }
     }
 }

@@ -41,16 +41,37 @@ pub(crate) struct EdgeLasso {
 /// Marks a state whose component is finished, in `Tarjan::index`.
 const DONE: u32 = u32::MAX;
 
-/// Tarjan's algorithm over the states that `allowed` admits. After a state's
+/// A set of states as one bit each: small enough to stay in cache while the
+/// search jumps around the graph.
+struct StateSet(Vec<u64>);
+
+impl StateSet {
+    fn from_fn(n: u32, contains: impl Fn(u32) -> bool) -> Self {
+        let mut words = vec![0u64; (n as usize).div_ceil(64)];
+        for u in (0..n).filter(|&u| contains(u)) {
+            words[u as usize / 64] |= 1 << (u % 64);
+        }
+        StateSet(words)
+    }
+
+    fn contains(&self, u: u32) -> bool {
+        self.0[u as usize / 64] & (1 << (u % 64)) != 0
+    }
+}
+
+/// Tarjan's algorithm over the states in `allowed`. After a state's
 /// component is finished its `index` is `DONE` and its `low` is the
 /// component's number, so two words per state serve the whole search.
-struct Tarjan<'g, F> {
+struct Tarjan<'g> {
     graph: &'g Graph,
-    allowed: F,
+    allowed: StateSet,
     index: Vec<u32>,
     low: Vec<u32>,
     /// Per component number, whether it holds a fair cycle.
     fair: Vec<bool>,
+    /// Per component number, whether a fair cycle is reachable from it
+    /// through allowed states.
+    reaches_fair: Vec<bool>,
 }
 
 /// The facts about one finished component that the formulas need.
@@ -61,15 +82,16 @@ struct Component<'a> {
     fair: bool,
 }
 
-impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
-    fn new(graph: &'g Graph, allowed: F) -> Self {
+impl<'g> Tarjan<'g> {
+    fn new(graph: &'g Graph, allowed: impl Fn(u32) -> bool) -> Self {
         let n = graph.len() as usize;
         Tarjan {
             graph,
-            allowed,
+            allowed: StateSet::from_fn(graph.len(), allowed),
             index: vec![0; n],
             low: vec![0; n],
             fair: Vec::new(),
+            reaches_fair: Vec::new(),
         }
     }
 
@@ -78,10 +100,12 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
         (self.index[u as usize] == DONE).then(|| self.low[u as usize])
     }
 
-    /// Runs the search, handing each component to `visit` as it is finished
+    /// Runs the search from the allowed states that `roots` admits, handing
+    /// each component reachable from them to `visit` as it is finished
     /// (successors' components first), until `visit` returns something.
     fn run<T>(
         &mut self,
+        roots: impl Fn(u32) -> bool,
         all_fair: u32,
         mut visit: impl FnMut(&Self, &Component<'_>) -> Option<T>,
     ) -> Option<T> {
@@ -90,7 +114,7 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
         let mut stack: Vec<u32> = Vec::new();
         let mut calls: Vec<(u32, usize)> = Vec::new();
         for root in 0..graph.len() {
-            if self.index[root as usize] != 0 || !(self.allowed)(root) {
+            if self.index[root as usize] != 0 || !self.allowed.contains(root) || !roots(root) {
                 continue;
             }
             self.open(root, &mut next_index, &mut stack, &mut calls);
@@ -99,7 +123,7 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
                 if *position < end {
                     let w = graph.edges[*position].to;
                     *position += 1;
-                    if !(self.allowed)(w) {
+                    if !self.allowed.contains(w) {
                         continue;
                     }
                     match self.index[w as usize] {
@@ -127,8 +151,9 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
                     self.low[u as usize] = id;
                 }
                 let members = &stack[start..];
-                let fair = self.is_fair(id, members, all_fair);
+                let (fair, reaches_fair) = self.judge(id, members, all_fair);
                 self.fair.push(fair);
+                self.reaches_fair.push(reaches_fair);
                 let found = visit(self, &Component { id, members, fair });
                 stack.truncate(start);
                 if found.is_some() {
@@ -167,20 +192,35 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
         })
     }
 
+    /// Judges a finished component in one pass over its members' edges:
+    /// whether it holds a fair cycle, and whether it can reach one (itself,
+    /// or through an edge to a component finished earlier that can).
+    ///
     /// A component holds a fair cycle iff it has a cycle at all and every
     /// class is either taken by an edge inside it or disabled at one of its
     /// states.
-    fn is_fair(&self, id: u32, members: &[u32], all_fair: u32) -> bool {
+    fn judge(&self, id: u32, members: &[u32], all_fair: u32) -> (bool, bool) {
         let mut has_cycle = members.len() > 1;
         let mut taken = 0;
-        for (_, e) in self.internal_edges(id, members) {
-            has_cycle = true;
-            taken |= self.graph.edges[e].fair;
+        let mut always_enabled = all_fair;
+        let mut escapes = false;
+        for &u in members {
+            let mut enabled = 0;
+            for edge in self.graph.out(u) {
+                enabled |= edge.fair;
+                match self.component_of(edge.to) {
+                    Some(c) if c == id => {
+                        has_cycle = true;
+                        taken |= edge.fair;
+                    }
+                    Some(c) => escapes |= self.reaches_fair[c as usize],
+                    None => {}
+                }
+            }
+            always_enabled &= enabled;
         }
-        let always_enabled = members
-            .iter()
-            .fold(all_fair, |bits, &u| bits & self.graph.enabled(u));
-        has_cycle && always_enabled & !taken == 0
+        let fair = has_cycle && always_enabled & !taken == 0;
+        (fair, fair || escapes)
     }
 
     /// A shortest path of edges from `from` to a state satisfying `goal`,
@@ -201,7 +241,7 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
         while let Some(u) = queue.pop_front() {
             for e in self.graph.edge_range(u) {
                 let w = self.graph.edges[e].to;
-                if !(self.allowed)(w) || !through(w) || came_from.contains_key(&w) {
+                if !self.allowed.contains(w) || !through(w) || came_from.contains_key(&w) {
                     continue;
                 }
                 came_from.insert(w, (u, e));
@@ -223,19 +263,6 @@ impl<'g, F: Fn(u32) -> bool> Tarjan<'g, F> {
             }
         }
         None
-    }
-
-    /// The edges from the members of a finished component to other
-    /// components (all finished before it), as those components' numbers.
-    fn exits<'a>(&'a self, c: &'a Component<'_>) -> impl Iterator<Item = u32> + 'a {
-        c.members.iter().flat_map(move |&u| {
-            self.graph.out(u).iter().filter_map(move |edge| {
-                if !(self.allowed)(edge.to) {
-                    return None;
-                }
-                self.component_of(edge.to).filter(|&other| other != c.id)
-            })
-        })
     }
 
     /// A cycle through all that makes component `id` fair, from and back to
@@ -284,10 +311,14 @@ pub(crate) fn find_violation(
     match formula {
         LabelFormula::EventuallyAlways { p } => {
             let mut tarjan = Tarjan::new(graph, |_| true);
-            let (id, members, start) = tarjan.run(all_fair, |_, c| {
-                let start = c.members.iter().find(|&&u| !graph.label(u, p))?;
-                c.fair.then(|| (c.id, c.members.to_vec(), *start))
-            })?;
+            let (id, members, start) = tarjan.run(
+                |_| true,
+                all_fair,
+                |_, c| {
+                    let start = c.members.iter().find(|&&u| !graph.label(u, p))?;
+                    c.fair.then(|| (c.id, c.members.to_vec(), *start))
+                },
+            )?;
             Some(EdgeLasso {
                 start,
                 bridge: Vec::new(),
@@ -300,13 +331,9 @@ pub(crate) fn find_violation(
                 None => u < initial,
             };
             let mut tarjan = Tarjan::new(graph, |u| !graph.label(u, q));
-            // Per component number: whether a fair component is reachable
-            // from it without `Q`.
-            let mut doomed: Vec<bool> = Vec::new();
-            let start = tarjan.run(all_fair, |t, c| {
-                let escapes = t.exits(c).any(|other| doomed[other as usize]);
-                doomed.push(c.fair || escapes);
-                if !doomed[c.id as usize] {
+            // Only what a trigger can reach matters.
+            let start = tarjan.run(triggered, all_fair, |t, c| {
+                if !t.reaches_fair[c.id as usize] {
                     return None;
                 }
                 c.members.iter().copied().find(|&u| triggered(u))

@@ -241,32 +241,50 @@ static LOCK_VARIANTS: [Variant<LockVariant>; 2] = [
 ];
 
 /// The example lock's scenarios: how many processes contend.
-static LOCK_SCENARIOS: [Scenario<u8>; 3] = [
+static LOCK_SCENARIOS: [Scenario<LockScenario>; 3] = [
     Scenario {
         name: "peterson",
         about: "2 processes (Peterson's algorithm)",
         by_default: true,
-        value: 2,
+        value: LockScenario {
+            processes: 2,
+            rounds: 0,
+        },
     },
     Scenario {
         name: "three",
         about: "3 processes",
         by_default: true,
-        value: 3,
+        value: LockScenario {
+            processes: 3,
+            rounds: 0,
+        },
     },
     Scenario {
         name: "bench",
-        about: "6 processes, about 8.8 million states: for benchmarks",
+        about: "6 processes that enter once each, 2.8 million states: for benchmarks",
         by_default: false,
-        value: 6,
+        value: LockScenario {
+            processes: 6,
+            rounds: 1,
+        },
     },
 ];
 
-fn build_lock(variant: &LockVariant, processes: &u8) -> Result<Lock, String> {
-    Lock::new(*processes, *variant).map_err(|e| e.to_string())
+/// A lock scenario: how many processes, and how often each may enter (0:
+/// without limit).
+pub struct LockScenario {
+    processes: u8,
+    rounds: u8,
 }
 
-static MUTEX: ModelEntry<Lock, LockVariant, u8> = ModelEntry {
+fn build_lock(variant: &LockVariant, scenario: &LockScenario) -> Result<Lock, String> {
+    Lock::new(scenario.processes, *variant)
+        .map(|lock| lock.with_rounds(scenario.rounds))
+        .map_err(|e| e.to_string())
+}
+
+static MUTEX: ModelEntry<Lock, LockVariant, LockScenario> = ModelEntry {
     name: "mutex",
     about: "an example: the filter lock, and a lock that keeps only its victim check",
     variants: &LOCK_VARIANTS,

@@ -99,7 +99,7 @@ impl TemporalModel for Tiny {
 fn run<M>(model: &M) -> Report<M>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + std::hash::Hash + Send + Sync,
+    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
     M::Action: Clone,
 {
     let options = CheckOptions {

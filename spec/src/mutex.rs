@@ -65,6 +65,10 @@ pub const MAX_PROCESSES: u8 = 6;
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LockState {
     processes: u8,
+    /// How often each process may enter; 0: without limit.
+    rounds: u8,
+    /// How often each process has entered (counted only under a limit).
+    entries: [u8; MAX_PROCESSES as usize],
     /// Each process's program counter.
     pub pc: [Pc; MAX_PROCESSES as usize],
     /// `level[i]`: the highest level process `i` has raised to (0: none).
@@ -83,11 +87,15 @@ impl LockState {
 impl std::fmt::Debug for LockState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = usize::from(self.processes);
-        f.debug_struct("LockState")
+        let mut debug = f.debug_struct("LockState");
+        debug
             .field("pc", &&self.pc[..n])
             .field("level", &&self.level[..n])
-            .field("victim", &&self.victim[..n])
-            .finish()
+            .field("victim", &&self.victim[..n]);
+        if self.rounds > 0 {
+            debug.field("entries", &&self.entries[..n]);
+        }
+        debug.finish()
     }
 }
 
@@ -134,6 +142,7 @@ impl LockAction {
 pub struct Lock {
     processes: u8,
     variant: LockVariant,
+    rounds: u8,
 }
 
 /// A [`Lock`] was asked for with a number of processes it cannot take.
@@ -160,10 +169,21 @@ impl Lock {
     /// [`ProcessCountError`] when `processes` is out of that range.
     pub fn new(processes: u8, variant: LockVariant) -> Result<Self, ProcessCountError> {
         if (2..=MAX_PROCESSES).contains(&processes) {
-            Ok(Lock { processes, variant })
+            Ok(Lock {
+                processes,
+                variant,
+                rounds: 0,
+            })
         } else {
             Err(ProcessCountError(processes))
         }
+    }
+
+    /// The same lock, where each process may enter at most `rounds` times (0:
+    /// without limit). A limit makes the graph acyclic but for stutter steps,
+    /// so that checkers without cycle detection can explore it too.
+    pub fn with_rounds(self, rounds: u8) -> Self {
+        Lock { rounds, ..self }
     }
 
     /// The highest level, from which passing leads into the critical section.
@@ -193,6 +213,8 @@ impl Model for Lock {
     fn init_states(&self) -> Vec<LockState> {
         vec![LockState {
             processes: self.processes,
+            rounds: self.rounds,
+            entries: [0; MAX_PROCESSES as usize],
             pc: [Pc::Idle; MAX_PROCESSES as usize],
             level: [0; MAX_PROCESSES as usize],
             victim: [0; MAX_PROCESSES as usize],
@@ -204,7 +226,9 @@ impl Model for Lock {
             match state.pc[usize::from(i)] {
                 Pc::Idle => {
                     actions.push(LockAction::ProcThink(i));
-                    actions.push(LockAction::ProcTry(i));
+                    if self.rounds == 0 || state.entries[usize::from(i)] < self.rounds {
+                        actions.push(LockAction::ProcTry(i));
+                    }
                 }
                 Pc::Raise(_) => actions.push(LockAction::ProcRaise(i)),
                 Pc::Yield(_) => actions.push(LockAction::ProcYield(i)),
@@ -242,6 +266,9 @@ impl Model for Lock {
                     return None;
                 };
                 next.pc[usize::from(i)] = if l == self.top_level() {
+                    if self.rounds > 0 {
+                        next.entries[usize::from(i)] += 1;
+                    }
                     Pc::Critical
                 } else {
                     Pc::Raise(l + 1)
