@@ -124,3 +124,62 @@ fn check_should_print_json_when_asked() {
     assert_eq!(property["verdict"], "violated");
     assert_eq!(property["evidence"]["cycle_start"], 3);
 }
+
+#[test]
+fn check_should_honour_a_timeout_on_several_threads() {
+    let output = steadfast(&[
+        "check",
+        "mutex",
+        "--scenario",
+        "bench",
+        "--timeout",
+        "0.3",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("INCOMPLETE: stopped by the time limit (0.3s)"),
+        "{text}"
+    );
+    assert!(text.contains("unknown"), "{text}");
+}
+
+#[test]
+fn check_should_give_the_same_answers_on_one_thread_and_two() {
+    let one = steadfast(&[
+        "check",
+        "mutex",
+        "--variant",
+        "victim-only",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    let two = steadfast(&[
+        "check",
+        "mutex",
+        "--variant",
+        "victim-only",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    let parse = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
+    let (one, two) = (parse(&one), parse(&two));
+    for run in 0..2 {
+        for field in ["unique_states", "edges", "depth"] {
+            assert_eq!(
+                one[run]["report"]["stats"][field],
+                two[run]["report"]["stats"][field]
+            );
+        }
+        for property in 0..4 {
+            assert_eq!(
+                one[run]["report"]["properties"][property]["verdict"],
+                two[run]["report"]["properties"][property]["verdict"]
+            );
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! A tiny model for tests: a graph written out edge by edge, with the state
+//! sets its properties talk about.
+
+use stateright::{Model, Property};
+use steadfast_checker::{check, CheckOptions, Report};
+use steadfast_spec::{Fairness, Liveness, TemporalModel};
+
+/// A step of a tiny graph: its class (a letter) and the state it leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Act {
+    pub class: char,
+    pub to: u8,
+}
+
+/// A graph written out edge by edge, with the state sets that its
+/// properties talk about.
+#[derive(Clone, Debug, Default)]
+pub struct Tiny {
+    pub edges: Vec<(u8, char, u8)>,
+    /// Weakly fair classes.
+    pub fair: Vec<char>,
+    pub trigger: Vec<u8>,
+    pub goal: Vec<u8>,
+}
+
+impl Tiny {
+    pub fn new(edges: &[(u8, char, u8)]) -> Self {
+        Tiny {
+            edges: edges.to_vec(),
+            ..Tiny::default()
+        }
+    }
+
+    pub fn fair(mut self, classes: &[char]) -> Self {
+        self.fair = classes.to_vec();
+        self
+    }
+
+    pub fn trigger(mut self, states: &[u8]) -> Self {
+        self.trigger = states.to_vec();
+        self
+    }
+
+    pub fn goal(mut self, states: &[u8]) -> Self {
+        self.goal = states.to_vec();
+        self
+    }
+}
+
+impl Model for Tiny {
+    type State = u8;
+    type Action = Act;
+
+    fn init_states(&self) -> Vec<u8> {
+        vec![0]
+    }
+
+    fn actions(&self, state: &u8, actions: &mut Vec<Act>) {
+        for &(from, class, to) in &self.edges {
+            if from == *state {
+                actions.push(Act { class, to });
+            }
+        }
+    }
+
+    fn next_state(&self, _: &u8, action: Act) -> Option<u8> {
+        Some(action.to)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always("below 100", |_, s: &u8| *s < 100)]
+    }
+}
+
+impl TemporalModel for Tiny {
+    fn fairness(&self) -> Vec<Fairness<Self>> {
+        self.fair
+            .iter()
+            .map(|class| match class {
+                'a' => Fairness::weak("a", |a: &Act| a.class == 'a'),
+                'b' => Fairness::weak("b", |a: &Act| a.class == 'b'),
+                other => panic!("the tests use classes a and b, not {other}"),
+            })
+            .collect()
+    }
+
+    fn liveness(&self) -> Vec<Liveness<Self>> {
+        vec![
+            Liveness::leads_to(
+                "goal follows trigger",
+                |m: &Tiny, s: &u8| m.trigger.contains(s),
+                |m: &Tiny, s: &u8| m.goal.contains(s),
+            ),
+            Liveness::eventually_always("settles in goal", |m: &Tiny, s: &u8| m.goal.contains(s)),
+        ]
+    }
+}
+
+pub fn run<M>(model: &M) -> Report<M>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
+    M::Action: Clone,
+{
+    let options = CheckOptions {
+        threads: 1,
+        ..CheckOptions::default()
+    };
+    check(model, &options).expect("the model is checkable")
+}
