@@ -5,6 +5,8 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::net::SocketAddr;
 
+use steadfast_spec::lifecycle;
+use steadfast_spec::lifecycle::model::{scenarios, LifecycleModel};
 use steadfast_spec::mutex::{Lock, LockVariant};
 use steadfast_spec::TemporalModel;
 
@@ -292,7 +294,62 @@ static MUTEX: ModelEntry<Lock, LockVariant, LockScenario> = ModelEntry {
     build: build_lock,
 };
 
-static REGISTRY: [&dyn Entry; 1] = [&MUTEX];
+/// The lifecycle protocol's variants: the fix first, kopf's rules second.
+static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
+    Variant {
+        name: "steadfast",
+        about: "per-handler digests; the diff-base advances only to an essence every handler saw",
+        value: lifecycle::Variant::Steadfast,
+    },
+    Variant {
+        name: "kopf",
+        about: "kopf's rules: finished stays finished, the diff-base absorbs every change (#641)",
+        value: lifecycle::Variant::Kopf,
+    },
+];
+
+type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
+
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 3] = [
+    Scenario {
+        name: "seed641",
+        about:
+            "kopf #641: a field handler on status.tick, 3 sub-handlers on odd ticks, 2 tick changes",
+        by_default: true,
+        value: scenarios::seed641,
+    },
+    Scenario {
+        name: "general",
+        about: "2 handlers (one with 2 sub-handlers, one self-writing) and a delete handler; \
+                2 edits, a temporary error, a crash, a deletion",
+        by_default: true,
+        value: scenarios::general,
+    },
+    Scenario {
+        name: "bench",
+        about: "general with 3 edits and a permanent error: for benchmarks",
+        by_default: false,
+        value: scenarios::bench,
+    },
+];
+
+fn build_lifecycle(
+    variant: &lifecycle::Variant,
+    scenario: &LifecycleScenario,
+) -> Result<LifecycleModel, String> {
+    Ok(scenario(*variant))
+}
+
+static LIFECYCLE: ModelEntry<LifecycleModel, lifecycle::Variant, LifecycleScenario> = ModelEntry {
+    name: "lifecycle",
+    about:
+        "the handler lifecycle of a Kubernetes operator (kopf's model) and the fix for kopf #641",
+    variants: &LIFECYCLE_VARIANTS,
+    scenarios: &LIFECYCLE_SCENARIOS,
+    build: build_lifecycle,
+};
+
+static REGISTRY: [&dyn Entry; 2] = [&LIFECYCLE, &MUTEX];
 
 /// Every model the `steadfast` command knows, in listing order.
 pub fn registry() -> &'static [&'static dyn Entry] {

@@ -164,8 +164,10 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
 }
 
 /// The leaves of a pretty-printed (`{:#?}`) value, keyed by their paths:
-/// `a.b[2].c` → `7`. A tuple or tuple struct of plain values is one leaf
-/// (`Some(7)`, `(1, 2)`), as is a value printed on one line.
+/// `a.b[2].c` → `7`. A tuple, tuple struct or list of plain values is one
+/// leaf (`Some(7)`, `(1, 2)`, `[0, 1]`), as is a value printed on one line;
+/// a one-field wrapper such as `Some(..)` around a struct adds nothing to
+/// the paths inside it.
 fn leaves(pretty: &str) -> BTreeMap<String, String> {
     let mut open: Vec<Group> = Vec::new();
     let mut out = BTreeMap::new();
@@ -236,15 +238,35 @@ impl Group {
     }
 
     fn close(self, out: &mut BTreeMap<String, String>) {
+        let entry = |index: usize| format!("{}[{index}]", self.path);
         if self.values.is_empty() {
             let empty = if self.bracket == '[' { "[]" } else { "{}" };
             out.insert(self.path, format!("{}{empty}", self.name));
-        } else if self.bracket == '(' && self.flat {
+        } else if self.bracket != '{' && self.flat {
+            // A tuple or list of plain values reads best on one line.
             for index in 0..self.values.len() {
-                out.remove(&format!("{}[{index}]", self.path));
+                out.remove(&entry(index));
             }
-            let joined = format!("{}({})", self.name, self.values.join(", "));
+            let (open, close) = if self.bracket == '[' {
+                ('[', ']')
+            } else {
+                ('(', ')')
+            };
+            let joined = format!("{}{open}{}{close}", self.name, self.values.join(", "));
             out.insert(self.path, joined);
+        } else if self.bracket == '(' && self.values.len() == 1 {
+            // A wrapper such as `Some(..)` adds nothing to a field's path.
+            let inner = entry(0);
+            let moved: Vec<String> = out
+                .range(inner.clone()..)
+                .map(|(key, _)| key.clone())
+                .take_while(|key| key.starts_with(&inner))
+                .collect();
+            for key in moved {
+                if let Some(value) = out.remove(&key) {
+                    out.insert(format!("{}{}", self.path, &key[inner.len()..]), value);
+                }
+            }
         }
     }
 }
@@ -266,6 +288,7 @@ mod tests {
         clock: u8,
         nodes: Vec<Inner>,
         pair: (u8, u8),
+        wrapped: Option<Inner>,
     }
 
     #[test]
@@ -277,12 +300,18 @@ mod tests {
                 keys: vec![],
             }],
             pair: (1, 2),
+            wrapped: Some(Inner {
+                lease: None,
+                keys: vec![1, 2],
+            }),
         };
         let fields = leaves(&format!("{state:#?}"));
         let expected: BTreeMap<String, String> = [
             ("clock", "3"),
             ("nodes[0].lease", "Some(7)"),
             ("nodes[0].keys", "[]"),
+            ("wrapped.lease", "None"),
+            ("wrapped.keys", "[1, 2]"),
             ("pair", "(1, 2)"),
         ]
         .into_iter()
