@@ -535,7 +535,7 @@ impl Model for LifecycleModel {
                         w.ghost.owed.retain(|k| *k != run.key);
                     }
                 }
-                if outcome == Outcome::Success && spec_writes(self.config.spec(run.key)) {
+                if outcome == Outcome::Success && self.config.spec(run.key).writes.is_some() {
                     w.ghost.writer = Some(run.key);
                 }
                 self.feed(
@@ -615,10 +615,6 @@ impl Model for LifecycleModel {
             }),
         ]
     }
-}
-
-fn spec_writes(spec: &HandlerSpec) -> bool {
-    spec.writes.is_some()
 }
 
 /// The object is handled in full, and nothing is in flight: the diff-base is
