@@ -5,10 +5,11 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::net::SocketAddr;
 
-use steadfast_spec::lifecycle;
+use steadfast_spec::leasequeue::model::{scenarios as lq_scenarios, LeaseQueueModel};
 use steadfast_spec::lifecycle::model::{scenarios, LifecycleModel};
 use steadfast_spec::mutex::{Lock, LockVariant};
 use steadfast_spec::TemporalModel;
+use steadfast_spec::{leasequeue, lifecycle};
 
 use crate::{check_with_progress, CheckError, CheckOptions, Progress, RenderedReport};
 
@@ -349,7 +350,67 @@ static LIFECYCLE: ModelEntry<LifecycleModel, lifecycle::Variant, LifecycleScenar
     build: build_lifecycle,
 };
 
-static REGISTRY: [&dyn Entry; 2] = [&LIFECYCLE, &MUTEX];
+/// The leasequeue protocol's variants: the fix first, OpenWhisk's rules
+/// second.
+static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
+    Variant {
+        name: "steadfast",
+        about: "lease loss detected and keys re-registered; self-election; resumed watches",
+        value: leasequeue::Variant::Steadfast,
+    },
+    Variant {
+        name: "openwhisk",
+        about: "OpenWhisk's rules: watch-fed cache, missing key fails the activation (#5286)",
+        value: leasequeue::Variant::OpenWhisk,
+    },
+];
+
+type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
+
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 4] = [
+    Scenario {
+        name: "seed5286",
+        about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (2) against a 3-tick outage",
+        by_default: true,
+        value: lq_scenarios::seed5286,
+    },
+    Scenario {
+        name: "long-ttl",
+        about: "seed5286 with a TTL of 5, longer than the outage (the reporter's workaround)",
+        by_default: true,
+        value: lq_scenarios::long_ttl,
+    },
+    Scenario {
+        name: "general",
+        about: "2 schedulers, 2 controllers, 2 actions; an outage, a scheduler crash, a compaction",
+        by_default: true,
+        value: lq_scenarios::general,
+    },
+    Scenario {
+        name: "bench",
+        about: "general with an etcd leader loss and a probe: for benchmarks",
+        by_default: false,
+        value: lq_scenarios::bench,
+    },
+];
+
+fn build_leasequeue(
+    variant: &leasequeue::Variant,
+    scenario: &LeaseQueueScenario,
+) -> Result<LeaseQueueModel, String> {
+    Ok(scenario(*variant))
+}
+
+static LEASEQUEUE: ModelEntry<LeaseQueueModel, leasequeue::Variant, LeaseQueueScenario> =
+    ModelEntry {
+        name: "leasequeue",
+        about: "per-action queues under etcd leases, routed by controllers (OpenWhisk #5286)",
+        variants: &LEASEQUEUE_VARIANTS,
+        scenarios: &LEASEQUEUE_SCENARIOS,
+        build: build_leasequeue,
+    };
+
+static REGISTRY: [&dyn Entry; 3] = [&LIFECYCLE, &LEASEQUEUE, &MUTEX];
 
 /// Every model the `steadfast` command knows, in listing order.
 pub fn registry() -> &'static [&'static dyn Entry] {

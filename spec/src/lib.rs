@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod leasequeue;
 pub mod lifecycle;
 pub mod mutex;
 pub mod temporal;

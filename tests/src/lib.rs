@@ -2,3 +2,34 @@
 //! `tests/`; this library holds what they share.
 
 #![deny(missing_docs)]
+
+use std::hash::Hash;
+
+use steadfast_checker::{check, CheckOptions, Report, Verdict};
+use steadfast_spec::TemporalModel;
+
+/// Checks `model` with the default options, on every core.
+///
+/// # Panics
+///
+/// If the model cannot be checked as declared.
+pub fn run<M>(model: &M) -> Report<M>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::Action: Clone,
+{
+    check(model, &CheckOptions::default()).expect("the model is checkable")
+}
+
+/// Asserts that the check was complete and every property holds.
+///
+/// # Panics
+///
+/// Naming the first property that does not hold.
+pub fn assert_all_hold<M: stateright::Model>(report: &Report<M>) {
+    assert!(report.stopped.is_none(), "the check was cut short");
+    for property in &report.properties {
+        assert_eq!(property.verdict, Verdict::Holds, "{}", property.name);
+    }
+}

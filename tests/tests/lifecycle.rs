@@ -1,20 +1,10 @@
 //! The lifecycle protocol checked at small bounds: kopf's rules show #641 as
 //! a lasso; steadfast's rules prove every property.
 
-use steadfast_checker::{check, CheckOptions, Evidence, Report, Verdict};
-use steadfast_spec::lifecycle::model::{scenarios, LifecycleModel, World};
+use steadfast_checker::{Evidence, Verdict};
+use steadfast_spec::lifecycle::model::{scenarios, World};
 use steadfast_spec::lifecycle::{Field, Variant};
-
-fn run(model: &LifecycleModel) -> Report<LifecycleModel> {
-    check(model, &CheckOptions::default()).expect("the lifecycle model is checkable")
-}
-
-fn assert_all_hold(report: &Report<LifecycleModel>) {
-    assert!(report.stopped.is_none());
-    for property in &report.properties {
-        assert_eq!(property.verdict, Verdict::Holds, "{}", property.name);
-    }
-}
+use steadfast_tests::{assert_all_hold, run};
 
 #[test]
 fn steadfast_should_prove_every_property_for_seed641() {

@@ -1,0 +1,243 @@
+//! etcd as the protocol sees it: keys bound to leases, revisions, a change
+//! log for watches, compaction, and leases that run down only while a leader
+//! exists.
+
+use serde::{Deserialize, Serialize};
+
+/// etcd's smallest lease TTL at default settings (1.5 × the election
+/// timeout, rounded up): a shorter requested TTL is raised to it.
+pub const MIN_TTL: u8 = 2;
+
+/// The endpoint key of one action's queue: `queue/<action>/leader`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// The action.
+    pub action: u8,
+    /// The scheduler that owns the queue (the key's value).
+    pub owner: u8,
+    /// The lease the key is bound to.
+    pub lease: u8,
+    /// The revision that created the key.
+    pub create_rev: u32,
+}
+
+/// A granted lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Lease {
+    /// Its id.
+    pub id: u8,
+    /// Ticks left before it expires, unless kept alive.
+    pub remaining: u8,
+}
+
+/// One change of an endpoint key, as a watch reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Change {
+    /// The revision of the change.
+    pub rev: u32,
+    /// The action whose key changed.
+    pub action: u8,
+    /// The new owner, or `None` for a deletion.
+    pub owner: Option<u8>,
+}
+
+/// Why a create-if-absent did not create the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Refused {
+    /// The key exists, owned by this scheduler under this lease.
+    Exists {
+        /// Its owner.
+        owner: u8,
+        /// Its lease.
+        lease: u8,
+    },
+    /// The lease named in the request does not exist (it expired).
+    LeaseNotFound,
+}
+
+/// The etcd cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Etcd {
+    /// The current revision.
+    pub rev: u32,
+    /// The endpoint keys, sorted by action.
+    pub keys: Vec<Endpoint>,
+    /// The live leases, sorted by id.
+    pub leases: Vec<Lease>,
+    /// The changes after `compacted`, oldest first.
+    pub log: Vec<Change>,
+    /// Revisions up to this one are compacted away.
+    pub compacted: u32,
+    /// Whether a leader exists; leases run down only then.
+    pub leader: bool,
+    /// The TTL every lease is granted with (at least [`MIN_TTL`]).
+    pub ttl: u8,
+    /// The id the next lease gets.
+    pub next_lease: u8,
+}
+
+impl Etcd {
+    /// An empty cluster granting leases of `ttl` ticks, raised to
+    /// [`MIN_TTL`].
+    pub fn new(ttl: u8) -> Self {
+        Etcd {
+            rev: 1,
+            keys: Vec::new(),
+            leases: Vec::new(),
+            log: Vec::new(),
+            compacted: 0,
+            leader: true,
+            ttl: ttl.max(MIN_TTL),
+            next_lease: 1,
+        }
+    }
+
+    /// The endpoint key of `action`.
+    pub fn get(&self, action: u8) -> Option<Endpoint> {
+        self.keys.iter().copied().find(|k| k.action == action)
+    }
+
+    /// Whether lease `id` is live.
+    pub fn is_live(&self, id: u8) -> bool {
+        self.leases.iter().any(|l| l.id == id)
+    }
+
+    /// Grants a lease of the cluster's TTL.
+    pub fn grant(&mut self) -> u8 {
+        let id = self.next_lease;
+        self.next_lease += 1;
+        self.leases.push(Lease {
+            id,
+            remaining: self.ttl,
+        });
+        id
+    }
+
+    /// Renews lease `id` and returns its TTL: 0 when the lease does not
+    /// exist (etcd answers so, without an error).
+    pub fn keep_alive(&mut self, id: u8) -> u8 {
+        let ttl = self.ttl;
+        match self.leases.iter_mut().find(|l| l.id == id) {
+            Some(lease) => {
+                lease.remaining = ttl;
+                ttl
+            }
+            None => 0,
+        }
+    }
+
+    /// Creates `action`'s key for `owner` under `lease`, if it is absent.
+    pub fn create_if_absent(
+        &mut self,
+        action: u8,
+        owner: u8,
+        lease: u8,
+    ) -> Result<Endpoint, Refused> {
+        if let Some(key) = self.get(action) {
+            return Err(Refused::Exists {
+                owner: key.owner,
+                lease: key.lease,
+            });
+        }
+        if !self.is_live(lease) {
+            return Err(Refused::LeaseNotFound);
+        }
+        self.rev += 1;
+        let key = Endpoint {
+            action,
+            owner,
+            lease,
+            create_rev: self.rev,
+        };
+        let at = self.keys.partition_point(|k| k.action < action);
+        self.keys.insert(at, key);
+        self.record(action, Some(owner));
+        Ok(key)
+    }
+
+    /// Deletes `action`'s key; with `owned_by`, only if that scheduler owns
+    /// it under that lease. Returns whether a key was deleted.
+    pub fn delete(&mut self, action: u8, owned_by: Option<(u8, u8)>) -> bool {
+        let Some(key) = self.get(action) else {
+            return false;
+        };
+        if owned_by.is_some_and(|(owner, lease)| (key.owner, key.lease) != (owner, lease)) {
+            return false;
+        }
+        self.keys.retain(|k| k.action != action);
+        self.rev += 1;
+        self.record(action, None);
+        true
+    }
+
+    /// Revokes lease `id`, deleting every key bound to it.
+    pub fn revoke(&mut self, id: u8) {
+        self.leases.retain(|l| l.id != id);
+        let bound: Vec<u8> = self
+            .keys
+            .iter()
+            .filter(|k| k.lease == id)
+            .map(|k| k.action)
+            .collect();
+        for action in bound {
+            self.delete(action, None);
+        }
+    }
+
+    /// One tick of time: while a leader exists, every lease runs down, and
+    /// those that run out are revoked.
+    pub fn tick(&mut self) {
+        if !self.leader {
+            return;
+        }
+        for lease in &mut self.leases {
+            lease.remaining = lease.remaining.saturating_sub(1);
+        }
+        let expired: Vec<u8> = self
+            .leases
+            .iter()
+            .filter(|l| l.remaining == 0)
+            .map(|l| l.id)
+            .collect();
+        for id in expired {
+            self.revoke(id);
+        }
+    }
+
+    /// A new leader takes over: every lease gets its full TTL again
+    /// (etcd's `Promote`).
+    pub fn promote(&mut self) {
+        self.leader = true;
+        let ttl = self.ttl;
+        for lease in &mut self.leases {
+            lease.remaining = ttl;
+        }
+    }
+
+    /// Compacts away every revision so far.
+    pub fn compact(&mut self) {
+        self.compacted = self.rev;
+        self.log.clear();
+    }
+
+    /// The first change a watch positioned at `from` (the next revision it
+    /// wants) has not seen; `Err(())` when that revision is compacted.
+    pub fn next_change(&self, from: u32) -> Result<Option<Change>, Compacted> {
+        if from <= self.compacted {
+            return Err(Compacted);
+        }
+        Ok(self.log.iter().copied().find(|c| c.rev >= from))
+    }
+
+    fn record(&mut self, action: u8, owner: Option<u8>) {
+        self.log.push(Change {
+            rev: self.rev,
+            action,
+            owner,
+        });
+    }
+}
+
+/// A watch asked for revisions that compaction removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compacted;

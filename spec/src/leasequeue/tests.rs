@@ -1,0 +1,302 @@
+//! Unit tests and property tests of the scheduler's and the controller's
+//! transition functions, and of the etcd model.
+
+use proptest::prelude::*;
+
+use super::controller::{self, Controller, Watch};
+use super::etcd::{Etcd, Refused, MIN_TTL};
+use super::scheduler::{Effect, Input, LeaseState, Scheduler, NO_ENDPOINT};
+use super::Variant;
+
+/// A scheduler of id 0 that holds lease `lease` and a queue for action 0.
+fn serving(lease: u8) -> Scheduler {
+    let mut s = Scheduler::new(0);
+    s.step(Variant::Steadfast, 2, Input::Granted { lease });
+    s.step(Variant::Steadfast, 2, Input::CreateQueue { action: 0 });
+    s.step(
+        Variant::Steadfast,
+        2,
+        Input::Claimed {
+            action: 0,
+            won: true,
+            owner: Some(0),
+        },
+    );
+    s
+}
+
+#[test]
+fn etcd_should_raise_a_short_ttl_to_its_floor() {
+    assert_eq!(Etcd::new(1).ttl, MIN_TTL);
+    assert_eq!(Etcd::new(5).ttl, 5);
+}
+
+#[test]
+fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
+    let mut etcd = Etcd::new(2);
+    let lease = etcd.grant();
+    etcd.create_if_absent(0, 0, lease).unwrap();
+    etcd.leader = false;
+    etcd.tick();
+    etcd.tick();
+    assert!(etcd.is_live(lease), "no leader, no expiry");
+    etcd.promote();
+    etcd.tick();
+    assert!(etcd.is_live(lease), "promote restores the full TTL");
+    etcd.tick();
+    assert!(!etcd.is_live(lease));
+    assert_eq!(etcd.get(0), None, "the key went with its lease");
+    assert_eq!(etcd.keep_alive(lease), 0, "a missing lease answers TTL 0");
+}
+
+#[test]
+fn etcd_should_refuse_a_second_key_and_a_dead_lease() {
+    let mut etcd = Etcd::new(2);
+    let lease = etcd.grant();
+    etcd.create_if_absent(0, 0, lease).unwrap();
+    assert_eq!(
+        etcd.create_if_absent(0, 1, lease),
+        Err(Refused::Exists { owner: 0, lease })
+    );
+    etcd.revoke(lease);
+    assert_eq!(
+        etcd.create_if_absent(0, 1, lease),
+        Err(Refused::LeaseNotFound)
+    );
+}
+
+#[test]
+fn etcd_should_delete_conditionally_only_for_the_owner() {
+    let mut etcd = Etcd::new(2);
+    let lease = etcd.grant();
+    etcd.create_if_absent(0, 0, lease).unwrap();
+    assert!(!etcd.delete(0, Some((1, lease))));
+    assert!(etcd.delete(0, Some((0, lease))));
+}
+
+#[test]
+fn openwhisk_should_take_a_ttl_of_zero_for_success() {
+    let mut s = serving(7);
+    assert!(s
+        .step(Variant::OpenWhisk, 2, Input::KeptAlive { ttl: 0 })
+        .is_empty());
+    assert_eq!(s.live_lease(), Some(7));
+}
+
+#[test]
+fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_reclaim_its_keys() {
+    let mut s = serving(7);
+    let effects = s.step(Variant::Steadfast, 2, Input::KeptAlive { ttl: 0 });
+    assert_eq!(effects, vec![Effect::Revoke { lease: 7 }]);
+    assert!(s.queues.is_empty(), "no work without a live lease");
+    assert_eq!(
+        s.step(Variant::Steadfast, 2, Input::Revoked),
+        vec![Effect::Grant]
+    );
+    let effects = s.step(Variant::Steadfast, 2, Input::Granted { lease: 8 });
+    assert_eq!(
+        effects,
+        vec![Effect::Claim {
+            action: 0,
+            lease: 8
+        }]
+    );
+}
+
+#[test]
+fn steadfast_should_stop_serving_before_etcd_can_expire_its_lease() {
+    let mut s = serving(7);
+    assert!(s.step(Variant::Steadfast, 3, Input::Unanswered).is_empty());
+    assert_eq!(s.lease, LeaseState::Held { id: 7, silent: 1 });
+    assert_eq!(
+        s.step(Variant::Steadfast, 3, Input::Unanswered),
+        vec![Effect::Revoke { lease: 7 }]
+    );
+}
+
+#[test]
+fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
+    let mut s = Scheduler::new(1);
+    s.step(Variant::OpenWhisk, 2, Input::Granted { lease: 3 });
+    let resolved = Input::Resolved {
+        id: 4,
+        action: 0,
+        owner: None,
+    };
+    assert_eq!(
+        s.step(Variant::OpenWhisk, 2, resolved),
+        vec![Effect::Fail {
+            id: 4,
+            reason: NO_ENDPOINT
+        }]
+    );
+    let mut s = Scheduler::new(1);
+    s.step(Variant::Steadfast, 2, Input::Granted { lease: 3 });
+    assert_eq!(
+        s.step(Variant::Steadfast, 2, resolved),
+        vec![Effect::Claim {
+            action: 0,
+            lease: 3
+        }]
+    );
+    let effects = s.step(
+        Variant::Steadfast,
+        2,
+        Input::Claimed {
+            action: 0,
+            won: true,
+            owner: Some(1),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![Effect::Execute {
+            id: 4,
+            action: 0,
+            lease: 3
+        }]
+    );
+}
+
+#[test]
+fn lost_election_should_forward_to_the_winner() {
+    let mut s = Scheduler::new(1);
+    s.step(Variant::Steadfast, 2, Input::Granted { lease: 3 });
+    s.step(
+        Variant::Steadfast,
+        2,
+        Input::Resolved {
+            id: 4,
+            action: 0,
+            owner: None,
+        },
+    );
+    let effects = s.step(
+        Variant::Steadfast,
+        2,
+        Input::Claimed {
+            action: 0,
+            won: false,
+            owner: Some(0),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![Effect::Forward {
+            id: 4,
+            action: 0,
+            to: 0
+        }]
+    );
+}
+
+#[test]
+fn idle_queue_should_delete_its_key_conditionally_only_under_steadfast() {
+    let mut s = serving(7);
+    let effects = s.step(Variant::Steadfast, 2, Input::Idle { action: 0 });
+    assert_eq!(
+        effects,
+        vec![Effect::Delete {
+            action: 0,
+            owned_under: Some(7)
+        }]
+    );
+    let mut s = serving(7);
+    let effects = s.step(Variant::OpenWhisk, 2, Input::Idle { action: 0 });
+    assert_eq!(
+        effects,
+        vec![Effect::Delete {
+            action: 0,
+            owned_under: None
+        }]
+    );
+}
+
+#[test]
+fn restarted_watch_should_resume_under_steadfast_and_skip_under_openwhisk() {
+    for (variant, expected) in [(Variant::Steadfast, 3), (Variant::OpenWhisk, 10)] {
+        let mut c = Controller::new(2, 2);
+        c.step(variant, controller::Input::Disconnected);
+        c.step(variant, controller::Input::Reconnected { rev: 9 });
+        assert_eq!(c.watch, Watch::Active { next: expected }, "{variant:?}");
+    }
+}
+
+#[test]
+fn compacted_watch_should_relist_under_steadfast() {
+    let mut c = Controller::new(2, 2);
+    assert_eq!(
+        c.step(Variant::Steadfast, controller::Input::Compacted { rev: 9 }),
+        vec![controller::Effect::List]
+    );
+    c.step(
+        Variant::Steadfast,
+        controller::Input::Listed {
+            rev: 9,
+            keys: vec![(0, 1)],
+        },
+    );
+    assert_eq!(c.route(0), Some(1));
+    assert_eq!(c.watch, Watch::Active { next: 10 });
+}
+
+#[test]
+fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
+    let failed = controller::Input::GetFailed { id: 1, action: 0 };
+    let mut c = Controller::new(2, 2);
+    assert!(matches!(
+        c.step(Variant::OpenWhisk, failed.clone())[..],
+        [controller::Effect::Fail { id: 1, .. }]
+    ));
+    let mut c = Controller::new(2, 2);
+    assert!(c.step(Variant::Steadfast, failed).is_empty());
+    c.step(Variant::Steadfast, controller::Input::Disconnected);
+    assert_eq!(
+        c.step(
+            Variant::Steadfast,
+            controller::Input::Reconnected { rev: 3 }
+        ),
+        vec![controller::Effect::Get { id: 1, action: 0 }]
+    );
+}
+
+fn scheduler_inputs() -> impl Strategy<Value = Vec<Input>> {
+    let input = prop_oneof![
+        Just(Input::Tick),
+        (0u8..4).prop_map(|ttl| Input::KeptAlive { ttl }),
+        Just(Input::Unanswered),
+        (1u8..5).prop_map(|lease| Input::Granted { lease }),
+        Just(Input::Revoked),
+        (0u8..2, any::<bool>(), prop::option::of(0u8..3))
+            .prop_map(|(action, won, owner)| Input::Claimed { action, won, owner }),
+        (0u8..4, 0u8..2).prop_map(|(id, action)| Input::Activation { id, action }),
+        (0u8..4, 0u8..2, prop::option::of((0u8..3, 1u8..5)))
+            .prop_map(|(id, action, owner)| Input::Resolved { id, action, owner }),
+        (0u8..2).prop_map(|action| Input::CreateQueue { action }),
+        (0u8..2).prop_map(|action| Input::Idle { action }),
+    ];
+    prop::collection::vec(input, 0..40)
+}
+
+proptest! {
+    #[test]
+    fn steadfast_scheduler_should_serve_only_under_its_live_lease(inputs in scheduler_inputs()) {
+        let mut s = Scheduler::new(0);
+        for input in inputs {
+            for effect in s.step(Variant::Steadfast, 3, input) {
+                match effect {
+                    Effect::Execute { lease, .. } => {
+                        prop_assert_eq!(Some(lease), s.live_lease(), "served under a lease not held");
+                    }
+                    Effect::Claim { lease, .. } => {
+                        prop_assert_eq!(Some(lease), s.live_lease(), "claimed under a lease not held");
+                    }
+                    Effect::Forward { to, .. } => prop_assert_ne!(to, 0, "forwarded to itself"),
+                    _ => {}
+                }
+            }
+            prop_assert!(s.queues.iter().all(|q| Some(q.lease) == s.live_lease()) || s.live_lease().is_none());
+            prop_assert!(s.queues.windows(2).all(|q| q[0].action < q[1].action), "one queue per action");
+        }
+    }
+}
