@@ -177,6 +177,10 @@ pub struct Scheduler {
     pub waiting: Vec<(u8, u8)>,
     /// Actions whose key it is claiming right now.
     pub electing: Vec<u8>,
+    /// Activations whose lookup found no key during an election of its own
+    /// and are looked up once more (OpenWhisk's retries, which last about
+    /// 8 s, outlast one election).
+    pub retried: Vec<u8>,
 }
 
 impl Scheduler {
@@ -189,6 +193,7 @@ impl Scheduler {
             to_reclaim: Vec::new(),
             waiting: Vec::new(),
             electing: Vec::new(),
+            retried: Vec::new(),
         }
     }
 
@@ -396,6 +401,8 @@ impl Scheduler {
         action: u8,
         owner: Option<(u8, u8)>,
     ) -> Vec<Effect> {
+        let was_retried = self.retried.contains(&id);
+        self.retried.retain(|r| *r != id);
         if let (Some(queue), Some(lease)) = (self.queue(action), self.live_lease()) {
             if queue.lease == lease {
                 return vec![Effect::Execute { id, action, lease }];
@@ -416,7 +423,9 @@ impl Scheduler {
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
             // election of its own; without one, the activation fails.
-            (Variant::OpenWhisk, None) if self.electing.contains(&action) => {
+            (Variant::OpenWhisk, None) if self.electing.contains(&action) && !was_retried => {
+                self.retried.push(id);
+                self.retried.sort_unstable();
                 vec![Effect::Resolve { id, action }]
             }
             (Variant::OpenWhisk, None) => vec![Effect::Fail {
