@@ -189,6 +189,10 @@ impl Action {
         matches!(self, Action::UserProbe)
     }
 
+    fn is_election(&self) -> bool {
+        matches!(self, Action::EtcdLeaderElected)
+    }
+
     fn is_etcd_for_scheduler<const S: u8>(&self) -> bool {
         *self == Action::SchedulerEtcd(S)
     }
@@ -364,7 +368,7 @@ impl LeaseQueueModel {
 
     fn controller_etcd(&self, w: &mut World, c: u8) {
         let request = w.requests[usize::from(c)].remove(0);
-        let cut = self.cut(w, Client::Controller(c));
+        let cut = self.cut(w, Client::Controller(c)) || !w.etcd.leader;
         let input = match (request, cut) {
             (controller::Effect::Get { id, action }, true) => {
                 controller::Input::GetFailed { id, action }
@@ -457,7 +461,11 @@ impl Model for LeaseQueueModel {
         }
         actions.push(Action::ClockTick);
         for s in 0..self.bounds.schedulers {
-            if !w.outbox[usize::from(s)].is_empty() && !self.cut(w, Client::Scheduler(s)) {
+            // Every request goes through etcd's leader.
+            if !w.outbox[usize::from(s)].is_empty()
+                && !self.cut(w, Client::Scheduler(s))
+                && w.etcd.leader
+            {
                 actions.push(Action::SchedulerEtcd(s));
             }
         }
@@ -596,7 +604,17 @@ impl Model for LeaseQueueModel {
                 w.leader_losses -= 1;
                 w.etcd.leader = false;
             }
-            Action::EtcdLeaderElected => w.etcd.promote(),
+            Action::EtcdLeaderElected => {
+                w.etcd.promote();
+                // Controllers whose requests failed for want of a leader
+                // can reach etcd again.
+                for c in 0..self.bounds.controllers {
+                    if !self.cut(&w, Client::Controller(c)) {
+                        let rev = w.etcd.rev;
+                        self.feed_controller(&mut w, c, controller::Input::Reconnected { rev });
+                    }
+                }
+            }
             Action::SchedulerCrash(s) => {
                 w.crashes -= 1;
                 // Activations it had taken in but not settled are delivered
@@ -755,6 +773,8 @@ impl TemporalModel for LeaseQueueModel {
             Fairness::weak("clock", Action::is_clock),
             // Users keep submitting once the outage is over.
             Fairness::weak("probe resubmission", Action::is_probe),
+            // A leaderless etcd elects a leader in the end.
+            Fairness::weak("etcd election", Action::is_election),
         ];
         classes.extend(
             schedulers
@@ -857,9 +877,11 @@ pub mod scenarios {
         }
     }
 
-    /// `general` with an etcd leader loss: for benchmarks.
+    /// `general` with an etcd leader loss in place of the crash: for
+    /// benchmarks.
     pub fn bench(variant: Variant) -> LeaseQueueModel {
         let mut model = general(variant);
+        model.bounds.crashes = 0;
         model.bounds.leader_losses = 1;
         model
     }
