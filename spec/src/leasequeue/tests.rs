@@ -300,3 +300,65 @@ proptest! {
         }
     }
 }
+
+fn controller_inputs() -> impl Strategy<Value = Vec<controller::Input>> {
+    use controller::Input as C;
+    let input = prop_oneof![
+        (0u8..4, 0u8..2).prop_map(|(id, action)| C::Submit { id, action }),
+        (0u8..4, 0u8..2, prop::option::of(0u8..2)).prop_map(|(id, action, owner)| C::Got {
+            id,
+            action,
+            owner
+        }),
+        (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
+        (1u32..12, 0u8..2, prop::option::of(0u8..2)).prop_map(|(rev, action, owner)| C::Changed {
+            rev,
+            action,
+            owner
+        }),
+        Just(C::Disconnected),
+        (1u32..12).prop_map(|rev| C::Reconnected { rev }),
+        (1u32..12).prop_map(|rev| C::Compacted { rev }),
+        (1u32..12, prop::collection::vec((0u8..2, 0u8..2), 0..2)).prop_map(|(rev, mut keys)| {
+            keys.sort_unstable();
+            keys.dedup_by_key(|(a, _)| *a);
+            C::Listed { rev, keys }
+        }),
+    ];
+    prop::collection::vec(input, 0..40)
+}
+
+proptest! {
+    #[test]
+    fn controller_should_route_only_to_schedulers_and_never_lose_a_parked_activation(
+        inputs in controller_inputs(),
+        steadfast in any::<bool>(),
+    ) {
+        let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
+        let mut c = Controller::new(2, 1);
+        for input in inputs {
+            let failed = matches!(input, controller::Input::GetFailed { .. });
+            let parked_before = c.parked.len();
+            let resuming = matches!(input, controller::Input::Reconnected { .. });
+            let effects = c.step(variant, input);
+            for effect in &effects {
+                match *effect {
+                    controller::Effect::Send { to, .. } | controller::Effect::CreateQueue { to, .. } => {
+                        prop_assert!(to < 2, "routed to scheduler {}, which does not exist", to);
+                    }
+                    controller::Effect::Fail { .. } => prop_assert!(variant == Variant::OpenWhisk),
+                    controller::Effect::Get { .. } | controller::Effect::List => {}
+                }
+            }
+            prop_assert!(c.cache.windows(2).all(|e| e[0].0 < e[1].0), "one cache entry per action");
+            if failed && variant == Variant::Steadfast {
+                prop_assert_eq!(c.parked.len(), parked_before + 1, "a failed lookup is parked");
+            }
+            if resuming {
+                let gets = effects.iter().filter(|e| matches!(e, controller::Effect::Get { .. })).count();
+                prop_assert_eq!(gets, parked_before, "every parked activation is looked up again");
+                prop_assert!(c.parked.is_empty());
+            }
+        }
+    }
+}
