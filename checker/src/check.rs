@@ -293,8 +293,8 @@ impl<M: TemporalModel> Plan<M> {
         Ok(plan)
     }
 
-    /// The label bit for `predicate`, adding it if new; bits past 31 are
-    /// refused once all are added.
+    /// The label bit for `predicate`, adding it if new. [`Plan::new`]
+    /// refuses a model with more than 32 labels before any bit is used.
     fn label(&mut self, predicate: fn(&M, &M::State) -> bool) -> u8 {
         let index = self
             .labels
@@ -304,7 +304,7 @@ impl<M: TemporalModel> Plan<M> {
                 self.labels.push(predicate);
                 self.labels.len() - 1
             });
-        index.min(31) as u8
+        index as u8
     }
 
     fn targets(&self) -> Vec<Target<M>> {

@@ -334,10 +334,8 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 3] = [
     },
 ];
 
-fn build_lifecycle(
-    variant: &lifecycle::Variant,
-    scenario: &LifecycleScenario,
-) -> Result<LifecycleModel, String> {
+/// Builds a model whose scenarios are functions of its variant.
+fn from_scenario<V: Copy, M>(variant: &V, scenario: &fn(V) -> M) -> Result<M, String> {
     Ok(scenario(*variant))
 }
 
@@ -347,7 +345,7 @@ static LIFECYCLE: ModelEntry<LifecycleModel, lifecycle::Variant, LifecycleScenar
         "the handler lifecycle of a Kubernetes operator (kopf's model) and the fix for kopf #641",
     variants: &LIFECYCLE_VARIANTS,
     scenarios: &LIFECYCLE_SCENARIOS,
-    build: build_lifecycle,
+    build: from_scenario::<lifecycle::Variant, LifecycleModel>,
 };
 
 /// The leasequeue protocol's variants: the fix first, OpenWhisk's rules
@@ -394,20 +392,13 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 4] = [
     },
 ];
 
-fn build_leasequeue(
-    variant: &leasequeue::Variant,
-    scenario: &LeaseQueueScenario,
-) -> Result<LeaseQueueModel, String> {
-    Ok(scenario(*variant))
-}
-
 static LEASEQUEUE: ModelEntry<LeaseQueueModel, leasequeue::Variant, LeaseQueueScenario> =
     ModelEntry {
         name: "leasequeue",
         about: "per-action queues under etcd leases, routed by controllers (OpenWhisk #5286)",
         variants: &LEASEQUEUE_VARIANTS,
         scenarios: &LEASEQUEUE_SCENARIOS,
-        build: build_leasequeue,
+        build: from_scenario::<leasequeue::Variant, LeaseQueueModel>,
     };
 
 static REGISTRY: [&dyn Entry; 3] = [&LIFECYCLE, &LEASEQUEUE, &MUTEX];

@@ -41,9 +41,6 @@ pub struct LifecycleModel {
     pub budget: Budget,
 }
 
-/// The object as the API server stores it.
-pub type Stored = ObjectView;
-
 /// A handler run in flight.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Run {
@@ -91,7 +88,7 @@ pub struct Ghost {
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct World {
     /// The object, until it is gone.
-    pub object: Option<Stored>,
+    pub object: Option<ObjectView>,
     /// The object's resourceVersion (kept after it is gone).
     pub rv: u32,
     /// Versions the watch has not delivered yet, oldest first.
