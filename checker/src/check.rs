@@ -113,10 +113,16 @@ where
     M::Action: Clone,
 {
     let plan = Plan::new(model, options)?;
+    // Fairness classes and labels serve only the liveness search.
+    let (classes, labels) = if options.safety_only {
+        (Vec::new(), Vec::new())
+    } else {
+        (plan.classes.clone(), plan.labels.clone())
+    };
     let exploration = Exploration {
         model,
-        classes: plan.classes.clone(),
-        labels: plan.labels.clone(),
+        classes,
+        labels,
         targets: plan.targets(),
         keep_edges: !options.safety_only,
         threads: options.threads,

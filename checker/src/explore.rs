@@ -6,7 +6,8 @@
 //! hand back per-chunk buffers that are appended in chunk order, so the edge
 //! array stays sorted by state number with no second pass. Each chunk's new
 //! states get consecutive numbers; ordering those runs makes the next
-//! frontier consecutive again.
+//! frontier consecutive again. A level's edges are appended while the next
+//! level is expanded, by the thread that would otherwise wait for the rest.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use stateright::Model;
 
 use crate::graph::{Edge, Graph, Parent, ROOT};
-use crate::seen::{Fingerprinter, Insert, Seen};
+use crate::seen::{Batch, Fingerprinter, Insert, Seen};
 use crate::{Bound, Progress};
 
 /// States a thread expands per claim: large enough to amortise the claim,
@@ -92,6 +93,16 @@ struct Frontier<S> {
     chunks: Vec<Vec<(usize, std::ops::Range<usize>)>>,
 }
 
+impl<S> Default for Discovered<S> {
+    fn default() -> Self {
+        Discovered {
+            first: 0,
+            parents: Vec::new(),
+            states: Vec::new(),
+        }
+    }
+}
+
 impl<S> Frontier<S> {
     fn new(mut runs: Vec<Discovered<S>>) -> Self {
         runs.retain(|run| !run.states.is_empty());
@@ -161,11 +172,7 @@ where
             graph.offsets.push(0);
         }
 
-        let mut initial = Discovered {
-            first: 0,
-            parents: Vec::new(),
-            states: Vec::new(),
-        };
+        let mut initial = Discovered::default();
         for (index, state) in self.model.init_states().into_iter().enumerate() {
             if let Insert::New(_) = seen.insert(fingerprinter.fingerprint(&state)) {
                 initial.parents.push(Parent {
@@ -181,6 +188,9 @@ where
         let stopping = AtomicBool::new(false);
         let last_progress = Mutex::new(started);
         let mut depth = 0;
+        // The chunks of the last level expanded, still to be recorded in the
+        // graph: that is done while the next level is expanded.
+        let mut pending = Vec::new();
         while !frontier.chunks.is_empty() && !stopping.load(Ordering::Relaxed) {
             let level = Level {
                 run: self,
@@ -194,13 +204,20 @@ where
                 last_progress: &last_progress,
                 depth,
             };
-            let mut chunks = level.expand();
+            let previous = std::mem::take(&mut pending);
+            let mut chunks =
+                level.expand(|| record(&mut graph, &mut found, previous, self.keep_edges));
             chunks.sort_unstable_by_key(|(index, _)| *index);
             depth += 1;
 
-            let discovered = absorb(&mut graph, &mut found, chunks, self.keep_edges);
+            let discovered = chunks
+                .iter_mut()
+                .map(|(_, chunk)| std::mem::take(&mut chunk.discovered))
+                .collect();
             frontier = place(&mut graph, discovered);
+            pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
         }
+        record(&mut graph, &mut found, pending, self.keep_edges);
 
         // States found but never expanded: no edges, no labels.
         graph.labels.resize(graph.parents.len(), 0);
@@ -220,18 +237,15 @@ where
 }
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
-/// labels of the expanded prefix, and every target found. Returns each
-/// chunk's discovered states.
-fn absorb<S>(
+/// labels of the expanded prefix, and every target found.
+fn record<S>(
     graph: &mut Graph,
     found: &mut [Option<u32>],
-    chunks: Vec<(usize, Chunk<S>)>,
+    chunks: Vec<Chunk<S>>,
     keep_edges: bool,
-) -> Vec<Discovered<S>> {
-    let mut discovered = Vec::with_capacity(chunks.len());
+) {
     let mut complete = true;
-    for (_, chunk) in chunks {
-        discovered.push(chunk.discovered);
+    for chunk in chunks {
         for (slot, id) in found.iter_mut().zip(chunk.found) {
             *slot = (*slot).or(id);
         }
@@ -249,7 +263,6 @@ fn absorb<S>(
         graph.labels.extend(chunk.labels);
         complete = !chunk.truncated;
     }
-    discovered
 }
 
 /// Records the parents of a level's discovered states and makes them the
@@ -270,9 +283,10 @@ where
     M: Model + Sync,
     M::State: std::hash::Hash + PartialEq + Send + Sync,
 {
-    /// Expands the frontier on the run's threads; returns the chunks with
-    /// their indices, in no particular order.
-    fn expand(&self) -> Vec<(usize, Chunk<M::State>)> {
+    /// Expands the frontier on the run's threads, the calling thread doing
+    /// `meanwhile` first; returns the chunks with their indices, in no
+    /// particular order.
+    fn expand(&self, meanwhile: impl FnOnce()) -> Vec<(usize, Chunk<M::State>)> {
         let threads = self.run.threads.max(1);
         let work = || {
             let mut done = Vec::new();
@@ -284,10 +298,12 @@ where
             done
         };
         if threads == 1 || self.frontier.chunks.len() == 1 {
+            meanwhile();
             return work();
         }
         std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            meanwhile();
             let mut done = work();
             for helper in helpers {
                 match helper.join() {
@@ -349,11 +365,7 @@ where
             edges: Vec::new(),
             labels: Vec::with_capacity(if run.labels.is_empty() { 0 } else { count }),
             found: vec![None; run.targets.len()],
-            discovered: Discovered {
-                first: 0,
-                parents: Vec::new(),
-                states: Vec::new(),
-            },
+            discovered: Discovered::default(),
             truncated: false,
         };
 
@@ -411,7 +423,7 @@ where
             &scratch.fingerprints,
             index * 29,
             &mut scratch.inserted,
-            &mut scratch.order,
+            &mut scratch.batch,
         );
 
         // Then the edges, state by state in action order. Every new number
@@ -496,7 +508,7 @@ struct Scratch<M: Model> {
     fingerprints: Vec<u64>,
     next_states: Vec<M::State>,
     inserted: Vec<Insert>,
-    order: Vec<u32>,
+    batch: Batch,
 }
 
 impl<M: Model> Scratch<M> {
@@ -508,7 +520,7 @@ impl<M: Model> Scratch<M> {
             fingerprints: Vec::new(),
             next_states: Vec::new(),
             inserted: Vec::new(),
-            order: Vec::new(),
+            batch: Batch::default(),
         }
     }
 }

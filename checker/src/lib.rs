@@ -28,6 +28,7 @@ mod check;
 mod explore;
 mod graph;
 mod liveness;
+mod memory;
 pub mod registry;
 mod render;
 mod report;

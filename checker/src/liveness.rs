@@ -18,6 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::graph::Graph;
+use crate::memory::filled;
 
 /// A liveness formula over the label bits of the graph.
 #[derive(Clone, Copy, Debug)]
@@ -47,7 +48,7 @@ struct StateSet(Vec<u64>);
 
 impl StateSet {
     fn from_fn(n: u32, contains: impl Fn(u32) -> bool) -> Self {
-        let mut words = vec![0u64; (n as usize).div_ceil(64)];
+        let mut words = filled((n as usize).div_ceil(64), 0u64);
         for u in (0..n).filter(|&u| contains(u)) {
             words[u as usize / 64] |= 1 << (u % 64);
         }
@@ -61,17 +62,35 @@ impl StateSet {
 
 /// Tarjan's algorithm over the states in `allowed`. After a state's
 /// component is finished its `index` is `DONE` and its `low` is the
-/// component's number, so two words per state serve the whole search.
+/// component's number, so one mark per state serves the whole search.
 struct Tarjan<'g> {
     graph: &'g Graph,
     allowed: StateSet,
-    index: Vec<u32>,
-    low: Vec<u32>,
+    /// Per state, its index and low-link side by side: the search reads
+    /// both of a state it meets, so they share a cache line.
+    marks: Vec<Mark>,
     /// Per component number, whether it holds a fair cycle.
     fair: Vec<bool>,
     /// Per component number, whether a fair cycle is reachable from it
     /// through allowed states.
     reaches_fair: Vec<bool>,
+}
+
+/// A state's place in Tarjan's search: `index` 0 while unvisited.
+#[derive(Clone, Copy)]
+struct Mark {
+    index: u32,
+    low: u32,
+}
+
+/// A state whose edges the search is going through.
+struct Frame {
+    state: u32,
+    /// The next of its edges to follow.
+    position: usize,
+    /// Whether an edge already followed leads to a finished component that
+    /// reaches a fair cycle.
+    escapes: bool,
 }
 
 /// The facts about one finished component that the formulas need.
@@ -84,12 +103,10 @@ struct Component<'a> {
 
 impl<'g> Tarjan<'g> {
     fn new(graph: &'g Graph, allowed: impl Fn(u32) -> bool) -> Self {
-        let n = graph.len() as usize;
         Tarjan {
             graph,
             allowed: StateSet::from_fn(graph.len(), allowed),
-            index: vec![0; n],
-            low: vec![0; n],
+            marks: filled(graph.len() as usize, Mark { index: 0, low: 0 }),
             fair: Vec::new(),
             reaches_fair: Vec::new(),
         }
@@ -97,7 +114,8 @@ impl<'g> Tarjan<'g> {
 
     /// The component of a finished state.
     fn component_of(&self, u: u32) -> Option<u32> {
-        (self.index[u as usize] == DONE).then(|| self.low[u as usize])
+        let mark = self.marks[u as usize];
+        (mark.index == DONE).then_some(mark.low)
     }
 
     /// Runs the search from the allowed states that `roots` admits, handing
@@ -112,48 +130,61 @@ impl<'g> Tarjan<'g> {
         let graph = self.graph;
         let mut next_index = 1u32;
         let mut stack: Vec<u32> = Vec::new();
-        let mut calls: Vec<(u32, usize)> = Vec::new();
+        let mut calls: Vec<Frame> = Vec::new();
         for root in 0..graph.len() {
-            if self.index[root as usize] != 0 || !self.allowed.contains(root) || !roots(root) {
+            if self.marks[root as usize].index != 0 || !self.allowed.contains(root) || !roots(root)
+            {
                 continue;
             }
             self.open(root, &mut next_index, &mut stack, &mut calls);
-            while let Some(&mut (v, ref mut position)) = calls.last_mut() {
-                let end = graph.edge_range(v).end;
-                if *position < end {
-                    let w = graph.edges[*position].to;
-                    *position += 1;
+            while let Some(frame) = calls.last_mut() {
+                let v = frame.state;
+                if frame.position < graph.edge_range(v).end {
+                    let w = graph.edges[frame.position].to;
+                    frame.position += 1;
                     if !self.allowed.contains(w) {
                         continue;
                     }
-                    match self.index[w as usize] {
+                    let mark = self.marks[w as usize];
+                    match mark.index {
                         0 => self.open(w, &mut next_index, &mut stack, &mut calls),
-                        DONE => {}
+                        DONE => frame.escapes |= self.reaches_fair[mark.low as usize],
                         on_stack => {
-                            let low = &mut self.low[v as usize];
+                            let low = &mut self.marks[v as usize].low;
                             *low = (*low).min(on_stack);
                         }
                     }
                     continue;
                 }
-                calls.pop();
-                let (v_low, v_index) = (self.low[v as usize], self.index[v as usize]);
-                if v_low != v_index {
-                    let (parent, _) = calls[calls.len() - 1];
-                    let low = &mut self.low[parent as usize];
-                    *low = (*low).min(v_low);
+                let Some(Frame { escapes, .. }) = calls.pop() else {
+                    break;
+                };
+                let Mark { index, low } = self.marks[v as usize];
+                if low != index {
+                    let parent = calls[calls.len() - 1].state;
+                    let parent_low = &mut self.marks[parent as usize].low;
+                    *parent_low = (*parent_low).min(low);
                     continue;
                 }
                 let start = stack.iter().rposition(|&u| u == v).unwrap_or(0);
                 let id = self.fair.len() as u32;
                 for &u in &stack[start..] {
-                    self.index[u as usize] = DONE;
-                    self.low[u as usize] = id;
+                    self.marks[u as usize] = Mark {
+                        index: DONE,
+                        low: id,
+                    };
                 }
                 let members = &stack[start..];
-                let (fair, reaches_fair) = self.judge(id, members, all_fair);
+                let (fair, reaches_fair) = if let [only] = members {
+                    self.judge_alone(*only, escapes, all_fair)
+                } else {
+                    self.judge(id, members, all_fair)
+                };
                 self.fair.push(fair);
                 self.reaches_fair.push(reaches_fair);
+                if let Some(parent) = calls.last_mut() {
+                    parent.escapes |= reaches_fair;
+                }
                 let found = visit(self, &Component { id, members, fair });
                 stack.truncate(start);
                 if found.is_some() {
@@ -164,18 +195,18 @@ impl<'g> Tarjan<'g> {
         None
     }
 
-    fn open(
-        &mut self,
-        u: u32,
-        next_index: &mut u32,
-        stack: &mut Vec<u32>,
-        calls: &mut Vec<(u32, usize)>,
-    ) {
-        self.index[u as usize] = *next_index;
-        self.low[u as usize] = *next_index;
+    fn open(&mut self, u: u32, next_index: &mut u32, stack: &mut Vec<u32>, calls: &mut Vec<Frame>) {
+        self.marks[u as usize] = Mark {
+            index: *next_index,
+            low: *next_index,
+        };
         *next_index += 1;
         stack.push(u);
-        calls.push((u, self.graph.edge_range(u).start));
+        calls.push(Frame {
+            state: u,
+            position: self.graph.edge_range(u).start,
+            escapes: false,
+        });
     }
 
     /// The edges that stay inside component `id`.
@@ -220,6 +251,25 @@ impl<'g> Tarjan<'g> {
             always_enabled &= enabled;
         }
         let fair = has_cycle && always_enabled & !taken == 0;
+        (fair, fair || escapes)
+    }
+
+    /// [`Self::judge`] for a component of one state, `u`, whose edges lead
+    /// only to itself and to components finished before it; `escapes` says
+    /// whether one of those reaches a fair cycle. Only its own edges are
+    /// read, none of its successors' marks.
+    fn judge_alone(&self, u: u32, escapes: bool, all_fair: u32) -> (bool, bool) {
+        let mut has_cycle = false;
+        let mut taken = 0;
+        let mut enabled = 0;
+        for edge in self.graph.out(u) {
+            enabled |= edge.fair;
+            if edge.to == u {
+                has_cycle = true;
+                taken |= edge.fair;
+            }
+        }
+        let fair = has_cycle && all_fair & enabled & !taken == 0;
         (fair, fair || escapes)
     }
 

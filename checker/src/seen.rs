@@ -3,7 +3,9 @@
 
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
+
+use crate::memory::filled;
 
 /// A 64-bit digest of a state. Two distinct states with one fingerprint are
 /// taken as one, as in stateright; at 64 bits that is vanishingly rare for
@@ -36,10 +38,19 @@ impl Fingerprinter {
 #[derive(Default)]
 struct Shard {
     /// `(fingerprint, number)`; a fingerprint of 0 marks an empty slot (a
-    /// state whose fingerprint is 0 is stored as 1).
+    /// state whose fingerprint is 0 is stored as 1). The number may be
+    /// [`PENDING`] or [`REFUSED`] instead.
     slots: Vec<(Fingerprint, u32)>,
     len: usize,
 }
+
+/// The number of a fingerprint that a batch has claimed and not yet
+/// numbered.
+const PENDING: u32 = u32::MAX;
+
+/// The number of a fingerprint that came after every number up to the limit
+/// was taken.
+const REFUSED: u32 = u32::MAX - 1;
 
 impl Shard {
     /// The slot holding `fp`, or the empty slot where it belongs.
@@ -55,13 +66,16 @@ impl Shard {
         }
     }
 
-    /// Doubles the table (from 1,024 slots), keeping the load at most 3/4.
-    fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(1024);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); size]);
-        for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
-            let index = self.probe(fp);
-            self.slots[index] = (fp, id);
+    /// Makes room for `more` entries, doubling the table (from 1,024 slots)
+    /// as often as it takes to keep the load at most 3/4.
+    fn reserve(&mut self, more: usize) {
+        while (self.len + more) * 4 > self.slots.len() * 3 {
+            let size = (self.slots.len() * 2).max(1024);
+            let old = std::mem::replace(&mut self.slots, filled(size, (0, 0)));
+            for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
+                let index = self.probe(fp);
+                self.slots[index] = (fp, id);
+            }
         }
     }
 }
@@ -77,14 +91,17 @@ const SHARD_BITS: u32 = 6;
 const SHARD_SHIFT: u32 = 40;
 const SHARD_MASK: usize = (1 << SHARD_BITS) - 1;
 
-/// Fingerprints to state numbers, numbered densely from 0 in the order in
-/// which they were first inserted.
+/// Fingerprints to state numbers, numbered densely from 0.
+///
+/// Each batch's new fingerprints get consecutive numbers in batch order, and
+/// no lock is held across shards: a batch claims its new fingerprints in
+/// their shards, takes a run of numbers for all of them at once, and then
+/// writes the numbers in. A batch that meets a fingerprint another batch has
+/// claimed waits for its number, which is a few shard visits away.
 pub(crate) struct Seen {
     shards: Vec<PaddedShard>,
     next: AtomicU64,
     limit: u32,
-    /// Held while a batch numbers its new states.
-    numbering: Mutex<()>,
 }
 
 /// What [`Seen::insert`] found.
@@ -99,15 +116,15 @@ pub(crate) enum Insert {
 }
 
 impl Seen {
-    /// An empty set that hands out at most `limit` numbers.
+    /// An empty set that hands out at most `limit` numbers (and never more
+    /// than `u32::MAX - 1`).
     pub(crate) fn new(limit: u32) -> Self {
         Seen {
             shards: (0..1 << SHARD_BITS)
                 .map(|_| PaddedShard(Mutex::new(Shard::default())))
                 .collect(),
             next: AtomicU64::new(0),
-            limit,
-            numbering: Mutex::new(()),
+            limit: limit.min(REFUSED),
         }
     }
 
@@ -119,62 +136,171 @@ impl Seen {
     /// Inserts one fingerprint.
     pub(crate) fn insert(&self, fp: Fingerprint) -> Insert {
         let mut out = Vec::new();
-        self.insert_all(&[fp], 0, &mut out, &mut Vec::new());
+        self.insert_all(&[fp], 0, &mut out, &mut Batch::default());
         out[0]
     }
 
     /// Inserts a batch of fingerprints, `out[k]` telling what became of
-    /// `fps[k]`; `order` is scratch space.
+    /// `fps[k]`; `batch` is scratch space.
     ///
-    /// Most fingerprints of a batch are already known, and looking them up is
-    /// bound by cache misses. So lookups go first, grouped by shard: each
-    /// shard is locked once and its slots are touched before they are probed,
-    /// so the misses overlap instead of queueing behind a lock operation
-    /// each. Shards are visited from `first_shard` on, so that threads that
-    /// start apart stay apart instead of contending for the same locks in
-    /// step. The fingerprints not found are then inserted in batch order,
-    /// under one lock for the whole batch, so that a batch's new states get
-    /// consecutive numbers in the order they were discovered: related states
-    /// stay close in memory, which the liveness search depends on.
+    /// A fingerprint that occurs more than once in the batch is looked up
+    /// once: its first occurrence may be new, the later ones are known. (In a
+    /// model whose actions commute, most of a chunk's successors are reached
+    /// more than once from within the chunk.)
+    ///
+    /// Looking fingerprints up is bound by cache misses. So the batch visits
+    /// the shards one at a time, locking each once and touching the slots it
+    /// wants before probing them, so that the misses overlap instead of
+    /// queueing behind each other. Shards are visited from `first_shard` on,
+    /// so that threads that start apart stay apart instead of contending for
+    /// the same locks in step.
+    ///
+    /// The new fingerprints are numbered consecutively in batch order, so a
+    /// batch's new states are numbered in the order they were discovered:
+    /// related states stay close in memory, which the liveness search
+    /// depends on.
     pub(crate) fn insert_all(
         &self,
         fps: &[Fingerprint],
         first_shard: usize,
         out: &mut Vec<Insert>,
-        order: &mut Vec<u32>,
+        batch: &mut Batch,
     ) {
+        batch.deduplicate(fps);
+        batch.group_by_shard(fps, first_shard);
+
+        // Claim every fingerprint not seen before.
+        batch.lookups.clear();
+        batch.lookups.resize(fps.len(), Lookup::Claimed);
+        let mut claimed = 0;
+        let lookups = &mut batch.lookups;
+        self.visit_shards(
+            fps,
+            &batch.by_shard,
+            |_| true,
+            |shard, group| {
+                shard.reserve(group.len());
+                let mask = shard.slots.len() - 1;
+                for &k in group {
+                    std::hint::black_box(shard.slots[key_of(fps[k as usize]) as usize & mask].0);
+                }
+                for &k in group {
+                    let fp = key_of(fps[k as usize]);
+                    let index = shard.probe(fp);
+                    let (key, id) = shard.slots[index];
+                    lookups[k as usize] = if key == fp {
+                        Lookup::of(id)
+                    } else {
+                        shard.slots[index] = (fp, PENDING);
+                        shard.len += 1;
+                        claimed += 1;
+                        Lookup::Claimed
+                    };
+                }
+            },
+        );
+
+        // Number them, in batch order, and write the numbers in.
+        let mut next = if claimed == 0 {
+            0
+        } else {
+            self.next.fetch_add(claimed, Ordering::Relaxed)
+        };
         out.clear();
         out.resize(fps.len(), Insert::Full);
-        order.clear();
-        order.extend(0..fps.len() as u32);
-        let key = |k: u32| shard_of(fps[k as usize]).wrapping_sub(first_shard) & SHARD_MASK;
-        order.sort_unstable_by_key(|&k| key(k));
-        for group in order.chunk_by(|&a, &b| key(a) == key(b)) {
-            let shard = self.lock(shard_of(fps[group[0] as usize]));
-            if shard.slots.is_empty() {
+        for &k in &batch.first_occurrences {
+            if batch.lookups[k as usize] == Lookup::Claimed {
+                out[k as usize] = match u32::try_from(next) {
+                    Ok(id) if id < self.limit => Insert::New(id),
+                    _ => Insert::Full,
+                };
+                next += 1;
+            }
+        }
+        let lookups = &batch.lookups;
+        let mine = |k: &&u32| lookups[**k as usize] == Lookup::Claimed;
+        self.visit_shards(
+            fps,
+            &batch.by_shard,
+            |group| group.iter().any(|k| mine(&k)),
+            |shard, group| {
+                for &k in group.iter().filter(mine) {
+                    let index = shard.probe(key_of(fps[k as usize]));
+                    shard.slots[index].1 = match out[k as usize] {
+                        Insert::New(id) => id,
+                        _ => REFUSED,
+                    };
+                }
+            },
+        );
+
+        // Wait for the numbers of those other batches claimed, and pass
+        // every number on to the later occurrences.
+        for (k, &first) in batch.first.iter().enumerate() {
+            out[k] = if first as usize != k {
+                match out[first as usize] {
+                    Insert::New(id) | Insert::Known(id) => Insert::Known(id),
+                    Insert::Full => Insert::Full,
+                }
+            } else {
+                match batch.lookups[k] {
+                    Lookup::Claimed => continue,
+                    Lookup::Known(id) => Insert::Known(id),
+                    Lookup::Refused => Insert::Full,
+                    Lookup::Elsewhere => self.await_number(fps[k]),
+                }
+            };
+        }
+    }
+
+    /// The number another batch is giving `fp`, once it has given it.
+    fn await_number(&self, fp: Fingerprint) -> Insert {
+        let fp = key_of(fp);
+        for spins in 0u32.. {
+            let shard = self.lock(shard_of(fp));
+            match Lookup::of(shard.slots[shard.probe(fp)].1) {
+                Lookup::Known(id) => return Insert::Known(id),
+                Lookup::Refused => return Insert::Full,
+                _ => {}
+            }
+            drop(shard);
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        unreachable!("the other batch numbers what it claimed without waiting")
+    }
+
+    /// Calls `visit` with each group of `by_shard` that is `wanted` and its
+    /// shard, locked. Shards another thread holds are left for last, so
+    /// that this thread works on while they are busy.
+    fn visit_shards(
+        &self,
+        fps: &[Fingerprint],
+        by_shard: &ByShard,
+        mut wanted: impl FnMut(&[u32]) -> bool,
+        mut visit: impl FnMut(&mut Shard, &[u32]),
+    ) {
+        let mut busy = [0u8; 1 << SHARD_BITS];
+        let mut busy_count = 0;
+        for (g, group) in by_shard.groups() {
+            if !wanted(group) {
                 continue;
             }
-            let mask = shard.slots.len() - 1;
-            for &k in group {
-                std::hint::black_box(shard.slots[fps[k as usize].max(1) as usize & mask].0);
-            }
-            for &k in group {
-                let fp = fps[k as usize].max(1);
-                let slot = shard.slots[shard.probe(fp)];
-                if slot.0 == fp {
-                    out[k as usize] = Insert::Known(slot.1);
+            match self.shards[shard_of(fps[group[0] as usize])].0.try_lock() {
+                Ok(mut shard) => visit(&mut shard, group),
+                Err(TryLockError::Poisoned(poisoned)) => visit(&mut poisoned.into_inner(), group),
+                Err(TryLockError::WouldBlock) => {
+                    busy[busy_count] = g as u8;
+                    busy_count += 1;
                 }
             }
         }
-        let _numbering = self
-            .numbering
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for (k, &fp) in fps.iter().enumerate() {
-            if !matches!(out[k], Insert::Known(_)) {
-                let mut shard = self.lock(shard_of(fp));
-                out[k] = self.insert_locked(&mut shard, fp);
-            }
+        for &g in &busy[..busy_count] {
+            let group = by_shard.group(usize::from(g));
+            visit(&mut self.lock(shard_of(fps[group[0] as usize])), group);
         }
     }
 
@@ -186,26 +312,137 @@ impl Seen {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
-    fn insert_locked(&self, shard: &mut Shard, fp: Fingerprint) -> Insert {
-        let fp = fp.max(1);
-        if (shard.len + 1) * 4 > shard.slots.len() * 3 {
-            shard.grow();
-        }
-        let index = shard.probe(fp);
-        if shard.slots[index].0 == fp {
-            return Insert::Known(shard.slots[index].1);
-        }
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        match u32::try_from(id) {
-            Ok(id) if id < self.limit => {
-                shard.slots[index] = (fp, id);
-                shard.len += 1;
-                Insert::New(id)
-            }
-            _ => Insert::Full,
+/// What a batch found in a fingerprint's slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    Known(u32),
+    /// Another batch came first and found no number left.
+    Refused,
+    /// Another batch has claimed it and is numbering it.
+    Elsewhere,
+    /// This batch has claimed it.
+    Claimed,
+}
+
+impl Lookup {
+    /// What a slot's number says of a fingerprint another batch inserted.
+    fn of(id: u32) -> Lookup {
+        match id {
+            PENDING => Lookup::Elsewhere,
+            REFUSED => Lookup::Refused,
+            id => Lookup::Known(id),
         }
     }
+}
+
+/// Scratch space for [`Seen::insert_all`], kept from batch to batch.
+pub(crate) struct Batch {
+    /// Per fingerprint of the batch, the index of its first occurrence.
+    first: Vec<u32>,
+    /// The indices of first occurrences, in batch order.
+    first_occurrences: Vec<u32>,
+    /// The same, grouped by shard.
+    by_shard: ByShard,
+    /// Per first occurrence, what its lookup found.
+    lookups: Vec<Lookup>,
+    /// An open-addressing table of first occurrences (index + 1; 0: empty).
+    table: Vec<u32>,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            first: Vec::new(),
+            first_occurrences: Vec::new(),
+            by_shard: ByShard {
+                order: Vec::new(),
+                starts: [0; (1 << SHARD_BITS) + 1],
+            },
+            lookups: Vec::new(),
+            table: Vec::new(),
+        }
+    }
+}
+
+impl Batch {
+    /// Finds each fingerprint's first occurrence in `fps`.
+    fn deduplicate(&mut self, fps: &[Fingerprint]) {
+        let size = (fps.len() * 2).next_power_of_two().max(16);
+        self.table.clear();
+        self.table.resize(size, 0);
+        self.first.clear();
+        self.first_occurrences.clear();
+        let mask = size - 1;
+        // The shards place a fingerprint by its low bits; a batch is small,
+        // so its high bits are as good, and spread independently.
+        for (k, &fp) in fps.iter().enumerate() {
+            let mut index = (fp >> 48) as usize & mask;
+            let first = loop {
+                match self.table[index] {
+                    0 => {
+                        self.table[index] = k as u32 + 1;
+                        self.first_occurrences.push(k as u32);
+                        break k as u32;
+                    }
+                    entry if fps[entry as usize - 1] == fp => break entry - 1,
+                    _ => index = (index + 1) & mask,
+                }
+            };
+            self.first.push(first);
+        }
+    }
+
+    /// Groups the first occurrences by shard (keeping batch order within a
+    /// group), the shards in order from `first_shard` on.
+    fn group_by_shard(&mut self, fps: &[Fingerprint], first_shard: usize) {
+        let group = |k: u32| shard_of(fps[k as usize]).wrapping_sub(first_shard) & SHARD_MASK;
+        let ByShard { order, starts } = &mut self.by_shard;
+        *starts = [0; (1 << SHARD_BITS) + 1];
+        for &k in &self.first_occurrences {
+            starts[group(k) + 1] += 1;
+        }
+        for g in 1..starts.len() {
+            starts[g] += starts[g - 1];
+        }
+        let mut ends = *starts;
+        order.clear();
+        order.resize(self.first_occurrences.len(), 0);
+        for &k in &self.first_occurrences {
+            let end = &mut ends[group(k)];
+            order[*end as usize] = k;
+            *end += 1;
+        }
+    }
+}
+
+/// A batch's first occurrences grouped by shard, the groups in the order in
+/// which the shards are visited.
+struct ByShard {
+    order: Vec<u32>,
+    /// Where each group of `order` begins, and where the last one ends.
+    starts: [u32; (1 << SHARD_BITS) + 1],
+}
+
+impl ByShard {
+    /// Group `g`.
+    fn group(&self, g: usize) -> &[u32] {
+        &self.order[self.starts[g] as usize..self.starts[g + 1] as usize]
+    }
+
+    /// The non-empty groups, with their indices.
+    fn groups(&self) -> impl Iterator<Item = (usize, &[u32])> {
+        (0..1 << SHARD_BITS)
+            .map(|g| (g, self.group(g)))
+            .filter(|(_, group)| !group.is_empty())
+    }
+}
+
+/// The fingerprint as the shards store it: 0 marks an empty slot, so a
+/// fingerprint of 0 is stored as 1.
+fn key_of(fp: Fingerprint) -> Fingerprint {
+    fp.max(1)
 }
 
 fn shard_of(fp: Fingerprint) -> usize {
@@ -232,6 +469,105 @@ mod tests {
         assert!(matches!(seen.insert(2), Insert::Full));
         assert!(matches!(seen.insert(1), Insert::Known(0)));
         assert_eq!(seen.len(), 1);
+    }
+
+    #[test]
+    fn a_batch_should_number_its_new_fingerprints_consecutively_in_order() {
+        let seen = Seen::new(100);
+        assert_eq!(seen.insert(5 << 40), Insert::New(0));
+        let mut out = Vec::new();
+        let fps = [9, 5 << 40, 3 << 40, 9, 7, 3 << 40];
+        seen.insert_all(&fps, 17, &mut out, &mut Batch::default());
+        assert_eq!(
+            out,
+            [
+                Insert::New(1),
+                Insert::Known(0),
+                Insert::New(2),
+                Insert::Known(1),
+                Insert::New(3),
+                Insert::Known(2),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_batch_should_refuse_what_comes_past_the_limit_and_keep_refusing_it() {
+        let seen = Seen::new(2);
+        let mut out = Vec::new();
+        seen.insert_all(&[1, 2, 3, 3, 1], 0, &mut out, &mut Batch::default());
+        assert_eq!(
+            out,
+            [
+                Insert::New(0),
+                Insert::New(1),
+                Insert::Full,
+                Insert::Full,
+                Insert::Known(0)
+            ]
+        );
+        assert_eq!(seen.insert(3), Insert::Full);
+        assert_eq!(seen.len(), 2);
+    }
+
+    #[test]
+    fn threads_inserting_overlapping_batches_should_agree_on_every_number() {
+        let seen = Seen::new(u32::MAX);
+        let fingerprinter = Fingerprinter::new();
+        let batches: Vec<Vec<Fingerprint>> = (0..64u64)
+            .map(|b| {
+                (0..500u64)
+                    .map(|k| fingerprinter.fingerprint(&((b * 250 + k) % 9_000)))
+                    .collect()
+            })
+            .collect();
+        let results: Vec<Vec<(Fingerprint, Insert)>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..4)
+                .map(|t| {
+                    let (seen, batches) = (&seen, &batches);
+                    scope.spawn(move || {
+                        let mut batch = Batch::default();
+                        let mut out = Vec::new();
+                        let mut results = Vec::new();
+                        for fps in batches.iter().skip(t).step_by(4) {
+                            seen.insert_all(fps, t * 29, &mut out, &mut batch);
+                            let new: Vec<u32> = out
+                                .iter()
+                                .filter_map(|r| match r {
+                                    Insert::New(id) => Some(*id),
+                                    _ => None,
+                                })
+                                .collect();
+                            assert!(new.windows(2).all(|w| w[1] == w[0] + 1), "{new:?}");
+                            results.extend(fps.iter().copied().zip(out.iter().copied()));
+                        }
+                        results
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let mut numbers = std::collections::HashMap::new();
+        let mut new = 0;
+        for (fp, result) in results.into_iter().flatten() {
+            let id = match result {
+                Insert::New(id) => {
+                    new += 1;
+                    id
+                }
+                Insert::Known(id) => id,
+                Insert::Full => panic!("no limit was set"),
+            };
+            assert_eq!(*numbers.entry(fp).or_insert(id), id, "one number per state");
+        }
+        assert_eq!(new, numbers.len(), "each state is new exactly once");
+        assert_eq!(seen.len() as usize, numbers.len());
+        let mut ids: Vec<u32> = numbers.into_values().collect();
+        ids.sort_unstable();
+        assert!(
+            ids.iter().enumerate().all(|(k, &id)| id == k as u32),
+            "dense"
+        );
     }
 
     #[test]
