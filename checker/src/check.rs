@@ -78,8 +78,11 @@ pub enum CheckError {
     NoStates,
 }
 
-/// The largest state number plus one; `u32::MAX` marks "no state".
-const STATE_NUMBERS: u32 = u32::MAX - 1;
+/// The most states a check numbers. The numbers above are markers: in the
+/// exploration `u32::MAX` stands for "no state" and `u32::MAX - 1` for a
+/// state refused at the limit; the fair-cycle search marks finished states
+/// with the two as Tarjan indices, which run from 1 to the state count.
+const STATE_NUMBERS: u32 = u32::MAX - 2;
 
 /// Checks every property of `model`: safety ones on each reachable state,
 /// liveness ones by a fair-cycle search over the reachable graph.

@@ -21,7 +21,7 @@ use crate::{Bound, Progress};
 
 /// States a thread expands per claim: large enough to amortise the claim,
 /// small enough to balance a narrow level across threads.
-const CHUNK: usize = 512;
+const CHUNK: usize = 1024;
 
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -422,6 +422,7 @@ where
         self.seen.insert_all(
             &scratch.fingerprints,
             index * 29,
+            run.keep_edges,
             &mut scratch.inserted,
             &mut scratch.batch,
         );
@@ -442,6 +443,8 @@ where
                         let next = next_states.next();
                         match (results.next(), next) {
                             (Some(Insert::Known(to)), _) => (to, fair),
+                            // Known, and no edge is kept.
+                            (Some(Insert::Seen), _) => continue,
                             (Some(Insert::New(to)), Some(next)) => {
                                 let parent = Parent {
                                     state: id,

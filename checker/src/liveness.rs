@@ -39,8 +39,14 @@ pub(crate) struct EdgeLasso {
     pub(crate) cycle: Vec<usize>,
 }
 
-/// Marks a state whose component is finished, in `Tarjan::index`.
+/// Marks a state whose component is finished and reaches no fair cycle, as
+/// its `Mark::index`.
 const DONE: u32 = u32::MAX;
+
+/// Marks a state whose component is finished and reaches a fair cycle
+/// (through allowed states), as its `Mark::index`. Keeping the fact in the
+/// mark saves a second lookup per edge into a finished component.
+const DONE_REACHES: u32 = u32::MAX - 1;
 
 /// A set of states as one bit each: small enough to stay in cache while the
 /// search jumps around the graph.
@@ -61,8 +67,9 @@ impl StateSet {
 }
 
 /// Tarjan's algorithm over the states in `allowed`. After a state's
-/// component is finished its `index` is `DONE` and its `low` is the
-/// component's number, so one mark per state serves the whole search.
+/// component is finished its `index` is `DONE` or `DONE_REACHES` and its
+/// `low` is the component's number, so one mark per state serves the whole
+/// search.
 struct Tarjan<'g> {
     graph: &'g Graph,
     allowed: StateSet,
@@ -71,9 +78,6 @@ struct Tarjan<'g> {
     marks: Vec<Mark>,
     /// Per component number, whether it holds a fair cycle.
     fair: Vec<bool>,
-    /// Per component number, whether a fair cycle is reachable from it
-    /// through allowed states.
-    reaches_fair: Vec<bool>,
 }
 
 /// A state's place in Tarjan's search: `index` 0 while unvisited.
@@ -99,6 +103,9 @@ struct Component<'a> {
     members: &'a [u32],
     /// Whether a behaviour can stay in it forever, fairly.
     fair: bool,
+    /// Whether a behaviour can reach, through allowed states, a component
+    /// where it can.
+    reaches_fair: bool,
 }
 
 impl<'g> Tarjan<'g> {
@@ -108,14 +115,13 @@ impl<'g> Tarjan<'g> {
             allowed: StateSet::from_fn(graph.len(), allowed),
             marks: filled(graph.len() as usize, Mark { index: 0, low: 0 }),
             fair: Vec::new(),
-            reaches_fair: Vec::new(),
         }
     }
 
     /// The component of a finished state.
     fn component_of(&self, u: u32) -> Option<u32> {
         let mark = self.marks[u as usize];
-        (mark.index == DONE).then_some(mark.low)
+        (mark.index >= DONE_REACHES).then_some(mark.low)
     }
 
     /// Runs the search from the allowed states that `roots` admits, handing
@@ -125,7 +131,7 @@ impl<'g> Tarjan<'g> {
         &mut self,
         roots: impl Fn(u32) -> bool,
         all_fair: u32,
-        mut visit: impl FnMut(&Self, &Component<'_>) -> Option<T>,
+        mut visit: impl FnMut(&Component<'_>) -> Option<T>,
     ) -> Option<T> {
         let graph = self.graph;
         let mut next_index = 1u32;
@@ -148,7 +154,8 @@ impl<'g> Tarjan<'g> {
                     let mark = self.marks[w as usize];
                     match mark.index {
                         0 => self.open(w, &mut next_index, &mut stack, &mut calls),
-                        DONE => frame.escapes |= self.reaches_fair[mark.low as usize],
+                        DONE => {}
+                        DONE_REACHES => frame.escapes = true,
                         on_stack => {
                             let low = &mut self.marks[v as usize].low;
                             *low = (*low).min(on_stack);
@@ -168,24 +175,29 @@ impl<'g> Tarjan<'g> {
                 }
                 let start = stack.iter().rposition(|&u| u == v).unwrap_or(0);
                 let id = self.fair.len() as u32;
-                for &u in &stack[start..] {
-                    self.marks[u as usize] = Mark {
-                        index: DONE,
-                        low: id,
-                    };
-                }
                 let members = &stack[start..];
+                // Judged while the members are still open, which tells
+                // their edges to one another from those leaving.
                 let (fair, reaches_fair) = if let [only] = members {
                     self.judge_alone(*only, escapes, all_fair)
                 } else {
-                    self.judge(id, members, all_fair)
+                    self.judge(members, all_fair)
                 };
+                let index = if reaches_fair { DONE_REACHES } else { DONE };
+                for &u in members {
+                    self.marks[u as usize] = Mark { index, low: id };
+                }
                 self.fair.push(fair);
-                self.reaches_fair.push(reaches_fair);
                 if let Some(parent) = calls.last_mut() {
                     parent.escapes |= reaches_fair;
                 }
-                let found = visit(self, &Component { id, members, fair });
+                let component = Component {
+                    id,
+                    members,
+                    fair,
+                    reaches_fair,
+                };
+                let found = visit(&component);
                 stack.truncate(start);
                 if found.is_some() {
                     return found;
@@ -223,14 +235,15 @@ impl<'g> Tarjan<'g> {
         })
     }
 
-    /// Judges a finished component in one pass over its members' edges:
-    /// whether it holds a fair cycle, and whether it can reach one (itself,
-    /// or through an edge to a component finished earlier that can).
+    /// Judges a component just found, before its members are marked
+    /// finished, in one pass over their edges: whether it holds a fair
+    /// cycle, and whether it can reach one (itself, or through an edge to a
+    /// component finished earlier that can).
     ///
     /// A component holds a fair cycle iff it has a cycle at all and every
     /// class is either taken by an edge inside it or disabled at one of its
     /// states.
-    fn judge(&self, id: u32, members: &[u32], all_fair: u32) -> (bool, bool) {
+    fn judge(&self, members: &[u32], all_fair: u32) -> (bool, bool) {
         let mut has_cycle = members.len() > 1;
         let mut taken = 0;
         let mut always_enabled = all_fair;
@@ -239,13 +252,17 @@ impl<'g> Tarjan<'g> {
             let mut enabled = 0;
             for edge in self.graph.out(u) {
                 enabled |= edge.fair;
-                match self.component_of(edge.to) {
-                    Some(c) if c == id => {
+                // An allowed successor has been visited; one not finished
+                // is still open, so a member: no member's edge leads below
+                // the component's root on the stack.
+                match self.marks[edge.to as usize].index {
+                    0 => {}
+                    DONE => {}
+                    DONE_REACHES => escapes = true,
+                    _ => {
                         has_cycle = true;
                         taken |= edge.fair;
                     }
-                    Some(c) => escapes |= self.reaches_fair[c as usize],
-                    None => {}
                 }
             }
             always_enabled &= enabled;
@@ -364,7 +381,7 @@ pub(crate) fn find_violation(
             let (id, members, start) = tarjan.run(
                 |_| true,
                 all_fair,
-                |_, c| {
+                |c| {
                     let start = c.members.iter().find(|&&u| !graph.label(u, p))?;
                     c.fair.then(|| (c.id, c.members.to_vec(), *start))
                 },
@@ -382,8 +399,8 @@ pub(crate) fn find_violation(
             };
             let mut tarjan = Tarjan::new(graph, |u| !graph.label(u, q));
             // Only what a trigger can reach matters.
-            let start = tarjan.run(triggered, all_fair, |t, c| {
-                if !t.reaches_fair[c.id as usize] {
+            let start = tarjan.run(triggered, all_fair, |c| {
+                if !c.reaches_fair {
                     return None;
                 }
                 c.members.iter().copied().find(|&u| triggered(u))

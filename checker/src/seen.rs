@@ -109,6 +109,9 @@ pub(crate) struct Seen {
 pub(crate) enum Insert {
     /// The state was already known under this number.
     Known(u32),
+    /// The state was already known, and its number was not asked for (the
+    /// batch that found it first is numbering it right now).
+    Seen,
     /// The state is new and now has this number.
     New(u32),
     /// The state is new, but every number up to the limit is taken.
@@ -136,12 +139,14 @@ impl Seen {
     /// Inserts one fingerprint.
     pub(crate) fn insert(&self, fp: Fingerprint) -> Insert {
         let mut out = Vec::new();
-        self.insert_all(&[fp], 0, &mut out, &mut Batch::default());
+        self.insert_all(&[fp], 0, true, &mut out, &mut Batch::default());
         out[0]
     }
 
     /// Inserts a batch of fingerprints, `out[k]` telling what became of
-    /// `fps[k]`; `batch` is scratch space.
+    /// `fps[k]`; `batch` is scratch space. Unless `known_numbers` is set, a
+    /// fingerprint that another batch is numbering may come back as
+    /// [`Insert::Seen`] instead of waiting for its number.
     ///
     /// A fingerprint that occurs more than once in the batch is looked up
     /// once: its first occurrence may be new, the later ones are known. (In a
@@ -163,6 +168,7 @@ impl Seen {
         &self,
         fps: &[Fingerprint],
         first_shard: usize,
+        known_numbers: bool,
         out: &mut Vec<Insert>,
         batch: &mut Batch,
     ) {
@@ -240,6 +246,7 @@ impl Seen {
             out[k] = if first as usize != k {
                 match out[first as usize] {
                     Insert::New(id) | Insert::Known(id) => Insert::Known(id),
+                    Insert::Seen => Insert::Seen,
                     Insert::Full => Insert::Full,
                 }
             } else {
@@ -247,7 +254,8 @@ impl Seen {
                     Lookup::Claimed => continue,
                     Lookup::Known(id) => Insert::Known(id),
                     Lookup::Refused => Insert::Full,
-                    Lookup::Elsewhere => self.await_number(fps[k]),
+                    Lookup::Elsewhere if known_numbers => self.await_number(fps[k]),
+                    Lookup::Elsewhere => Insert::Seen,
                 }
             };
         }
@@ -477,7 +485,7 @@ mod tests {
         assert_eq!(seen.insert(5 << 40), Insert::New(0));
         let mut out = Vec::new();
         let fps = [9, 5 << 40, 3 << 40, 9, 7, 3 << 40];
-        seen.insert_all(&fps, 17, &mut out, &mut Batch::default());
+        seen.insert_all(&fps, 17, true, &mut out, &mut Batch::default());
         assert_eq!(
             out,
             [
@@ -495,7 +503,7 @@ mod tests {
     fn a_batch_should_refuse_what_comes_past_the_limit_and_keep_refusing_it() {
         let seen = Seen::new(2);
         let mut out = Vec::new();
-        seen.insert_all(&[1, 2, 3, 3, 1], 0, &mut out, &mut Batch::default());
+        seen.insert_all(&[1, 2, 3, 3, 1], 0, true, &mut out, &mut Batch::default());
         assert_eq!(
             out,
             [
@@ -530,7 +538,7 @@ mod tests {
                         let mut out = Vec::new();
                         let mut results = Vec::new();
                         for fps in batches.iter().skip(t).step_by(4) {
-                            seen.insert_all(fps, t * 29, &mut out, &mut batch);
+                            seen.insert_all(fps, t * 29, true, &mut out, &mut batch);
                             let new: Vec<u32> = out
                                 .iter()
                                 .filter_map(|r| match r {
@@ -556,6 +564,7 @@ mod tests {
                     id
                 }
                 Insert::Known(id) => id,
+                Insert::Seen => panic!("every number was asked for"),
                 Insert::Full => panic!("no limit was set"),
             };
             assert_eq!(*numbers.entry(fp).or_insert(id), id, "one number per state");
