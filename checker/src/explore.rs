@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use stateright::Model;
 
 use crate::graph::{Edge, Graph, Parent, ROOT};
-use crate::seen::{Batch, Fingerprinter, Insert, Seen};
+use crate::seen::{Abandoned, Batch, Fingerprinter, Insert, Insertion, Seen};
 use crate::{Bound, Progress};
 
 /// States a thread expands per claim: large enough to amortise the claim,
@@ -155,6 +155,9 @@ struct Level<'a, M: Model> {
     started: Instant,
     last_progress: &'a Mutex<Instant>,
     depth: u32,
+    /// The numbering turn of the level's first chunk: chunks take their
+    /// numbers in chunk order.
+    first_turn: u64,
 }
 
 impl<M> Exploration<'_, M>
@@ -203,6 +206,7 @@ where
                 started,
                 last_progress: &last_progress,
                 depth,
+                first_turn: seen.next_turn(),
             };
             let previous = std::mem::take(&mut pending);
             let mut chunks =
@@ -289,6 +293,7 @@ where
     fn expand(&self, meanwhile: impl FnOnce()) -> Vec<(usize, Chunk<M::State>)> {
         let threads = self.run.threads.max(1);
         let work = || {
+            let _abandon = AbandonOnPanic(self.seen);
             let mut done = Vec::new();
             let mut scratch = Scratch::new();
             while let Some(index) = self.claim() {
@@ -304,12 +309,23 @@ where
         std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
             meanwhile();
-            let mut done = work();
-            for helper in helpers {
-                match helper.join() {
+            let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let mut done = Vec::new();
+            // A panic from the model's code wins over the threads that gave
+            // up waiting for the panicking one.
+            let mut panic: Option<Box<dyn std::any::Any + Send>> = None;
+            for result in std::iter::once(mine).chain(helpers.into_iter().map(|h| h.join())) {
+                match result {
                     Ok(more) => done.extend(more),
-                    Err(panic) => std::panic::resume_unwind(panic),
+                    Err(payload) => {
+                        if panic.as_ref().is_none_or(|first| first.is::<Abandoned>()) {
+                            panic = Some(payload);
+                        }
+                    }
                 }
+            }
+            if let Some(payload) = panic {
+                std::panic::resume_unwind(payload);
             }
             done
         })
@@ -419,10 +435,14 @@ where
             scratch.ends.push(scratch.successors.len());
         }
 
+        let how = Insertion {
+            first_shard: index * 29,
+            known_numbers: run.keep_edges,
+            turn: Some(self.first_turn + index as u64),
+        };
         self.seen.insert_all(
             &scratch.fingerprints,
-            index * 29,
-            run.keep_edges,
+            &how,
             &mut scratch.inserted,
             &mut scratch.batch,
         );
@@ -489,6 +509,18 @@ where
                 .push((chunk.edges.len() - edges_before) as u32);
         }
         chunk
+    }
+}
+
+/// Marks the [`Seen`] set abandoned if the thread panics while holding a
+/// chunk, so that threads waiting for that chunk's numbering turn give up.
+struct AbandonOnPanic<'a>(&'a Seen);
+
+impl Drop for AbandonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abandon();
+        }
     }
 }
 

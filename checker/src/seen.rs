@@ -2,7 +2,7 @@
 //! shared by the exploring threads.
 
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use crate::memory::filled;
@@ -101,8 +101,34 @@ const SHARD_MASK: usize = (1 << SHARD_BITS) - 1;
 pub(crate) struct Seen {
     shards: Vec<PaddedShard>,
     next: AtomicU64,
+    /// The turn of the next batch to take its numbers.
+    turn: AtomicU64,
+    /// Set when an inserting thread panicked: its turn may never come.
+    abandoned: AtomicBool,
     limit: u32,
 }
+
+/// How [`Seen::insert_all`] inserts a batch.
+pub(crate) struct Insertion {
+    /// The shard to visit first: threads that start apart stay apart
+    /// instead of contending for the same locks in step.
+    pub(crate) first_shard: usize,
+    /// Whether the numbers of states already known are wanted. Without,
+    /// a state that another batch is numbering right now comes back as
+    /// [`Insert::Seen`] instead of waiting for its number.
+    pub(crate) known_numbers: bool,
+    /// The batch's place in numbering order, if any: the batch with turn
+    /// `t` takes its numbers after those with turns below `t` (from
+    /// [`Seen::next_turn`] on), whichever thread is quicker. Batches in
+    /// turn then number their states exactly as one thread would, except
+    /// for a state two batches reach at once, which goes to the first to
+    /// claim it: the liveness search runs markedly faster on that order.
+    pub(crate) turn: Option<u64>,
+}
+
+/// The unwinding of a thread that gave up waiting for the turn of a thread
+/// that panicked.
+pub(crate) struct Abandoned;
 
 /// What [`Seen::insert`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +153,8 @@ impl Seen {
                 .map(|_| PaddedShard(Mutex::new(Shard::default())))
                 .collect(),
             next: AtomicU64::new(0),
+            turn: AtomicU64::new(0),
+            abandoned: AtomicBool::new(false),
             limit: limit.min(REFUSED),
         }
     }
@@ -139,14 +167,48 @@ impl Seen {
     /// Inserts one fingerprint.
     pub(crate) fn insert(&self, fp: Fingerprint) -> Insert {
         let mut out = Vec::new();
-        self.insert_all(&[fp], 0, true, &mut out, &mut Batch::default());
+        let how = Insertion {
+            first_shard: 0,
+            known_numbers: true,
+            turn: None,
+        };
+        self.insert_all(&[fp], &how, &mut out, &mut Batch::default());
         out[0]
     }
 
-    /// Inserts a batch of fingerprints, `out[k]` telling what became of
-    /// `fps[k]`; `batch` is scratch space. Unless `known_numbers` is set, a
-    /// fingerprint that another batch is numbering may come back as
-    /// [`Insert::Seen`] instead of waiting for its number.
+    /// The turn of the next batch to take its numbers: batches given
+    /// consecutive turns from here on number their states in that order.
+    pub(crate) fn next_turn(&self) -> u64 {
+        self.turn.load(Ordering::Acquire)
+    }
+
+    /// Tells the batches waiting for their turn that an inserting thread
+    /// panicked, so that they give up instead of waiting for ever.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
+    }
+
+    /// Waits until every batch before `turn` has taken its numbers. The
+    /// batches before are held by threads that wait for nothing later, so
+    /// the wait ends, unless one of them panicked: then this thread unwinds
+    /// too, with [`Abandoned`].
+    fn wait_for_turn(&self, turn: u64) {
+        let mut spins = 0u32;
+        while self.turn.load(Ordering::Acquire) != turn {
+            if self.abandoned.load(Ordering::Acquire) {
+                std::panic::resume_unwind(Box::new(Abandoned));
+            }
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Inserts a batch of fingerprints `how` says, `out[k]` telling what
+    /// became of `fps[k]`; `batch` is scratch space.
     ///
     /// A fingerprint that occurs more than once in the batch is looked up
     /// once: its first occurrence may be new, the later ones are known. (In a
@@ -156,9 +218,7 @@ impl Seen {
     /// Looking fingerprints up is bound by cache misses. So the batch visits
     /// the shards one at a time, locking each once and touching the slots it
     /// wants before probing them, so that the misses overlap instead of
-    /// queueing behind each other. Shards are visited from `first_shard` on,
-    /// so that threads that start apart stay apart instead of contending for
-    /// the same locks in step.
+    /// queueing behind each other.
     ///
     /// The new fingerprints are numbered consecutively in batch order, so a
     /// batch's new states are numbered in the order they were discovered:
@@ -167,13 +227,12 @@ impl Seen {
     pub(crate) fn insert_all(
         &self,
         fps: &[Fingerprint],
-        first_shard: usize,
-        known_numbers: bool,
+        how: &Insertion,
         out: &mut Vec<Insert>,
         batch: &mut Batch,
     ) {
         batch.deduplicate(fps);
-        batch.group_by_shard(fps, first_shard);
+        batch.group_by_shard(fps, how.first_shard);
 
         // Claim every fingerprint not seen before.
         batch.lookups.clear();
@@ -207,11 +266,17 @@ impl Seen {
         );
 
         // Number them, in batch order, and write the numbers in.
+        if let Some(turn) = how.turn {
+            self.wait_for_turn(turn);
+        }
         let mut next = if claimed == 0 {
             0
         } else {
             self.next.fetch_add(claimed, Ordering::Relaxed)
         };
+        if let Some(turn) = how.turn {
+            self.turn.store(turn + 1, Ordering::Release);
+        }
         out.clear();
         out.resize(fps.len(), Insert::Full);
         for &k in &batch.first_occurrences {
@@ -254,7 +319,7 @@ impl Seen {
                     Lookup::Claimed => continue,
                     Lookup::Known(id) => Insert::Known(id),
                     Lookup::Refused => Insert::Full,
-                    Lookup::Elsewhere if known_numbers => self.await_number(fps[k]),
+                    Lookup::Elsewhere if how.known_numbers => self.await_number(fps[k]),
                     Lookup::Elsewhere => Insert::Seen,
                 }
             };
@@ -461,6 +526,14 @@ fn shard_of(fp: Fingerprint) -> usize {
 mod tests {
     use super::*;
 
+    fn unordered(first_shard: usize) -> Insertion {
+        Insertion {
+            first_shard,
+            known_numbers: true,
+            turn: None,
+        }
+    }
+
     #[test]
     fn seen_should_number_new_fingerprints_densely_and_remember_them() {
         let seen = Seen::new(10);
@@ -485,7 +558,7 @@ mod tests {
         assert_eq!(seen.insert(5 << 40), Insert::New(0));
         let mut out = Vec::new();
         let fps = [9, 5 << 40, 3 << 40, 9, 7, 3 << 40];
-        seen.insert_all(&fps, 17, true, &mut out, &mut Batch::default());
+        seen.insert_all(&fps, &unordered(17), &mut out, &mut Batch::default());
         assert_eq!(
             out,
             [
@@ -503,7 +576,12 @@ mod tests {
     fn a_batch_should_refuse_what_comes_past_the_limit_and_keep_refusing_it() {
         let seen = Seen::new(2);
         let mut out = Vec::new();
-        seen.insert_all(&[1, 2, 3, 3, 1], 0, true, &mut out, &mut Batch::default());
+        seen.insert_all(
+            &[1, 2, 3, 3, 1],
+            &unordered(0),
+            &mut out,
+            &mut Batch::default(),
+        );
         assert_eq!(
             out,
             [
@@ -538,7 +616,7 @@ mod tests {
                         let mut out = Vec::new();
                         let mut results = Vec::new();
                         for fps in batches.iter().skip(t).step_by(4) {
-                            seen.insert_all(fps, t * 29, true, &mut out, &mut batch);
+                            seen.insert_all(fps, &unordered(t * 29), &mut out, &mut batch);
                             let new: Vec<u32> = out
                                 .iter()
                                 .filter_map(|r| match r {
@@ -577,6 +655,51 @@ mod tests {
             ids.iter().enumerate().all(|(k, &id)| id == k as u32),
             "dense"
         );
+    }
+
+    #[test]
+    fn batches_in_turn_should_be_numbered_in_turn_whichever_comes_first() {
+        let seen = Seen::new(100);
+        let first_turn = seen.next_turn();
+        let (early, late) = std::thread::scope(|scope| {
+            let late = scope.spawn(|| {
+                let mut out = Vec::new();
+                let how = Insertion {
+                    first_shard: 0,
+                    known_numbers: true,
+                    turn: Some(first_turn + 1),
+                };
+                seen.insert_all(&[10, 11], &how, &mut out, &mut Batch::default());
+                out
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut out = Vec::new();
+            let how = Insertion {
+                first_shard: 0,
+                known_numbers: true,
+                turn: Some(first_turn),
+            };
+            seen.insert_all(&[20, 21], &how, &mut out, &mut Batch::default());
+            (out, late.join().unwrap())
+        });
+        assert_eq!(early, [Insert::New(0), Insert::New(1)]);
+        assert_eq!(late, [Insert::New(2), Insert::New(3)]);
+        assert_eq!(seen.next_turn(), first_turn + 2);
+    }
+
+    #[test]
+    fn a_batch_waiting_for_an_abandoned_turn_should_give_up() {
+        let seen = Seen::new(100);
+        let how = Insertion {
+            first_shard: 0,
+            known_numbers: true,
+            turn: Some(seen.next_turn() + 1),
+        };
+        seen.abandon();
+        let gave_up = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            seen.insert_all(&[1], &how, &mut Vec::new(), &mut Batch::default())
+        }));
+        assert!(gave_up.is_err_and(|payload| payload.is::<Abandoned>()));
     }
 
     #[test]

@@ -54,3 +54,51 @@ fn state_limit_should_stop_every_thread_count_with_unknown_verdicts() {
         );
     }
 }
+
+/// A cube of side 40 walked one axis at a time, whose code panics at one
+/// state: levels of the walk are wide enough to be split between threads.
+struct Breaks;
+
+impl stateright::Model for Breaks {
+    type State = [u8; 3];
+    type Action = usize;
+
+    fn init_states(&self) -> Vec<[u8; 3]> {
+        vec![[0; 3]]
+    }
+
+    fn actions(&self, state: &[u8; 3], actions: &mut Vec<usize>) {
+        actions.extend((0..3).filter(|&axis| state[axis] < 39));
+    }
+
+    fn next_state(&self, state: &[u8; 3], axis: usize) -> Option<[u8; 3]> {
+        assert!(*state != [20, 20, 20], "the model broke at the centre");
+        let mut next = *state;
+        next[axis] += 1;
+        Some(next)
+    }
+}
+
+impl steadfast_spec::TemporalModel for Breaks {
+    fn fairness(&self) -> Vec<steadfast_spec::Fairness<Self>> {
+        Vec::new()
+    }
+
+    fn liveness(&self) -> Vec<steadfast_spec::Liveness<Self>> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_panic_in_the_model_should_reach_the_caller_on_every_thread_count() {
+    for threads in [1, 2] {
+        let panic = std::panic::catch_unwind(|| check(&Breaks, &options(threads)))
+            .err()
+            .unwrap_or_else(|| panic!("{threads} thread(s): the check returned"));
+        let message = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied());
+        assert_eq!(message, Some("the model broke at the centre"), "{threads}");
+    }
+}
