@@ -450,6 +450,17 @@ where
         // Then the edges, state by state in action order. Every new number
         // handed out is recorded, even past a truncation, so that numbers
         // stay dense.
+        if run.keep_edges {
+            // At most one per successor, and a stutter step per state.
+            chunk.edges.reserve_exact(scratch.successors.len() + count);
+        }
+        let new = scratch
+            .inserted
+            .iter()
+            .filter(|result| matches!(result, Insert::New(_)))
+            .count();
+        chunk.discovered.parents.reserve_exact(new);
+        chunk.discovered.states.reserve_exact(new);
         let mut results = scratch.inserted.iter().copied();
         let mut next_states = scratch.next_states.drain(..);
         let mut begin = 0;
