@@ -167,7 +167,7 @@ where
 {
     pub(crate) fn run(&self) -> Explored {
         let started = Instant::now();
-        let seen = Seen::new(self.max_states);
+        let seen = Seen::new(self.max_states, self.threads);
         let fingerprinter = Fingerprinter::new();
         let mut graph = Graph::default();
         let mut found = vec![None; self.targets.len()];
@@ -567,6 +567,61 @@ impl<M: Model> Scratch<M> {
             next_states: Vec::new(),
             inserted: Vec::new(),
             batch: Batch::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cube of side 40 walked one axis at a time: neighbouring chunks of
+    /// a level reach many of the same states, which threads race for.
+    struct Cube;
+
+    impl Model for Cube {
+        type State = [u8; 3];
+        type Action = usize;
+
+        fn init_states(&self) -> Vec<[u8; 3]> {
+            vec![[0; 3]]
+        }
+
+        fn actions(&self, state: &[u8; 3], actions: &mut Vec<usize>) {
+            actions.extend((0..3).filter(|&axis| state[axis] < 39));
+        }
+
+        fn next_state(&self, state: &[u8; 3], axis: usize) -> Option<[u8; 3]> {
+            let mut next = *state;
+            next[axis] += 1;
+            Some(next)
+        }
+    }
+
+    fn explore(threads: usize) -> Graph {
+        let run = Exploration {
+            model: &Cube,
+            classes: Vec::new(),
+            labels: Vec::new(),
+            targets: Vec::new(),
+            keep_edges: true,
+            threads,
+            max_states: u32::MAX - 2,
+            timeout: None,
+            progress: None,
+        };
+        run.run().graph
+    }
+
+    #[test]
+    fn threads_should_number_every_state_as_one_thread_does() {
+        let one = explore(1);
+        assert_eq!(one.parents.len(), 64_000);
+        for _ in 0..3 {
+            let two = explore(2);
+            assert!(two.parents == one.parents, "the same parents");
+            assert!(two.edges == one.edges, "the same edges");
+            assert_eq!(two.offsets, one.offsets);
         }
     }
 }

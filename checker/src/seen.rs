@@ -37,12 +37,27 @@ impl Fingerprinter {
 /// lookup touches one cache line, not a control byte and then a bucket.
 #[derive(Default)]
 struct Shard {
-    /// `(fingerprint, number)`; a fingerprint of 0 marks an empty slot (a
-    /// state whose fingerprint is 0 is stored as 1). The number may be
-    /// [`PENDING`] or [`REFUSED`] instead.
-    slots: Vec<(Fingerprint, u32)>,
+    slots: Vec<Slot>,
     len: usize,
 }
+
+/// A fingerprint and its state number, in 16 bytes.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// 0 marks an empty slot (a state whose fingerprint is 0 is stored as 1).
+    fp: Fingerprint,
+    /// The state number, or [`PENDING`] or [`REFUSED`].
+    id: u32,
+    /// While the number is [`PENDING`], the turn of the batch that claimed
+    /// the fingerprint (its low 32 bits; 0 for a batch without a turn).
+    turn: u32,
+}
+
+const EMPTY: Slot = Slot {
+    fp: 0,
+    id: 0,
+    turn: 0,
+};
 
 /// The number of a fingerprint that a batch has claimed and not yet
 /// numbered.
@@ -58,7 +73,7 @@ impl Shard {
         let mask = self.slots.len() - 1;
         let mut index = fp as usize & mask;
         loop {
-            let key = self.slots[index].0;
+            let key = self.slots[index].fp;
             if key == fp || key == 0 {
                 return index;
             }
@@ -71,10 +86,10 @@ impl Shard {
     fn reserve(&mut self, more: usize) {
         while (self.len + more) * 4 > self.slots.len() * 3 {
             let size = (self.slots.len() * 2).max(1024);
-            let old = std::mem::replace(&mut self.slots, filled(size, (0, 0)));
-            for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
-                let index = self.probe(fp);
-                self.slots[index] = (fp, id);
+            let old = std::mem::replace(&mut self.slots, filled(size, EMPTY));
+            for slot in old.into_iter().filter(|slot| slot.fp != 0) {
+                let index = self.probe(slot.fp);
+                self.slots[index] = slot;
             }
         }
     }
@@ -95,9 +110,11 @@ const SHARD_MASK: usize = (1 << SHARD_BITS) - 1;
 ///
 /// Each batch's new fingerprints get consecutive numbers in batch order, and
 /// no lock is held across shards: a batch claims its new fingerprints in
-/// their shards, takes a run of numbers for all of them at once, and then
-/// writes the numbers in. A batch that meets a fingerprint another batch has
-/// claimed waits for its number, which is a few shard visits away.
+/// their shards (taking over those that a batch later in turn claimed),
+/// waits for its turn, takes a run of numbers for all of them at once, and
+/// then writes the numbers in. A batch that meets a fingerprint another
+/// batch has claimed waits for its number, which is a few shard visits
+/// away, unless it did not ask for numbers of known states.
 pub(crate) struct Seen {
     shards: Vec<PaddedShard>,
     next: AtomicU64,
@@ -105,6 +122,11 @@ pub(crate) struct Seen {
     turn: AtomicU64,
     /// Set when an inserting thread panicked: its turn may never come.
     abandoned: AtomicBool,
+    /// Per turn (modulo their number), the fingerprints that batches with
+    /// earlier turns took over from the batch with that turn. Only batches
+    /// whose turns are closer together than the number of threads run at
+    /// once, so a ring of twice that many lists never mixes two turns.
+    stolen: Vec<Mutex<Vec<Fingerprint>>>,
     limit: u32,
 }
 
@@ -119,10 +141,13 @@ pub(crate) struct Insertion {
     pub(crate) known_numbers: bool,
     /// The batch's place in numbering order, if any: the batch with turn
     /// `t` takes its numbers after those with turns below `t` (from
-    /// [`Seen::next_turn`] on), whichever thread is quicker. Batches in
-    /// turn then number their states exactly as one thread would, except
-    /// for a state two batches reach at once, which goes to the first to
-    /// claim it: the liveness search runs markedly faster on that order.
+    /// [`Seen::next_turn`] on), whichever thread is quicker, and a state
+    /// that batches reach at once goes to the one with the earliest turn.
+    /// Batches in turn therefore number their states exactly as one thread
+    /// inserting them in that order would. The liveness search runs half
+    /// again as fast on that order as on the order in which threads happen
+    /// to finish, and state numbers, hence counterexamples, do not depend
+    /// on the thread count.
     pub(crate) turn: Option<u64>,
 }
 
@@ -146,8 +171,9 @@ pub(crate) enum Insert {
 
 impl Seen {
     /// An empty set that hands out at most `limit` numbers (and never more
-    /// than `u32::MAX - 1`).
-    pub(crate) fn new(limit: u32) -> Self {
+    /// than `u32::MAX - 1`), to batches inserted by up to `threads` threads
+    /// at once.
+    pub(crate) fn new(limit: u32, threads: usize) -> Self {
         Seen {
             shards: (0..1 << SHARD_BITS)
                 .map(|_| PaddedShard(Mutex::new(Shard::default())))
@@ -155,6 +181,9 @@ impl Seen {
             next: AtomicU64::new(0),
             turn: AtomicU64::new(0),
             abandoned: AtomicBool::new(false),
+            stolen: (0..(threads.max(1) * 2).next_power_of_two())
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
             limit: limit.min(REFUSED),
         }
     }
@@ -238,6 +267,7 @@ impl Seen {
         batch.lookups.clear();
         batch.lookups.resize(fps.len(), Lookup::Claimed);
         let mut claimed = 0;
+        let my_turn = how.turn.map_or(0, |turn| turn as u32);
         let lookups = &mut batch.lookups;
         self.visit_shards(
             fps,
@@ -247,27 +277,46 @@ impl Seen {
                 shard.reserve(group.len());
                 let mask = shard.slots.len() - 1;
                 for &k in group {
-                    std::hint::black_box(shard.slots[key_of(fps[k as usize]) as usize & mask].0);
+                    std::hint::black_box(shard.slots[key_of(fps[k as usize]) as usize & mask].fp);
                 }
                 for &k in group {
                     let fp = key_of(fps[k as usize]);
                     let index = shard.probe(fp);
-                    let (key, id) = shard.slots[index];
-                    lookups[k as usize] = if key == fp {
-                        Lookup::of(id)
-                    } else {
-                        shard.slots[index] = (fp, PENDING);
+                    let slot = &mut shard.slots[index];
+                    lookups[k as usize] = if slot.fp != fp {
+                        *slot = Slot {
+                            fp,
+                            id: PENDING,
+                            turn: my_turn,
+                        };
                         shard.len += 1;
                         claimed += 1;
                         Lookup::Claimed
+                    } else if slot.id == PENDING && how.turn.is_some() && later(slot.turn, my_turn)
+                    {
+                        // The batch that claimed it comes later in turn:
+                        // the state is this batch's, as with one thread.
+                        self.stolen_from(slot.turn).push(fp);
+                        slot.turn = my_turn;
+                        claimed += 1;
+                        Lookup::Claimed
+                    } else {
+                        Lookup::of(slot.id)
                     };
                 }
             },
         );
 
-        // Number them, in batch order, and write the numbers in.
+        // Number them, in batch order, and write the numbers in. Every batch
+        // before this one has numbered its states, so none takes any more
+        // from this one.
         if let Some(turn) = how.turn {
             self.wait_for_turn(turn);
+            for fp in std::mem::take(&mut *self.stolen_from(turn as u32)) {
+                let k = batch.index_of(fps, fp);
+                batch.lookups[k] = Lookup::Elsewhere;
+                claimed -= 1;
+            }
         }
         let mut next = if claimed == 0 {
             0
@@ -297,7 +346,7 @@ impl Seen {
             |shard, group| {
                 for &k in group.iter().filter(mine) {
                     let index = shard.probe(key_of(fps[k as usize]));
-                    shard.slots[index].1 = match out[k as usize] {
+                    shard.slots[index].id = match out[k as usize] {
                         Insert::New(id) => id,
                         _ => REFUSED,
                     };
@@ -331,7 +380,7 @@ impl Seen {
         let fp = key_of(fp);
         for spins in 0u32.. {
             let shard = self.lock(shard_of(fp));
-            match Lookup::of(shard.slots[shard.probe(fp)].1) {
+            match Lookup::of(shard.slots[shard.probe(fp)].id) {
                 Lookup::Known(id) => return Insert::Known(id),
                 Lookup::Refused => return Insert::Full,
                 _ => {}
@@ -375,6 +424,13 @@ impl Seen {
             let group = by_shard.group(usize::from(g));
             visit(&mut self.lock(shard_of(fps[group[0] as usize])), group);
         }
+    }
+
+    /// The fingerprints taken over from the batch with `turn`.
+    fn stolen_from(&self, turn: u32) -> std::sync::MutexGuard<'_, Vec<Fingerprint>> {
+        self.stolen[turn as usize % self.stolen.len()]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Shard> {
@@ -467,6 +523,20 @@ impl Batch {
         }
     }
 
+    /// The index of the first occurrence of `fp`, one of `fps`, the batch
+    /// [`Self::deduplicate`] last saw.
+    fn index_of(&self, fps: &[Fingerprint], fp: Fingerprint) -> usize {
+        let mask = self.table.len() - 1;
+        let mut index = (fp >> 48) as usize & mask;
+        loop {
+            let entry = self.table[index] as usize;
+            if key_of(fps[entry - 1]) == fp {
+                return entry - 1;
+            }
+            index = (index + 1) & mask;
+        }
+    }
+
     /// Groups the first occurrences by shard (keeping batch order within a
     /// group), the shards in order from `first_shard` on.
     fn group_by_shard(&mut self, fps: &[Fingerprint], first_shard: usize) {
@@ -512,6 +582,12 @@ impl ByShard {
     }
 }
 
+/// Whether turn `a` comes after turn `b`, both cut to their low 32 bits
+/// (turns in flight at once are never 2^31 apart).
+fn later(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 /// The fingerprint as the shards store it: 0 marks an empty slot, so a
 /// fingerprint of 0 is stored as 1.
 fn key_of(fp: Fingerprint) -> Fingerprint {
@@ -536,7 +612,7 @@ mod tests {
 
     #[test]
     fn seen_should_number_new_fingerprints_densely_and_remember_them() {
-        let seen = Seen::new(10);
+        let seen = Seen::new(10, 1);
         assert!(matches!(seen.insert(7), Insert::New(0)));
         assert!(matches!(seen.insert(1 << 41), Insert::New(1)));
         assert!(matches!(seen.insert(7), Insert::Known(0)));
@@ -545,7 +621,7 @@ mod tests {
 
     #[test]
     fn seen_should_refuse_numbers_past_its_limit() {
-        let seen = Seen::new(1);
+        let seen = Seen::new(1, 1);
         assert!(matches!(seen.insert(1), Insert::New(0)));
         assert!(matches!(seen.insert(2), Insert::Full));
         assert!(matches!(seen.insert(1), Insert::Known(0)));
@@ -554,7 +630,7 @@ mod tests {
 
     #[test]
     fn a_batch_should_number_its_new_fingerprints_consecutively_in_order() {
-        let seen = Seen::new(100);
+        let seen = Seen::new(100, 2);
         assert_eq!(seen.insert(5 << 40), Insert::New(0));
         let mut out = Vec::new();
         let fps = [9, 5 << 40, 3 << 40, 9, 7, 3 << 40];
@@ -574,7 +650,7 @@ mod tests {
 
     #[test]
     fn a_batch_should_refuse_what_comes_past_the_limit_and_keep_refusing_it() {
-        let seen = Seen::new(2);
+        let seen = Seen::new(2, 1);
         let mut out = Vec::new();
         seen.insert_all(
             &[1, 2, 3, 3, 1],
@@ -598,7 +674,7 @@ mod tests {
 
     #[test]
     fn threads_inserting_overlapping_batches_should_agree_on_every_number() {
-        let seen = Seen::new(u32::MAX);
+        let seen = Seen::new(u32::MAX, 4);
         let fingerprinter = Fingerprinter::new();
         let batches: Vec<Vec<Fingerprint>> = (0..64u64)
             .map(|b| {
@@ -659,7 +735,7 @@ mod tests {
 
     #[test]
     fn batches_in_turn_should_be_numbered_in_turn_whichever_comes_first() {
-        let seen = Seen::new(100);
+        let seen = Seen::new(100, 2);
         let first_turn = seen.next_turn();
         let (early, late) = std::thread::scope(|scope| {
             let late = scope.spawn(|| {
@@ -689,7 +765,7 @@ mod tests {
 
     #[test]
     fn a_batch_waiting_for_an_abandoned_turn_should_give_up() {
-        let seen = Seen::new(100);
+        let seen = Seen::new(100, 2);
         let how = Insertion {
             first_shard: 0,
             known_numbers: true,

@@ -55,11 +55,14 @@ fn state_limit_should_stop_every_thread_count_with_unknown_verdicts() {
     }
 }
 
-/// A cube of side 40 walked one axis at a time, whose code panics at one
-/// state: levels of the walk are wide enough to be split between threads.
-struct Breaks;
+/// A cube of side 40 walked one axis at a time up to its far corner, where
+/// the walk stops: levels of the walk are wide enough to be split between
+/// threads. Its code can be made to panic at one state.
+struct Cube {
+    breaks_at: Option<[u8; 3]>,
+}
 
-impl stateright::Model for Breaks {
+impl stateright::Model for Cube {
     type State = [u8; 3];
     type Action = usize;
 
@@ -72,27 +75,65 @@ impl stateright::Model for Breaks {
     }
 
     fn next_state(&self, state: &[u8; 3], axis: usize) -> Option<[u8; 3]> {
-        assert!(*state != [20, 20, 20], "the model broke at the centre");
+        assert!(
+            Some(*state) != self.breaks_at,
+            "the model broke at the centre"
+        );
         let mut next = *state;
         next[axis] += 1;
         Some(next)
     }
+
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        vec![
+            stateright::Property::always("off the middle plane", |_, s: &[u8; 3]| {
+                s.iter().map(|&c| u32::from(c)).sum::<u32>() != 60
+            }),
+            stateright::Property::sometimes("on the diagonal", |_, s: &[u8; 3]| {
+                s[0] == s[1] && s[1] == s[2] && s[0] > 20
+            }),
+        ]
+    }
 }
 
-impl steadfast_spec::TemporalModel for Breaks {
+impl steadfast_spec::TemporalModel for Cube {
     fn fairness(&self) -> Vec<steadfast_spec::Fairness<Self>> {
-        Vec::new()
+        vec![steadfast_spec::Fairness::weak("x", |&axis: &usize| {
+            axis == 0
+        })]
     }
 
     fn liveness(&self) -> Vec<steadfast_spec::Liveness<Self>> {
-        Vec::new()
+        vec![steadfast_spec::Liveness::eventually_always(
+            "short of the far wall",
+            |_, s: &[u8; 3]| s[0] < 39 || s[1] < 30,
+        )]
     }
 }
 
 #[test]
+fn two_threads_should_find_the_same_evidence_as_one() {
+    let cube = Cube { breaks_at: None };
+    let one = check(&cube, &options(1)).unwrap().render();
+    let two = check(&cube, &options(2)).unwrap().render();
+    assert_eq!(one.stats.unique_states, 64_000);
+    let verdicts: Vec<Verdict> = one.properties.iter().map(|p| p.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [Verdict::Violated, Verdict::Holds, Verdict::Violated]
+    );
+    // The same numbering gives the same shortest paths and lassos, step
+    // for step.
+    assert_eq!(one.properties, two.properties);
+}
+
+#[test]
 fn a_panic_in_the_model_should_reach_the_caller_on_every_thread_count() {
+    let cube = Cube {
+        breaks_at: Some([20, 20, 20]),
+    };
     for threads in [1, 2] {
-        let panic = std::panic::catch_unwind(|| check(&Breaks, &options(threads)))
+        let panic = std::panic::catch_unwind(|| check(&cube, &options(threads)))
             .err()
             .unwrap_or_else(|| panic!("{threads} thread(s): the check returned"));
         let message = panic
