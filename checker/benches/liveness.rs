@@ -19,8 +19,11 @@ use stateright::{Checker, Model};
 use steadfast_checker::{check, CheckOptions, Report, Verdict};
 use steadfast_spec::mutex::{Lock, LockVariant};
 
-/// How often each run is repeated; the fastest counts, as this machine's
-/// neighbours make single timings vary by a fifth.
+/// How often each run is repeated. This machine's neighbours make single
+/// timings vary by a fifth, now and then by a third, so each run is shown
+/// by its fastest and its median time, and the ratios are given for both.
+/// The repeats go round the runs in turn, so that a slow spell of the
+/// machine falls on all of them alike.
 const REPEATS: usize = 5;
 
 /// The runs a benchmark makes, each in a process of its own so that its
@@ -56,44 +59,62 @@ fn main() {
     lock(processes, rounds);
     println!(
         "model: mutex, variant filter, {processes} processes, rounds {rounds} (0: no limit); \
-         best of {REPEATS} runs each"
+         {REPEATS} runs each, taken in turn; the fastest shown, and the median time"
     );
 
+    let mut repeats: Vec<Vec<Run>> = RUNS.iter().map(|_| Vec::new()).collect();
+    for _ in 0..REPEATS {
+        for ((kind, threads), runs) in RUNS.iter().zip(&mut repeats) {
+            runs.push(run_child(kind, *threads, processes, rounds));
+        }
+    }
     let mut runs = Vec::new();
-    for (kind, threads) in RUNS {
-        let run = (0..REPEATS)
-            .map(|_| run_child(kind, threads, processes, rounds))
-            .min_by_key(|run| run.time)
-            .expect("at least one repeat");
+    for ((kind, threads), mut repeated) in RUNS.into_iter().zip(repeats) {
+        repeated.sort_by_key(|run| run.time);
+        let median = repeated[repeated.len() / 2].time;
+        let run = repeated.swap_remove(0);
         println!(
-            "{kind:>15} {threads} thread(s): {:>9} states {:>10} edges  {:>8.2?}  \
-             (explore {:.2?}, search {:.2?})  {:>9.0} states/s  peak {:>6.1} MiB",
+            "{kind:>15} {threads} thread(s): {:>9} states {:>10} edges  {:>8.2?} (median {:>8.2?})  \
+             explore {:.2?}, search {:.2?}  {:>9.0} states/s  peak {:>6.1} MiB",
             run.states,
             run.edges,
             run.time,
+            median,
             run.explore,
             run.search,
             rate(run.states, run.time),
             run.peak as f64 / (1024.0 * 1024.0)
         );
-        runs.push(run);
+        runs.push((run, median));
     }
     let [dfs, safety1, safety2, live1, live2] = &runs[..] else {
         return;
     };
+    // The ratio of two runs' times: fastest against fastest, and median
+    // against median.
+    let ratio = |a: &(Run, Duration), b: &(Run, Duration)| {
+        format!(
+            "{:.2}x (medians: {:.2}x)",
+            a.0.time.as_secs_f64() / b.0.time.as_secs_f64(),
+            a.1.as_secs_f64() / b.1.as_secs_f64()
+        )
+    };
     for (threads, safety, live) in [(1, safety1, live1), (2, safety2, live2)] {
         println!(
-            "{threads} thread(s): liveness costs {:.2}x the safety run; peak {:.1} B/state \
+            "{threads} thread(s): liveness costs {} the safety run; peak {:.1} B/state \
              besides 8 B/edge ({:.1} B/state for safety alone)",
-            live.time.as_secs_f64() / safety.time.as_secs_f64(),
-            (live.peak as f64 - 8.0 * live.edges as f64) / live.states as f64,
-            safety.peak as f64 / safety.states as f64
+            ratio(live, safety),
+            (live.0.peak as f64 - 8.0 * live.0.edges as f64) / live.0.states as f64,
+            safety.0.peak as f64 / safety.0.states as f64
         );
     }
     println!(
-        "safety speed-up with 2 threads: {:.2}x; 1-thread safety against stateright's DFS: {:.2}x faster",
-        safety1.time.as_secs_f64() / safety2.time.as_secs_f64(),
-        dfs.time.as_secs_f64() / safety1.time.as_secs_f64()
+        "safety speed-up with 2 threads: {}",
+        ratio(safety1, safety2)
+    );
+    println!(
+        "1-thread safety against stateright's DFS: {} faster",
+        ratio(dfs, safety1)
     );
 }
 
