@@ -14,7 +14,9 @@ use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats,
 /// How far and how wide a check may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckOptions {
-    /// Threads that explore the graph (at least 1).
+    /// Threads that explore the graph (at least 1). Unless a bound stops
+    /// the check, they number the states, and so find the counterexamples,
+    /// exactly as one thread does.
     pub threads: usize,
     /// Stop after this many distinct states; `None`: as many as the state
     /// numbering holds (2³² − 2).
