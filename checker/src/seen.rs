@@ -122,10 +122,11 @@ pub(crate) struct Seen {
     turn: AtomicU64,
     /// Set when an inserting thread panicked: its turn may never come.
     abandoned: AtomicBool,
-    /// Per turn (modulo their number), the fingerprints that batches with
-    /// earlier turns took over from the batch with that turn. Only batches
-    /// whose turns are closer together than the number of threads run at
-    /// once, so a ring of twice that many lists never mixes two turns.
+    /// Per turn (modulo the ring's length), the fingerprints that batches
+    /// with earlier turns took over from the batch with that turn. The turns
+    /// of batches in flight at once lie closer together than the number of
+    /// threads, so a ring of at least twice that many lists never mixes two
+    /// turns.
     stolen: Vec<Mutex<Vec<Fingerprint>>>,
     limit: u32,
 }
