@@ -8,7 +8,7 @@ use steadfast_spec::{Formula, TemporalModel};
 
 use crate::explore::{Exploration, Target};
 use crate::graph::{Graph, Route};
-use crate::liveness::{find_violation, EdgeLasso, LabelFormula};
+use crate::liveness::{find_violations, EdgeLasso, LabelFormula};
 use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict};
 
 /// How far and how wide a check may go.
@@ -175,12 +175,13 @@ where
         .iter()
         .take_while(|p| p.state == crate::graph::ROOT)
         .count() as u32;
-    for property in &plan.liveness {
-        let lasso = if options.safety_only {
-            None
-        } else {
-            find_violation(graph, property.formula, all_fair, initial)
-        };
+    let lassos = if options.safety_only {
+        vec![None; plan.liveness.len()]
+    } else {
+        let formulas: Vec<LabelFormula> = plan.liveness.iter().map(|p| p.formula).collect();
+        find_violations(graph, &formulas, all_fair, initial, options.threads)
+    };
+    for (property, lasso) in plan.liveness.iter().zip(lassos) {
         let verdict = match (&lasso, complete && !options.safety_only) {
             (Some(_), _) => Verdict::Violated,
             (None, true) => Verdict::Holds,

@@ -16,6 +16,7 @@
 //! overflow the thread's stack.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::graph::Graph;
 use crate::memory::filled;
@@ -364,6 +365,47 @@ impl<'g> Tarjan<'g> {
         }
         cycle
     }
+}
+
+/// [`find_violation`] for each of `formulas`, in that order, searching for
+/// up to `threads` of them at once. Each search holds 8 bytes per state
+/// while it runs.
+pub(crate) fn find_violations(
+    graph: &Graph,
+    formulas: &[LabelFormula],
+    all_fair: u32,
+    initial: u32,
+    threads: usize,
+) -> Vec<Option<EdgeLasso>> {
+    let next = AtomicUsize::new(0);
+    let search = || {
+        let mut found = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&formula) = formulas.get(k) else {
+                return found;
+            };
+            found.push((k, find_violation(graph, formula, all_fair, initial)));
+        }
+    };
+    let threads = threads.clamp(1, formulas.len().max(1));
+    let mut found = if threads == 1 {
+        search()
+    } else {
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(search)).collect();
+            let mut found = search();
+            for helper in helpers {
+                match helper.join() {
+                    Ok(more) => found.extend(more),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            found
+        })
+    };
+    found.sort_unstable_by_key(|&(k, _)| k);
+    found.into_iter().map(|(_, lasso)| lasso).collect()
 }
 
 /// Searches `graph` for a fair behaviour violating `formula`, where

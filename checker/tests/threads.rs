@@ -104,10 +104,18 @@ impl steadfast_spec::TemporalModel for Cube {
     }
 
     fn liveness(&self) -> Vec<steadfast_spec::Liveness<Self>> {
-        vec![steadfast_spec::Liveness::eventually_always(
-            "short of the far wall",
-            |_, s: &[u8; 3]| s[0] < 39 || s[1] < 30,
-        )]
+        vec![
+            steadfast_spec::Liveness::eventually_always(
+                "short of the far wall",
+                |_, s: &[u8; 3]| s[0] < 39 || s[1] < 30,
+            ),
+            // Every walk ends in the far corner, where it stops.
+            steadfast_spec::Liveness::leads_to(
+                "the walk ends in the corner",
+                |_, s: &[u8; 3]| *s == [0; 3],
+                |_, s: &[u8; 3]| *s == [39; 3],
+            ),
+        ]
     }
 }
 
@@ -120,10 +128,16 @@ fn two_threads_should_find_the_same_evidence_as_one() {
     let verdicts: Vec<Verdict> = one.properties.iter().map(|p| p.verdict).collect();
     assert_eq!(
         verdicts,
-        [Verdict::Violated, Verdict::Holds, Verdict::Violated]
+        [
+            Verdict::Violated,
+            Verdict::Holds,
+            Verdict::Violated,
+            Verdict::Holds
+        ]
     );
     // The same numbering gives the same shortest paths and lassos, step
-    // for step.
+    // for step, and the liveness searches run side by side report in
+    // order.
     assert_eq!(one.properties, two.properties);
 }
 
