@@ -228,12 +228,8 @@ impl Seen {
             if self.abandoned.load(Ordering::Acquire) {
                 std::panic::resume_unwind(Box::new(Abandoned));
             }
+            back_off(spins);
             spins += 1;
-            if spins < 256 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
         }
     }
 
@@ -387,11 +383,7 @@ impl Seen {
                 _ => {}
             }
             drop(shard);
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            back_off(spins);
         }
         unreachable!("the other batch numbers what it claimed without waiting")
     }
@@ -580,6 +572,17 @@ impl ByShard {
         (0..1 << SHARD_BITS)
             .map(|g| (g, self.group(g)))
             .filter(|(_, group)| !group.is_empty())
+    }
+}
+
+/// Waits a moment before looking again for the `spins`-th time: other
+/// batches are a few shard visits from done, so spin first, then give the
+/// core away in case the other thread is waiting for it.
+fn back_off(spins: u32) {
+    if spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }
 
