@@ -1,7 +1,10 @@
 //! steadfast-tests: integration tests across the workspace. The tests live in
-//! `tests/`; this library holds what they share.
+//! `tests/`; this library holds what they share, and [`kube_testserver`], the
+//! Kubernetes API server they run against.
 
 #![deny(missing_docs)]
+
+pub mod kube_testserver;
 
 use std::hash::Hash;
 

@@ -1,0 +1,174 @@
+//! API errors, sent as `Status` objects with the reason and code the real API
+//! server uses for the same failure.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+/// A failed API request: what the client gets back as a `Status` object.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// The HTTP status code, also the `code` of the `Status`.
+    pub code: u16,
+    /// The machine-readable `reason` (`NotFound`, `Conflict`, ...).
+    pub reason: &'static str,
+    /// What went wrong, in the words the real server uses where it has some.
+    pub message: String,
+    /// `details` of the `Status`: the object's name, group and kind.
+    pub details: Option<Value>,
+    /// Seconds a client should wait before retrying (429 and 5xx).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    fn with_details(mut self, resource: &str, group: &str, name: &str) -> Self {
+        self.details = Some(json!({ "name": name, "group": group, "kind": resource }));
+        self
+    }
+
+    /// 404: `<resource> "<name>" not found`.
+    pub fn not_found(resource: &str, group: &str, name: &str) -> Self {
+        let what = qualified(resource, group);
+        Self::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+            .with_details(resource, group, name)
+    }
+
+    /// 404 for a path that serves nothing.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
+    }
+
+    /// 409 on create: the name is taken.
+    pub fn already_exists(resource: &str, group: &str, name: &str) -> Self {
+        let what = qualified(resource, group);
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{what} \"{name}\" already exists"),
+        )
+        .with_details(resource, group, name)
+    }
+
+    /// 409 on a write whose resourceVersion (or uid) precondition is stale.
+    pub fn conflict(resource: &str, group: &str, name: &str) -> Self {
+        let what = qualified(resource, group);
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {what} \"{name}\": the object has been \
+                 modified; please apply your changes to the latest version and try again"
+            ),
+        )
+        .with_details(resource, group, name)
+    }
+
+    /// 400: the request cannot be understood.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 422: the object is not valid (name mismatch, finalizer added while deleting, ...).
+    pub fn invalid(resource: &str, group: &str, name: &str, message: impl Into<String>) -> Self {
+        let what = qualified(resource, group);
+        let message = message.into();
+        Self::new(
+            422,
+            "Invalid",
+            format!("{what} \"{name}\" is invalid: {message}"),
+        )
+        .with_details(resource, group, name)
+    }
+
+    /// 405: the verb is not served on this path.
+    pub fn method_not_allowed(method: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
+    }
+
+    /// 415: a patch or body type the server does not serve.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format ({content_type}) - accepted \
+                 media types include: application/json, application/json-patch+json, \
+                 application/merge-patch+json, application/apply-patch+yaml"
+            ),
+        )
+    }
+
+    /// 410 for a watch or a continue token older than the retained history.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 500, injected by a fault.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// 429 with `Retry-After`, injected by a fault.
+    pub fn too_many_requests(retry_after: u64) -> Self {
+        let mut error = Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        );
+        error.retry_after = Some(retry_after);
+        error.details = Some(json!({ "retryAfterSeconds": retry_after }));
+        error
+    }
+
+    /// The HTTP status code.
+    pub fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    /// The `Status` object sent as the body (or as a watch `ERROR` event's object).
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+/// `configmaps` or `widgets.example.com`, as the real server names a resource in messages.
+fn qualified(resource: &str, group: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+/// The result of an API call.
+pub type ApiResult<T> = Result<T, ApiError>;
