@@ -1214,3 +1214,310 @@ async fn kubectl_should_round_trip_a_custom_resource() {
     watch.kill().await.unwrap();
     h.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_with_a_selector_should_see_objects_enter_and_leave_it() {
+    let h = Harness::start().await;
+    let api = h.configmaps();
+    let from = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let params = WatchParams::default().labels("app=on").disable_bookmarks();
+    let mut events = api.watch(&params, &from).await.unwrap().boxed();
+    let relabel =
+        |value: &'static str| Patch::Merge(json!({ "metadata": { "labels": { "app": value } } }));
+    let pp = PatchParams::default();
+    api.create(&PostParams::default(), &configmap("unlabelled", &[], &[]))
+        .await
+        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &configmap("s", &[("app", "on")], &[]),
+    )
+    .await
+    .unwrap();
+    api.patch("s", &pp, &relabel("off")).await.unwrap();
+    api.patch("s", &pp, &relabel("off-still")).await.unwrap();
+    api.patch("s", &pp, &relabel("on")).await.unwrap();
+    api.delete("s", &DeleteParams::default()).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("an event")
+            .unwrap()
+            .unwrap();
+        seen.push(match event {
+            WatchEvent::Added(c) => format!("ADDED {}", c.name_any()),
+            WatchEvent::Modified(c) => format!("MODIFIED {}", c.name_any()),
+            WatchEvent::Deleted(c) => format!("DELETED {}", c.name_any()),
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    assert_eq!(
+        seen,
+        ["ADDED s", "DELETED s", "ADDED s", "DELETED s"],
+        "leaving the selector reads as a deletion"
+    );
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_crd_should_stop_serving_its_type_and_remove_its_objects() {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let h = Harness::start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": { "name": "gizmos.tests.steadfast.dev" },
+        "spec": {
+            "group": "tests.steadfast.dev", "scope": "Namespaced",
+            "names": { "plural": "gizmos", "singular": "gizmo", "kind": "Gizmo" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }]
+        }
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = kube::runtime::wait::conditions::is_crd_established();
+    let wait = kube::runtime::wait::await_condition(
+        crds.clone(),
+        "gizmos.tests.steadfast.dev",
+        established,
+    );
+    tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .expect("the CRD is established")
+        .unwrap();
+
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("tests.steadfast.dev", "v1", "Gizmo"),
+        "gizmos",
+    );
+    let gizmos: Api<DynamicObject> =
+        Api::namespaced_with(h.client.clone(), &h.namespace, &resource);
+    let mut gizmo = DynamicObject::new("g", &resource);
+    gizmo.data = json!({ "spec": { "size": 1 } });
+    gizmos.create(&PostParams::default(), &gizmo).await.unwrap();
+    assert_eq!(
+        gizmos
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
+    crds.delete("gizmos.tests.steadfast.dev", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the type is no longer served", || async {
+        matches!(gizmos.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 404)
+    })
+    .await;
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    eventually(
+        "the type is served again, without the old objects",
+        || async {
+            matches!(gizmos.list(&ListParams::default()).await, Ok(list) if list.items.is_empty())
+        },
+    )
+    .await;
+    crds.delete("gizmos.tests.steadfast.dev", &DeleteParams::default())
+        .await
+        .unwrap();
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_should_answer_without_changing_anything() {
+    let h = Harness::start().await;
+    let api = h.configmaps();
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let answered = api
+        .create(&dry, &configmap("d", &[], &[("k", "1")]))
+        .await
+        .unwrap();
+    assert_eq!(answered.name_any(), "d");
+    assert_eq!(
+        refusal(api.get("d").await).0,
+        404,
+        "a dry-run create stores nothing"
+    );
+
+    let stored = api
+        .create(&PostParams::default(), &configmap("d", &[], &[("k", "1")]))
+        .await
+        .unwrap();
+    let patched = api
+        .patch(
+            "d",
+            &PatchParams::default().dry_run(),
+            &Patch::Merge(json!({ "data": { "k": "2" } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.data.unwrap()["k"],
+        "2",
+        "a dry-run patch answers with the patched object"
+    );
+    let after = api.get("d").await.unwrap();
+    assert_eq!(
+        after.data.as_ref().unwrap()["k"],
+        "1",
+        "a dry-run patch changes nothing"
+    );
+    assert_eq!(rv(&after), rv(&stored), "and takes no resourceVersion");
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_should_be_refused_as_the_api_server_refuses_them() {
+    let h = Harness::start().await;
+    let widgets = h.widgets().await;
+    let stored = widgets
+        .create(&PostParams::default(), &widget("r", 1))
+        .await
+        .unwrap();
+    let mut unconditional = stored.clone();
+    unconditional.metadata.resource_version = None;
+    assert_eq!(
+        refusal(
+            widgets
+                .replace("r", &PostParams::default(), &unconditional)
+                .await
+        ),
+        (422, "Invalid".into()),
+        "a custom resource takes no update without a resourceVersion"
+    );
+    assert_eq!(
+        refusal(
+            widgets
+                .replace("other", &PostParams::default(), &stored)
+                .await
+        ),
+        (400, "BadRequest".into()),
+        "the body's name must be the URL's"
+    );
+    assert_eq!(
+        refusal(widgets.create(&PostParams::default(), &stored).await).0,
+        500,
+        "a create carrying a resourceVersion"
+    );
+
+    let nowhere: Api<ConfigMap> = Api::namespaced(h.client.clone(), "no-such-namespace");
+    assert_eq!(
+        refusal(
+            nowhere
+                .create(&PostParams::default(), &configmap("n", &[], &[]))
+                .await
+        ),
+        (404, "NotFound".into())
+    );
+    let configmaps = h.configmaps();
+    assert_eq!(
+        refusal(
+            configmaps
+                .list(&ListParams::default().labels("a in b"))
+                .await
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        refusal(
+            configmaps
+                .list(&ListParams::default().fields("data.k=1"))
+                .await
+        )
+        .0,
+        400
+    );
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_should_be_recorded_through_kube_runtime() {
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::runtime::events::{Event, EventType, Recorder};
+    let h = Harness::start().await;
+    let api = h.configmaps();
+    let subject = api
+        .create(&PostParams::default(), &configmap("subject", &[], &[]))
+        .await
+        .unwrap();
+    let recorder = Recorder::new(h.client.clone(), "steadfast-tests".into());
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Tested".into(),
+        note: Some("recorded by the conformance suite".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder
+        .publish(&event, &subject.object_ref(&()))
+        .await
+        .unwrap();
+    recorder
+        .publish(&event, &subject.object_ref(&()))
+        .await
+        .expect("a repeat patches the event's series");
+    let events: Api<K8sEvent> = Api::namespaced(h.client.clone(), &h.namespace);
+    let listed = events.list(&ListParams::default()).await.unwrap();
+    let ours: Vec<&K8sEvent> = listed
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("Tested"))
+        .collect();
+    assert_eq!(ours.len(), 1, "one event, with a series");
+    assert_eq!(ours[0].series.as_ref().map(|s| s.count), Some(2));
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_watcher_should_get_initial_events_and_their_end() {
+    let h = Harness::start().await;
+    if h.server("streaming lists (the WatchList feature varies by cluster)")
+        .is_none()
+    {
+        return h.finish().await;
+    }
+    let api = h.configmaps();
+    api.create(&PostParams::default(), &configmap("i-0", &[], &[]))
+        .await
+        .unwrap();
+    let mut stream = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("an event")
+            .unwrap()
+            .unwrap();
+        match event {
+            watcher::Event::Init => {}
+            watcher::Event::InitApply(c) => initial.push(c.name_any()),
+            watcher::Event::InitDone => break,
+            other => panic!("unexpected {other:?} before the initial events ended"),
+        }
+    }
+    assert_eq!(initial, ["i-0"]);
+    api.create(&PostParams::default(), &configmap("i-1", &[], &[]))
+        .await
+        .unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("an event")
+        .unwrap()
+        .unwrap();
+    assert!(matches!(next, watcher::Event::Apply(c) if c.name_any() == "i-1"));
+    h.finish().await;
+}

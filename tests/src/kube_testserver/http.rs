@@ -225,6 +225,17 @@ async fn serve(
     }
 }
 
+/// Whether a write request asks for `dryRun=All`.
+fn dry_run(query: &HashMap<String, String>) -> ApiResult<bool> {
+    match query.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "invalid dry run value {other:?}: the only accepted value is \"All\""
+        ))),
+    }
+}
+
 fn collection(
     shared: &Arc<Shared>,
     method: &Method,
@@ -262,7 +273,8 @@ fn collection(
         }
         Method::POST if scope.namespace.is_some() || !scope.resource.namespaced => {
             let object = parse_json(&body, headers)?;
-            let created = shared.write(|store| store.create(&scope, object))?;
+            let created =
+                shared.write_unless_dry(dry_run(query)?, |store| store.create(&scope, object))?;
             Ok(respond(Ok(created), StatusCode::CREATED))
         }
         _ => Err(ApiError::method_not_allowed(method.as_str())),
@@ -285,7 +297,9 @@ fn object(
         Method::PUT => {
             let object = parse_json(&body, headers)?;
             (
-                shared.write(|store| store.update(&scope, name, object, subresource))?,
+                shared.write_unless_dry(dry_run(query)?, |store| {
+                    store.update(&scope, name, object, subresource)
+                })?,
                 StatusCode::OK,
             )
         }
@@ -304,8 +318,9 @@ fn object(
             let patch = serde_json::from_slice(&body).map_err(|e| {
                 ApiError::bad_request(format!("the patch body is not JSON ({e}); this server reads apply configurations written as JSON only"))
             })?;
-            let (patched, created) =
-                shared.write(|store| store.patch(&scope, name, kind, patch, subresource))?;
+            let (patched, created) = shared.write_unless_dry(dry_run(query)?, |store| {
+                store.patch(&scope, name, kind, patch, subresource)
+            })?;
             (
                 patched,
                 if created {
@@ -321,7 +336,9 @@ fn object(
             } else {
                 parse_json(&body, headers)?
             };
-            match shared.write(|store| store.delete(&scope, name, &options))? {
+            match shared.write_unless_dry(dry_run(query)?, |store| {
+                store.delete(&scope, name, &options)
+            })? {
                 Deletion::Pending(object) => (object, StatusCode::OK),
                 Deletion::Deleted(object) if scope.resource.custom => (object, StatusCode::OK),
                 Deletion::Deleted(object) => (deleted_status(&scope, &object), StatusCode::OK),

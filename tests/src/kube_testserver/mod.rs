@@ -113,6 +113,18 @@ impl Shared {
         result
     }
 
+    /// Runs `write` on the store; with `dry_run`, on a copy of it that is
+    /// then thrown away, so that the request is checked and answered as if it
+    /// were made, and changes nothing (`dryRun=All`).
+    fn write_unless_dry<T>(&self, dry_run: bool, write: impl FnOnce(&mut Store) -> T) -> T {
+        if dry_run {
+            let mut copy = self.store().clone();
+            write(&mut copy)
+        } else {
+            self.write(write)
+        }
+    }
+
     fn injected(&self) -> MutexGuard<'_, Injected> {
         self.injected
             .lock()

@@ -121,7 +121,7 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
-    /// 500, injected by a fault.
+    /// 500: an injected fault, or what the real server answers with a 500.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
     }

@@ -138,7 +138,7 @@ pub struct Expired {
 }
 
 /// Every object and the history of their changes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Store {
     types: Vec<ResourceType>,
     objects: BTreeMap<ObjectKey, Value>,
@@ -324,6 +324,16 @@ impl Store {
             }
         };
         metadata.insert("name".into(), Value::String(name.clone()));
+        if metadata
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|rv| !rv.is_empty())
+        {
+            // The real server answers this with a 500 (its storage layer refuses it).
+            return Err(ApiError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         for system in [
             "resourceVersion",
             "deletionTimestamp",
@@ -387,7 +397,21 @@ impl Store {
         subresource: Subresource,
     ) -> ApiResult<Value> {
         check_identity(scope, &body, false)?;
+        check_name(&body, name)?;
         let old = self.stored(scope, name)?.clone();
+        let unconditional = body["metadata"]["resourceVersion"]
+            .as_str()
+            .is_none_or(str::is_empty);
+        if unconditional && scope.resource.custom {
+            // Custom resources, unlike most built-in types, take no update
+            // without a precondition.
+            return Err(ApiError::invalid(
+                scope.plural(),
+                scope.group(),
+                name,
+                "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+            ));
+        }
         self.write(scope, name, old, body, subresource)
     }
 
