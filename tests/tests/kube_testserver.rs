@@ -179,6 +179,49 @@ where
     }
 }
 
+/// The resourceVersion of a list made now: a watch from it sees what follows.
+async fn list_version<K>(api: &Api<K>) -> String
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let list = api.list(&ListParams::default()).await.unwrap();
+    list.metadata
+        .resource_version
+        .expect("a list has a resourceVersion")
+}
+
+/// A watch event as its type and object; `None` for a bookmark.
+///
+/// # Panics
+///
+/// On an `ERROR` event.
+fn change<K>(event: WatchEvent<K>) -> Option<(&'static str, K)> {
+    match event {
+        WatchEvent::Added(object) => Some(("ADDED", object)),
+        WatchEvent::Modified(object) => Some(("MODIFIED", object)),
+        WatchEvent::Deleted(object) => Some(("DELETED", object)),
+        WatchEvent::Bookmark(_) => None,
+        WatchEvent::Error(status) => panic!("unexpected ERROR event: {status:?}"),
+    }
+}
+
+/// The next `count` changes a watch reports, bookmarks skipped.
+async fn next_changes<K>(
+    events: &mut (impl futures::Stream<Item = kube::Result<WatchEvent<K>>> + Unpin),
+    count: usize,
+) -> Vec<(&'static str, K)> {
+    let mut changes = Vec::new();
+    while changes.len() < count {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("the watch reports a change within 10 s")
+            .expect("the watch is still open")
+            .expect("the watch stream does not fail");
+        changes.extend(change(event));
+    }
+    changes
+}
+
 /// One HTTP/1.1 request on a fresh connection, as any out-of-process client
 /// would send it: the status code, the headers (lower-case names) and the body.
 async fn raw_http(
@@ -523,13 +566,7 @@ async fn list_should_select_and_page() {
 async fn deletion_should_wait_for_the_last_finalizer() {
     let h = Harness::start().await;
     let api = h.widgets().await;
-    let from = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let from = list_version(&api).await;
     let mut events = api
         .watch(&WatchParams::default().disable_bookmarks(), &from)
         .await
@@ -574,20 +611,11 @@ async fn deletion_should_wait_for_the_last_finalizer() {
         "the last finalizer's removal deletes the object"
     );
 
-    let mut kinds = Vec::new();
-    while kinds.len() < 3 {
-        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
-            .await
-            .expect("an event")
-            .unwrap()
-            .unwrap();
-        kinds.push(match event {
-            WatchEvent::Added(w) => ("ADDED", w.metadata.deletion_timestamp.is_some()),
-            WatchEvent::Modified(w) => ("MODIFIED", w.metadata.deletion_timestamp.is_some()),
-            WatchEvent::Deleted(w) => ("DELETED", w.metadata.deletion_timestamp.is_some()),
-            other => panic!("unexpected {other:?}"),
-        });
-    }
+    let kinds: Vec<_> = next_changes(&mut events, 3)
+        .await
+        .into_iter()
+        .map(|(kind, w)| (kind, w.metadata.deletion_timestamp.is_some()))
+        .collect();
     assert_eq!(
         kinds,
         [("ADDED", false), ("MODIFIED", true), ("DELETED", true)]
@@ -599,13 +627,7 @@ async fn deletion_should_wait_for_the_last_finalizer() {
 async fn watch_should_stream_in_order_from_a_resource_version_until_its_timeout() {
     let h = Harness::start().await;
     let api = h.configmaps();
-    let from = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let from = list_version(&api).await;
     api.create(&PostParams::default(), &configmap("w", &[], &[("k", "1")]))
         .await
         .unwrap();
@@ -632,27 +654,14 @@ async fn watch_should_stream_in_order_from_a_resource_version_until_its_timeout(
         started.elapsed() >= Duration::from_secs(2),
         "the watch lasted its timeoutSeconds"
     );
-    let mut versions = Vec::new();
-    let mut kinds = Vec::new();
-    let mut bookmarks = 0;
-    for event in &events {
-        match event {
-            WatchEvent::Added(c) => (
-                kinds.push("ADDED"),
-                versions.push(rv(c).parse::<u64>().unwrap()),
-            ),
-            WatchEvent::Modified(c) => (
-                kinds.push("MODIFIED"),
-                versions.push(rv(c).parse::<u64>().unwrap()),
-            ),
-            WatchEvent::Deleted(c) => (
-                kinds.push("DELETED"),
-                versions.push(rv(c).parse::<u64>().unwrap()),
-            ),
-            WatchEvent::Bookmark(_) => (bookmarks += 1, ()),
-            WatchEvent::Error(e) => panic!("unexpected error {e:?}"),
-        };
-    }
+    let total = events.len();
+    let changes: Vec<_> = events.into_iter().filter_map(change).collect();
+    let bookmarks = total - changes.len();
+    let kinds: Vec<_> = changes.iter().map(|(kind, _)| *kind).collect();
+    let versions: Vec<u64> = changes
+        .iter()
+        .map(|(_, c)| rv(c).parse().unwrap())
+        .collect();
     assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
     assert!(
         versions.windows(2).all(|w| w[0] < w[1]),
@@ -1037,6 +1046,28 @@ async fn faults_should_answer_as_injected() {
         "the control endpoint takes faults over plain HTTP"
     );
     assert_eq!(refusal(api.get("x").await).0, 500);
+    let unplaced = Fault::Conflicts {
+        resource: "configmaps".into(),
+        namespace: None,
+        name: "x".into(),
+        count: 1,
+    };
+    let error = server.inject(unplaced).unwrap_err();
+    assert!(
+        error.code == 400 && error.message.contains("namespaced"),
+        "{error}"
+    );
+    let unknown = Fault::Conflicts {
+        resource: "gadgetz".into(),
+        namespace: None,
+        name: "x".into(),
+        count: 1,
+    };
+    assert!(server
+        .inject(unknown)
+        .unwrap_err()
+        .message
+        .contains("gadgetz"));
     let (code, _, body) = raw_http(server, "POST", FAULTS_PATH, r#"{"fault":"meteor"}"#).await;
     assert_eq!(code, 400);
     assert!(
@@ -1112,7 +1143,7 @@ async fn kubectl_should_round_trip_a_custom_resource() {
         .output()
         .is_err()
     {
-        eprintln!("kubectl_should_round_trip_a_custom_resource: skipped, kubectl is not on PATH");
+        eprintln!("kubectl_should_round_trip_a_custom_resource: skipped, kubectl is not on PATH (scripts/test installs it)");
         return;
     }
     let h = Harness::start().await;
@@ -1219,13 +1250,7 @@ async fn kubectl_should_round_trip_a_custom_resource() {
 async fn watch_with_a_selector_should_see_objects_enter_and_leave_it() {
     let h = Harness::start().await;
     let api = h.configmaps();
-    let from = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let from = list_version(&api).await;
     let params = WatchParams::default().labels("app=on").disable_bookmarks();
     let mut events = api.watch(&params, &from).await.unwrap().boxed();
     let relabel =
@@ -1244,20 +1269,11 @@ async fn watch_with_a_selector_should_see_objects_enter_and_leave_it() {
     api.patch("s", &pp, &relabel("off-still")).await.unwrap();
     api.patch("s", &pp, &relabel("on")).await.unwrap();
     api.delete("s", &DeleteParams::default()).await.unwrap();
-    let mut seen = Vec::new();
-    while seen.len() < 4 {
-        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
-            .await
-            .expect("an event")
-            .unwrap()
-            .unwrap();
-        seen.push(match event {
-            WatchEvent::Added(c) => format!("ADDED {}", c.name_any()),
-            WatchEvent::Modified(c) => format!("MODIFIED {}", c.name_any()),
-            WatchEvent::Deleted(c) => format!("DELETED {}", c.name_any()),
-            other => panic!("unexpected {other:?}"),
-        });
-    }
+    let seen: Vec<_> = next_changes(&mut events, 4)
+        .await
+        .into_iter()
+        .map(|(kind, c)| format!("{kind} {}", c.name_any()))
+        .collect();
     assert_eq!(
         seen,
         ["ADDED s", "DELETED s", "ADDED s", "DELETED s"],
@@ -1376,6 +1392,16 @@ async fn dry_run_should_answer_without_changing_anything() {
         "a dry-run patch changes nothing"
     );
     assert_eq!(rv(&after), rv(&stored), "and takes no resourceVersion");
+    let dry_delete = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    api.delete("d", &dry_delete).await.unwrap();
+    assert_eq!(
+        rv(&api.get("d").await.unwrap()),
+        rv(&stored),
+        "a dry-run delete leaves the object"
+    );
     h.finish().await;
 }
 

@@ -155,6 +155,27 @@ fn route(shared: &Shared, path: &str) -> ApiResult<Route> {
     }
 }
 
+/// One API request's parts, as the handlers of collections and objects need them.
+struct Call<'a> {
+    shared: &'a Arc<Shared>,
+    method: &'a Method,
+    query: HashMap<String, String>,
+    headers: &'a HeaderMap,
+    body: Bytes,
+}
+
+impl Call<'_> {
+    /// The body as JSON, if its `Content-Type` says it is.
+    fn json(&self) -> ApiResult<Value> {
+        parse_json(&self.body, self.headers)
+    }
+
+    /// Whether the request asks for `dryRun=All`.
+    fn dry_run(&self) -> ApiResult<bool> {
+        dry_run(&self.query)
+    }
+}
+
 async fn serve(
     shared: &Arc<Shared>,
     method: &Method,
@@ -165,6 +186,13 @@ async fn serve(
     let query: HashMap<String, String> = Query::try_from_uri(uri)
         .map(|Query(q)| q)
         .unwrap_or_default();
+    let call = Call {
+        shared,
+        method,
+        query,
+        headers,
+        body,
+    };
     let get_only = |value: Value| {
         if method == Method::GET {
             Ok(respond(Ok(value), StatusCode::OK))
@@ -207,21 +235,12 @@ async fn serve(
                 "resources": resources,
             }))
         }
-        Route::Collection { scope } => collection(shared, method, &query, headers, scope, body),
+        Route::Collection { scope } => collection(&call, scope),
         Route::Object {
             scope,
             name,
             subresource,
-        } => object(
-            shared,
-            method,
-            &query,
-            headers,
-            scope,
-            &name,
-            subresource,
-            body,
-        ),
+        } => object(&call, scope, &name, subresource),
     }
 }
 
@@ -236,26 +255,17 @@ fn dry_run(query: &HashMap<String, String>) -> ApiResult<bool> {
     }
 }
 
-fn collection(
-    shared: &Arc<Shared>,
-    method: &Method,
-    query: &HashMap<String, String>,
-    headers: &HeaderMap,
-    scope: Scope,
-    body: Bytes,
-) -> ApiResult<Response> {
-    match *method {
+fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
+    let query = &call.query;
+    match *call.method {
         Method::GET => {
+            let selector = |name: &str| query.get(name).map_or("", String::as_str);
             let filter = Filter {
-                labels: LabelSelector::parse(
-                    query.get("labelSelector").map_or("", String::as_str),
-                )?,
-                fields: FieldSelector::parse(
-                    query.get("fieldSelector").map_or("", String::as_str),
-                )?,
+                labels: LabelSelector::parse(selector("labelSelector"))?,
+                fields: FieldSelector::parse(selector("fieldSelector"))?,
             };
             if matches!(query.get("watch").map(String::as_str), Some("true" | "1")) {
-                return watch::start(Arc::clone(shared), scope, filter, query);
+                return watch::start(Arc::clone(call.shared), scope, filter, query);
             }
             let limit = match query.get("limit") {
                 Some(limit) => Some(limit.parse().map_err(|_| {
@@ -263,48 +273,43 @@ fn collection(
                 })?),
                 None => None,
             };
-            let list = shared.store().list(
-                &scope,
-                &filter,
-                limit,
-                query.get("continue").map(String::as_str),
-            )?;
+            let continue_token = query.get("continue").map(String::as_str);
+            let list = call
+                .shared
+                .store()
+                .list(&scope, &filter, limit, continue_token)?;
             Ok(respond(Ok(list), StatusCode::OK))
         }
         Method::POST if scope.namespace.is_some() || !scope.resource.namespaced => {
-            let object = parse_json(&body, headers)?;
-            let created =
-                shared.write_unless_dry(dry_run(query)?, |store| store.create(&scope, object))?;
+            let object = call.json()?;
+            let created = call
+                .shared
+                .write_unless_dry(call.dry_run()?, |store| store.create(&scope, object))?;
             Ok(respond(Ok(created), StatusCode::CREATED))
         }
-        _ => Err(ApiError::method_not_allowed(method.as_str())),
+        _ => Err(ApiError::method_not_allowed(call.method.as_str())),
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one request's parts, passed on as they came
 fn object(
-    shared: &Arc<Shared>,
-    method: &Method,
-    query: &HashMap<String, String>,
-    headers: &HeaderMap,
+    call: &Call<'_>,
     scope: Scope,
     name: &str,
     subresource: Subresource,
-    body: Bytes,
 ) -> ApiResult<Response> {
-    let result = match *method {
+    let shared = call.shared;
+    let (object, code) = match *call.method {
         Method::GET => (shared.store().get(&scope, name)?, StatusCode::OK),
         Method::PUT => {
-            let object = parse_json(&body, headers)?;
-            (
-                shared.write_unless_dry(dry_run(query)?, |store| {
-                    store.update(&scope, name, object, subresource)
-                })?,
-                StatusCode::OK,
-            )
+            let object = call.json()?;
+            let updated = shared.write_unless_dry(call.dry_run()?, |store| {
+                store.update(&scope, name, object, subresource)
+            })?;
+            (updated, StatusCode::OK)
         }
         Method::PATCH => {
-            let content_type = headers
+            let content_type = call
+                .headers
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
@@ -312,13 +317,19 @@ fn object(
             if kind == PatchKind::Strategic && scope.resource.custom {
                 return Err(ApiError::unsupported_media_type(content_type));
             }
-            if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
-                return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+            if kind == PatchKind::Apply
+                && call.query.get("fieldManager").is_none_or(String::is_empty)
+            {
+                return Err(ApiError::bad_request(
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                ));
             }
-            let patch = serde_json::from_slice(&body).map_err(|e| {
-                ApiError::bad_request(format!("the patch body is not JSON ({e}); this server reads apply configurations written as JSON only"))
+            let patch = serde_json::from_slice(&call.body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the patch body is not JSON ({e}); this server reads apply configurations written as JSON only"
+                ))
             })?;
-            let (patched, created) = shared.write_unless_dry(dry_run(query)?, |store| {
+            let (patched, created) = shared.write_unless_dry(call.dry_run()?, |store| {
                 store.patch(&scope, name, kind, patch, subresource)
             })?;
             (
@@ -331,22 +342,25 @@ fn object(
             )
         }
         Method::DELETE if subresource == Subresource::Main => {
-            let options = if body.is_empty() {
+            let options = if call.body.is_empty() {
                 json!({})
             } else {
-                parse_json(&body, headers)?
+                call.json()?
             };
-            match shared.write_unless_dry(dry_run(query)?, |store| {
-                store.delete(&scope, name, &options)
-            })? {
+            // kube-rs and client-go send a delete's dryRun in its DeleteOptions.
+            let dry_run = call.dry_run()?
+                || options["dryRun"]
+                    .as_array()
+                    .is_some_and(|d| d.contains(&json!("All")));
+            match shared.write_unless_dry(dry_run, |store| store.delete(&scope, name, &options))? {
                 Deletion::Pending(object) => (object, StatusCode::OK),
                 Deletion::Deleted(object) if scope.resource.custom => (object, StatusCode::OK),
                 Deletion::Deleted(object) => (deleted_status(&scope, &object), StatusCode::OK),
             }
         }
-        _ => return Err(ApiError::method_not_allowed(method.as_str())),
+        _ => return Err(ApiError::method_not_allowed(call.method.as_str())),
     };
-    Ok(respond(Ok(result.0), result.1))
+    Ok(respond(Ok(object), code))
 }
 
 /// What the real server answers for an immediate delete of a built-in object.

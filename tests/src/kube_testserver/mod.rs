@@ -144,8 +144,7 @@ impl Shared {
                 name,
                 count,
             } => self.write(|store| {
-                let mut scope = store.scope_of(&resource)?;
-                scope.namespace = namespace;
+                let scope = store.scope_of(&resource, namespace)?;
                 store.refuse_writes(scope.key(&name), count);
                 Ok(json!({}))
             }),
@@ -188,8 +187,7 @@ impl Shared {
                 labels,
                 status,
             } => self.write(|store| {
-                let mut scope = store.scope_of(&resource)?;
-                scope.namespace = namespace;
+                let scope = store.scope_of(&resource, namespace)?;
                 let mut body = json!({});
                 if let Some(labels) = labels {
                     body["metadata"] = json!({ "labels": labels });

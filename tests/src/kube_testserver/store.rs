@@ -165,7 +165,7 @@ impl Store {
             conflicts: HashMap::new(),
         };
         let namespaces = store
-            .scope_of("namespaces")
+            .scope_of("namespaces", None)
             .expect("namespaces are built in");
         for name in ["default", "kube-system"] {
             let namespace =
@@ -201,20 +201,33 @@ impl Store {
             })
     }
 
-    /// The cluster-wide scope of a type named as `kubectl` names it
-    /// (`configmaps`, `widgets.example.com`), in its storage version.
-    pub fn scope_of(&self, name: &str) -> ApiResult<Scope> {
+    /// The scope of a type named as `kubectl` names it (`configmaps`,
+    /// `widgets.example.com`), in its storage version, in `namespace`: which a
+    /// namespaced type needs and a cluster-scoped one refuses.
+    pub fn scope_of(&self, name: &str, namespace: Option<String>) -> ApiResult<Scope> {
         let resource = self
             .types
             .iter()
             .find(|t| t.is_named(name))
             .cloned()
-            .ok_or_else(|| ApiError::bad_request(format!("no resource type is named {name:?}")))?;
-        Ok(Scope {
-            version: resource.storage_version().to_owned(),
-            resource,
-            namespace: None,
-        })
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "no resource type is named {name:?}; name one as kubectl does (configmaps, widgets.example.com)"
+                ))
+            })?;
+        match (&namespace, resource.namespaced) {
+            (None, true) => Err(ApiError::bad_request(format!(
+                "{name} are namespaced: give a namespace"
+            ))),
+            (Some(ns), false) => Err(ApiError::bad_request(format!(
+                "{name} are cluster-scoped: give no namespace (not {ns:?})"
+            ))),
+            _ => Ok(Scope {
+                version: resource.storage_version().to_owned(),
+                resource,
+                namespace,
+            }),
+        }
     }
 
     /// One object.
