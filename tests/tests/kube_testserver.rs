@@ -501,6 +501,31 @@ async fn status_should_be_isolated_both_ways() {
         status.metadata.generation, main.metadata.generation,
         "status writes leave the generation"
     );
+    if let Some(server) = h.server("a foreign status writer") {
+        let foreign = Fault::ForeignWrite {
+            resource: "widgets.tests.steadfast.dev".into(),
+            namespace: Some(h.namespace.clone()),
+            name: "s".into(),
+            labels: None,
+            status: Some(json!({ "observed": 11 })),
+        };
+        server.inject(foreign).unwrap();
+        let after = api.get("s").await.unwrap();
+        assert_eq!(after.status, Some(WidgetStatus { observed: Some(11) }));
+        assert_ne!(
+            rv(&after),
+            rv(&status),
+            "a foreign write takes a resourceVersion"
+        );
+        let stale =
+            json!({ "metadata": { "resourceVersion": rv(&status) }, "status": { "observed": 3 } });
+        let refused = api.patch_status("s", &pp, &Patch::Merge(stale)).await;
+        assert_eq!(
+            refusal(refused).0,
+            409,
+            "our status write on the old version conflicts"
+        );
+    }
     h.finish().await;
 }
 
