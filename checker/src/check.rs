@@ -25,7 +25,31 @@ pub struct CheckOptions {
     pub timeout: Option<Duration>,
     /// Check only `always` and `sometimes` properties, keeping no edges.
     pub safety_only: bool,
+    /// Which states may stutter forever.
+    pub stuttering: Stuttering,
+    /// Also report, as the verdict of a property named
+    /// [`DEADLOCK_PROPERTY`], whether some reachable state has no successor.
+    pub deadlock: bool,
 }
+
+/// Which states a behaviour may stay in forever, repeating it (stuttering).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stuttering {
+    /// TLA+'s semantics: every state may stutter forever, unless a weakly
+    /// fair class enabled there forbids it. Progress comes only from declared
+    /// fairness, so a model needs no explicit idle step.
+    #[default]
+    Anywhere,
+    /// Only a state without successors stutters; elsewhere some action is
+    /// always taken, as if every behaviour were forced to move while it can.
+    /// Kept for models written for that rule: it assumes progress that no
+    /// fairness declaration states, so a liveness proof under it is weaker.
+    WhenStuck,
+}
+
+/// The name of the verdict `CheckOptions::deadlock` adds: it holds when
+/// every reachable state has a successor.
+pub const DEADLOCK_PROPERTY: &str = "no deadlock";
 
 impl Default for CheckOptions {
     /// Every available core, no bounds, every property.
@@ -35,6 +59,8 @@ impl Default for CheckOptions {
             max_states: None,
             timeout: None,
             safety_only: false,
+            stuttering: Stuttering::Anywhere,
+            deadlock: false,
         }
     }
 }
@@ -164,6 +190,21 @@ where
         });
     }
 
+    if options.deadlock {
+        properties.push(PropertyReport {
+            name: DEADLOCK_PROPERTY,
+            kind: PropertyKind::Deadlock,
+            verdict: match (explored.deadlock, complete) {
+                (Some(_), _) => Verdict::Violated,
+                (None, true) => Verdict::Holds,
+                (None, false) => Verdict::Unknown,
+            },
+            evidence: explored
+                .deadlock
+                .map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0)),
+        });
+    }
+
     let liveness_started = Instant::now();
     let all_fair = if plan.classes.len() == 32 {
         u32::MAX
@@ -179,7 +220,15 @@ where
         vec![None; plan.liveness.len()]
     } else {
         let formulas: Vec<LabelFormula> = plan.liveness.iter().map(|p| p.formula).collect();
-        find_violations(graph, &formulas, all_fair, initial, options.threads)
+        let stutters = options.stuttering == Stuttering::Anywhere;
+        find_violations(
+            graph,
+            &formulas,
+            all_fair,
+            initial,
+            stutters,
+            options.threads,
+        )
     };
     for (property, lasso) in plan.liveness.iter().zip(lassos) {
         let verdict = match (&lasso, complete && !options.safety_only) {
@@ -292,11 +341,13 @@ impl<M: TemporalModel> Plan<M> {
         if plan.labels.len() > 32 {
             return Err(CheckError::TooManyPredicates(plan.labels.len()));
         }
+        let deadlock = options.deadlock.then_some(DEADLOCK_PROPERTY);
         let mut names: Vec<_> = plan
             .safety
             .iter()
             .map(|p| p.name)
             .chain(plan.liveness.iter().map(|p| p.name))
+            .chain(deadlock)
             .collect();
         names.sort_unstable();
         if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
@@ -422,6 +473,14 @@ where
     let (prefix, last) = walk(model, &route);
     let (cycle_ordinals, _) = ordinals(graph, entry, &lasso.cycle);
     let mut cycle = Vec::new();
-    replay(model, last, &cycle_ordinals, &mut cycle);
+    if cycle_ordinals.is_empty() {
+        // The behaviour stutters at the entry forever.
+        cycle.push(Step {
+            action: None,
+            state: last,
+        });
+    } else {
+        replay(model, last, &cycle_ordinals, &mut cycle);
+    }
     Evidence::Lasso { prefix, cycle }
 }

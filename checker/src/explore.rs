@@ -64,6 +64,9 @@ pub(crate) struct Explored {
     pub(crate) graph: Graph,
     /// Per target, the lowest-numbered (so nearest) state found satisfying it.
     pub(crate) found: Vec<Option<u32>>,
+    /// The lowest-numbered expanded state for which no action yields a
+    /// successor (a deadlock; successors cut by the boundary do not count).
+    pub(crate) deadlock: Option<u32>,
     /// The bound that stopped the exploration before it was complete.
     pub(crate) stopped: Option<Bound>,
     /// How many levels were expanded.
@@ -78,6 +81,8 @@ struct Chunk<S> {
     edges: Vec<Edge>,
     labels: Vec<u32>,
     found: Vec<Option<u32>>,
+    /// The first expanded state without a successor.
+    deadlock: Option<u32>,
     /// States first found here, with how they were reached.
     discovered: Discovered<S>,
     /// Fewer states than the chunk held were expanded: the state limit was
@@ -183,6 +188,7 @@ where
         let fingerprinter = Fingerprinter::new();
         let mut graph = Graph::default();
         let mut found = vec![None; self.targets.len()];
+        let mut deadlock = None;
         if self.keep_edges {
             graph.offsets.push(0);
         }
@@ -221,8 +227,15 @@ where
                 first_turn: seen.next_turn(),
             };
             let previous = std::mem::take(&mut pending);
-            let mut chunks =
-                level.expand(|| record(&mut graph, &mut found, previous, self.keep_edges));
+            let mut chunks = level.expand(|| {
+                record(
+                    &mut graph,
+                    &mut found,
+                    &mut deadlock,
+                    previous,
+                    self.keep_edges,
+                )
+            });
             chunks.sort_unstable_by_key(|(index, _)| *index);
             depth += 1;
 
@@ -233,7 +246,13 @@ where
             frontier = place(&mut graph, discovered);
             pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
         }
-        record(&mut graph, &mut found, pending, self.keep_edges);
+        record(
+            &mut graph,
+            &mut found,
+            &mut deadlock,
+            pending,
+            self.keep_edges,
+        );
 
         // States found but never expanded: no edges, no labels.
         graph.labels.resize(graph.parents.len(), 0);
@@ -245,6 +264,7 @@ where
         Explored {
             graph,
             found,
+            deadlock,
             stopped,
             depth,
             elapsed: started.elapsed(),
@@ -257,6 +277,7 @@ where
 fn record<S>(
     graph: &mut Graph,
     found: &mut [Option<u32>],
+    deadlock: &mut Option<u32>,
     chunks: Vec<Chunk<S>>,
     keep_edges: bool,
 ) {
@@ -268,6 +289,7 @@ fn record<S>(
         if !complete {
             continue;
         }
+        *deadlock = (*deadlock).or(chunk.deadlock);
         for degree in chunk.degrees {
             if keep_edges {
                 let end = graph.offsets[graph.offsets.len() - 1] + u64::from(degree);
@@ -393,6 +415,7 @@ where
             edges: Vec::new(),
             labels: Vec::with_capacity(if run.labels.is_empty() { 0 } else { count }),
             found: vec![None; run.targets.len()],
+            deadlock: None,
             discovered: Discovered::default(),
             truncated: false,
         };
@@ -421,6 +444,7 @@ where
             }
             scratch.actions.clear();
             model.actions(state, &mut scratch.actions);
+            let mut produced = false;
             for action in scratch.actions.drain(..) {
                 let fair = run
                     .classes
@@ -431,6 +455,7 @@ where
                 let Some(next) = model.next_state(state, action) else {
                     continue;
                 };
+                produced = true;
                 if !model.within_boundary(&next) {
                     continue;
                 }
@@ -445,6 +470,9 @@ where
                 }
             }
             scratch.ends.push(scratch.successors.len());
+            if !produced && chunk.deadlock.is_none() {
+                chunk.deadlock = Some(id);
+            }
         }
 
         let how = Insertion {

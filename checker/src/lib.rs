@@ -34,7 +34,9 @@ mod render;
 mod report;
 mod seen;
 
-pub use check::{check, check_with_progress, CheckError, CheckOptions, Progress};
+pub use check::{
+    check, check_with_progress, CheckError, CheckOptions, Progress, Stuttering, DEADLOCK_PROPERTY,
+};
 pub use render::{Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep};
 pub use report::{
     Bound, Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict,

@@ -73,6 +73,9 @@ impl StateSet {
 /// search.
 struct Tarjan<'g> {
     graph: &'g Graph,
+    /// Whether every expanded state may stutter forever (TLA+), not only
+    /// one without successors (whose stutter is an explicit self-loop).
+    stutters: bool,
     allowed: StateSet,
     /// Per state, its index and low-link side by side: the search reads
     /// both of a state it meets, so they share a cache line.
@@ -110,9 +113,10 @@ struct Component<'a> {
 }
 
 impl<'g> Tarjan<'g> {
-    fn new(graph: &'g Graph, allowed: impl Fn(u32) -> bool) -> Self {
+    fn new(graph: &'g Graph, stutters: bool, allowed: impl Fn(u32) -> bool) -> Self {
         Tarjan {
             graph,
+            stutters,
             allowed: StateSet::from_fn(graph.len(), allowed),
             marks: filled(graph.len() as usize, Mark { index: 0, low: 0 }),
             fair: Vec::new(),
@@ -275,9 +279,12 @@ impl<'g> Tarjan<'g> {
     /// [`Self::judge`] for a component of one state, `u`, whose edges lead
     /// only to itself and to components finished before it; `escapes` says
     /// whether one of those reaches a fair cycle. Only its own edges are
-    /// read, none of its successors' marks.
+    /// read, none of its successors' marks. Its cycle is a self-loop, or,
+    /// where every state may stutter, the stutter itself.
     fn judge_alone(&self, u: u32, escapes: bool, all_fair: u32) -> (bool, bool) {
-        let mut has_cycle = false;
+        // A state found but not expanded takes part in no cycle: what is
+        // enabled there is unknown.
+        let mut has_cycle = self.stutters && u < self.graph.expanded;
         let mut taken = 0;
         let mut enabled = 0;
         for edge in self.graph.out(u) {
@@ -375,6 +382,7 @@ pub(crate) fn find_violations(
     formulas: &[LabelFormula],
     all_fair: u32,
     initial: u32,
+    stutters: bool,
     threads: usize,
 ) -> Vec<Option<EdgeLasso>> {
     let next = AtomicUsize::new(0);
@@ -385,7 +393,10 @@ pub(crate) fn find_violations(
             let Some(&formula) = formulas.get(k) else {
                 return found;
             };
-            found.push((k, find_violation(graph, formula, all_fair, initial)));
+            found.push((
+                k,
+                find_violation(graph, formula, all_fair, initial, stutters),
+            ));
         }
     };
     let threads = threads.clamp(1, formulas.len().max(1));
@@ -409,17 +420,20 @@ pub(crate) fn find_violations(
 }
 
 /// Searches `graph` for a fair behaviour violating `formula`, where
-/// `all_fair` has one bit per declared fairness class and the initial states
-/// are those numbered below `initial`.
+/// `all_fair` has one bit per declared fairness class, the initial states
+/// are those numbered below `initial`, and `stutters` says whether every
+/// expanded state may stutter forever. A lasso whose cycle is empty stutters
+/// at its entry.
 pub(crate) fn find_violation(
     graph: &Graph,
     formula: LabelFormula,
     all_fair: u32,
     initial: u32,
+    stutters: bool,
 ) -> Option<EdgeLasso> {
     match formula {
         LabelFormula::EventuallyAlways { p } => {
-            let mut tarjan = Tarjan::new(graph, |_| true);
+            let mut tarjan = Tarjan::new(graph, stutters, |_| true);
             let (id, members, start) = tarjan.run(
                 |_| true,
                 all_fair,
@@ -439,7 +453,7 @@ pub(crate) fn find_violation(
                 Some(p) => graph.label(u, p),
                 None => u < initial,
             };
-            let mut tarjan = Tarjan::new(graph, |u| !graph.label(u, q));
+            let mut tarjan = Tarjan::new(graph, stutters, |u| !graph.label(u, q));
             // Only what a trigger can reach matters.
             let start = tarjan.run(triggered, all_fair, |c| {
                 if !c.reaches_fair {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use steadfast_checker::registry::{self, Entry, RegistryError};
-use steadfast_checker::{CheckOptions, Progress, RenderedReport, Verdict};
+use steadfast_checker::{CheckOptions, Progress, RenderedReport, Stuttering, Verdict};
 
 mod print;
 
@@ -52,6 +52,15 @@ enum Command {
         /// Print the results as JSON on stdout instead of tables.
         #[arg(long)]
         json: bool,
+        /// Which states may stutter forever: `anywhere` (TLA+: progress comes
+        /// only from declared fairness) or `when-stuck` (only a state without
+        /// successors; assumes every behaviour moves while it can).
+        #[arg(long, value_enum, default_value_t = StutterArg::Anywhere)]
+        stuttering: StutterArg,
+        /// Also report whether some reachable state has no successor, as the
+        /// verdict "no deadlock".
+        #[arg(long)]
+        deadlock: bool,
     },
     /// Serve stateright's Explorer for one model, to walk its states by hand.
     Explore {
@@ -67,6 +76,22 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:3000")]
         bind: SocketAddr,
     },
+}
+
+/// `--stuttering`, as [`Stuttering`] is spelled on the command line.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StutterArg {
+    Anywhere,
+    WhenStuck,
+}
+
+impl From<StutterArg> for Stuttering {
+    fn from(arg: StutterArg) -> Self {
+        match arg {
+            StutterArg::Anywhere => Stuttering::Anywhere,
+            StutterArg::WhenStuck => Stuttering::WhenStuck,
+        }
+    }
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -94,12 +119,16 @@ fn main() -> ExitCode {
             max_states,
             timeout,
             json,
+            stuttering,
+            deadlock,
         } => {
             let options = CheckOptions {
                 threads: threads.map_or(CheckOptions::default().threads, usize::from),
                 max_states,
                 timeout,
                 safety_only: false,
+                stuttering: stuttering.into(),
+                deadlock,
             };
             match check(model, variant, scenario, &options, json) {
                 Ok(code) => code,

@@ -38,6 +38,8 @@ pub enum PropertyKind {
     LeadsTo,
     /// `◇□P` under fairness.
     EventuallyAlways,
+    /// No reachable state is without a successor (checked on request).
+    Deadlock,
 }
 
 impl PropertyKind {
@@ -49,6 +51,7 @@ impl PropertyKind {
             PropertyKind::Eventually => "eventually",
             PropertyKind::LeadsTo => "leads-to",
             PropertyKind::EventuallyAlways => "eventually-always",
+            PropertyKind::Deadlock => "deadlock",
         }
     }
 
@@ -58,7 +61,7 @@ impl PropertyKind {
             PropertyKind::Eventually | PropertyKind::LeadsTo | PropertyKind::EventuallyAlways => {
                 true
             }
-            PropertyKind::Always | PropertyKind::Sometimes => false,
+            PropertyKind::Always | PropertyKind::Sometimes | PropertyKind::Deadlock => false,
         }
     }
 }
@@ -79,8 +82,8 @@ pub enum Verdict {
 /// One step of a path: the action taken and the state it led to.
 pub struct Step<M: Model> {
     /// The action, with its index in the model's `actions()` of the previous
-    /// state; `None` for the initial state and for a stutter step (a state
-    /// with no successor repeats).
+    /// state; `None` for the initial state and for a stutter step (the state
+    /// repeats).
     pub action: Option<(usize, M::Action)>,
     /// The state after the step.
     pub state: M::State,

@@ -3,9 +3,11 @@
 
 mod common;
 
-use common::{run, Act, Tiny};
+use common::{run, run_with, Act, Tiny};
 use stateright::{Checker, Model, Property};
-use steadfast_checker::{check, CheckOptions, Evidence, PropertyKind, Report, Verdict};
+use steadfast_checker::{
+    check, CheckOptions, Evidence, PropertyKind, Report, Stuttering, Verdict, DEADLOCK_PROPERTY,
+};
 use steadfast_spec::TemporalModel;
 
 /// The states of a lasso: the prefix (ending where the cycle starts) and the
@@ -136,6 +138,56 @@ fn terminal_state_where_the_goal_is_false_should_stutter_into_a_violation() {
     assert_eq!(prefix, vec![0, 1]);
     assert_eq!(cycle, vec![1]);
     assert_eq!(classes, vec![None], "the cycle is a stutter step");
+}
+
+#[test]
+fn without_fairness_a_behaviour_should_stutter_short_of_its_goal_as_in_tla() {
+    // 0 → 1 and nothing else: TLC refuses ◇(x = 1) without fairness, since
+    // the behaviour may stay at 0 forever.
+    let model = Tiny::new(&[(0, 'a', 1)]).trigger(&[0]).goal(&[1]);
+    let report = run(&model);
+    let (prefix, cycle, classes) = lasso(&report, "goal follows trigger");
+    assert_eq!((prefix, cycle, classes), (vec![0], vec![0], vec![None]));
+    assert_eq!(verdict(&report, "settles in goal"), Verdict::Violated);
+
+    // The old rule, only a stuck state stutters, assumes the step is taken.
+    let forced = run_with(&model, Stuttering::WhenStuck);
+    assert_eq!(verdict(&forced, "goal follows trigger"), Verdict::Holds);
+    // Under TLA+'s rule, only declared fairness makes it so.
+    let fair = run(&model.fair(&['a']));
+    assert_eq!(verdict(&fair, "goal follows trigger"), Verdict::Holds);
+}
+
+#[test]
+fn deadlock_should_be_reported_on_request_with_the_path_to_it() {
+    // 2 has no successor; 3 loops on itself, which is a successor.
+    let model = Tiny::new(&[(0, 'a', 1), (1, 'a', 2), (0, 'b', 3), (3, 'b', 3)]);
+    let unasked = run(&model);
+    assert!(
+        unasked.property(DEADLOCK_PROPERTY).is_none(),
+        "off by default"
+    );
+
+    let options = CheckOptions {
+        threads: 1,
+        deadlock: true,
+        ..CheckOptions::default()
+    };
+    let report = check(&model, &options).unwrap();
+    let property = report.property(DEADLOCK_PROPERTY).unwrap();
+    assert_eq!(
+        (property.kind, property.verdict),
+        (PropertyKind::Deadlock, Verdict::Violated)
+    );
+    let Some(Evidence::Path(path)) = &property.evidence else {
+        panic!("a deadlock comes with the path to it");
+    };
+    let states: Vec<u8> = path.steps.iter().map(|s| s.state).collect();
+    assert_eq!(states, [0, 1, 2]);
+
+    let live = Tiny::new(&[(0, 'a', 1), (1, 'a', 0)]);
+    let report = check(&live, &options).unwrap();
+    assert_eq!(verdict(&report, DEADLOCK_PROPERTY), Verdict::Holds);
 }
 
 #[test]

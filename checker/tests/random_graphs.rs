@@ -4,21 +4,24 @@
 //! edges, keeps those that can be walked as one closed walk (strongly
 //! connected), judges weak fairness on exactly the states and edges of that
 //! walk, and asks whether the walk can be reached the way each formula needs.
-//! Agreement on thousands of graphs is evidence that the engine is both sound
-//! and complete, including for stutter steps and self-loops.
+//! Agreement on thousands of graphs, under both stuttering rules, is
+//! evidence that the engine is both sound and complete, including for
+//! stutter steps and self-loops.
 
 mod common;
 
-use common::{run, Tiny};
+use common::{run_with, Tiny};
 use proptest::prelude::*;
-use steadfast_checker::{Evidence, Verdict};
+use steadfast_checker::{Evidence, Stuttering, Verdict};
 
 /// The edges of the behaviour graph: the model's edges, plus a stutter
-/// self-loop (class `-`) on every state without a successor.
-fn behaviour_edges(model: &Tiny, n: u8) -> Vec<(u8, char, u8)> {
+/// self-loop (class `-`) on every state (TLA+), or only on every state
+/// without a successor.
+fn behaviour_edges(model: &Tiny, n: u8, stuttering: Stuttering) -> Vec<(u8, char, u8)> {
     let mut edges = model.edges.clone();
     for u in 0..n {
-        if !model.edges.iter().any(|&(from, _, _)| from == u) {
+        let stuck = !model.edges.iter().any(|&(from, _, _)| from == u);
+        if stuck || stuttering == Stuttering::Anywhere {
             edges.push((u, '-', u));
         }
     }
@@ -79,8 +82,8 @@ fn fair_cycles(model: &Tiny, edges: &[(u8, char, u8)]) -> Vec<Vec<u8>> {
     cycles
 }
 
-fn reference_leads_to(model: &Tiny, n: u8) -> bool {
-    let edges = behaviour_edges(model, n);
+fn reference_leads_to(model: &Tiny, n: u8, stuttering: Stuttering) -> bool {
+    let edges = behaviour_edges(model, n, stuttering);
     let not_q = |u: u8| !model.goal.contains(&u);
     let quiet: Vec<_> = edges
         .iter()
@@ -98,8 +101,8 @@ fn reference_leads_to(model: &Tiny, n: u8) -> bool {
     holds
 }
 
-fn reference_eventually_always(model: &Tiny, n: u8) -> bool {
-    let edges = behaviour_edges(model, n);
+fn reference_eventually_always(model: &Tiny, n: u8, stuttering: Stuttering) -> bool {
+    let edges = behaviour_edges(model, n, stuttering);
     let from_init = reachable(&edges, 0, |_| true);
     !fair_cycles(model, &edges).iter().any(|cycle| {
         cycle.iter().any(|u| from_init.contains(u)) && cycle.iter().any(|u| !model.goal.contains(u))
@@ -127,22 +130,24 @@ proptest! {
 
     #[test]
     fn engine_should_agree_with_brute_force((model, n) in graphs()) {
-        let report = run(&model);
-        // Only reachable states exist for the engine; the reference's
-        // unreachable states cannot matter: every question starts at 0.
-        for (name, expected) in [
-            ("goal follows trigger", reference_leads_to(&model, n)),
-            ("settles in goal", reference_eventually_always(&model, n)),
-        ] {
-            let property = report.property(name).unwrap();
-            let verdict = if expected { Verdict::Holds } else { Verdict::Violated };
-            prop_assert_eq!(property.verdict, verdict, "{} on {:?} fair {:?} P {:?} Q {:?}",
-                name, model.edges, model.fair, model.trigger, model.goal);
-            if let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence {
-                // The lasso is a real path that closes on itself.
-                prop_assert_eq!(prefix.steps[0].state, 0);
-                prop_assert!(!cycle.is_empty());
-                prop_assert_eq!(cycle.last().unwrap().state, prefix.steps.last().unwrap().state);
+        for stuttering in [Stuttering::Anywhere, Stuttering::WhenStuck] {
+            let report = run_with(&model, stuttering);
+            // Only reachable states exist for the engine; the reference's
+            // unreachable states cannot matter: every question starts at 0.
+            for (name, expected) in [
+                ("goal follows trigger", reference_leads_to(&model, n, stuttering)),
+                ("settles in goal", reference_eventually_always(&model, n, stuttering)),
+            ] {
+                let property = report.property(name).unwrap();
+                let verdict = if expected { Verdict::Holds } else { Verdict::Violated };
+                prop_assert_eq!(property.verdict, verdict, "{} ({:?}) on {:?} fair {:?} P {:?} Q {:?}",
+                    name, stuttering, model.edges, model.fair, model.trigger, model.goal);
+                if let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence {
+                    // The lasso is a real path that closes on itself.
+                    prop_assert_eq!(prefix.steps[0].state, 0);
+                    prop_assert!(!cycle.is_empty());
+                    prop_assert_eq!(cycle.last().unwrap().state, prefix.steps.last().unwrap().state);
+                }
             }
         }
     }

@@ -98,9 +98,13 @@ impl stateright::Model for Cube {
 
 impl steadfast_spec::TemporalModel for Cube {
     fn fairness(&self) -> Vec<steadfast_spec::Fairness<Self>> {
-        vec![steadfast_spec::Fairness::weak("x", |&axis: &usize| {
-            axis == 0
-        })]
+        // Each axis moves on its own, fairly: under TLA+'s stuttering a
+        // walk may otherwise stop anywhere.
+        vec![
+            steadfast_spec::Fairness::weak("x", |&axis: &usize| axis == 0),
+            steadfast_spec::Fairness::weak("y", |&axis: &usize| axis == 1),
+            steadfast_spec::Fairness::weak("z", |&axis: &usize| axis == 2),
+        ]
     }
 
     fn liveness(&self) -> Vec<steadfast_spec::Liveness<Self>> {

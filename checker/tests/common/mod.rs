@@ -2,7 +2,7 @@
 //! sets its properties talk about.
 
 use stateright::{Model, Property};
-use steadfast_checker::{check, CheckOptions, Report};
+use steadfast_checker::{check, CheckOptions, Report, Stuttering};
 use steadfast_spec::{Fairness, Liveness, TemporalModel};
 
 /// A step of a tiny graph: its class (a letter) and the state it leads to.
@@ -96,7 +96,18 @@ impl TemporalModel for Tiny {
     }
 }
 
+/// Checks `model` on one thread with the default options.
 pub fn run<M>(model: &M) -> Report<M>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
+    M::Action: Clone,
+{
+    run_with(model, Stuttering::Anywhere)
+}
+
+/// Checks `model` on one thread under the given stuttering rule.
+pub fn run_with<M>(model: &M, stuttering: Stuttering) -> Report<M>
 where
     M: TemporalModel + Sync,
     M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
@@ -104,6 +115,7 @@ where
 {
     let options = CheckOptions {
         threads: 1,
+        stuttering,
         ..CheckOptions::default()
     };
     check(model, &options).expect("the model is checkable")
