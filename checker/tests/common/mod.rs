@@ -1,6 +1,9 @@
 //! A tiny model for tests: a graph written out edge by edge, with the state
 //! sets its properties talk about.
 
+// Each test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
 use stateright::{Model, Property};
 use steadfast_checker::{check, CheckOptions, Report, Stuttering};
 use steadfast_spec::{Fairness, Liveness, TemporalModel};
