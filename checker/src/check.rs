@@ -4,11 +4,12 @@ use std::hash::Hash;
 use std::time::{Duration, Instant};
 
 use stateright::{Expectation, Model};
-use steadfast_spec::{Formula, TemporalModel};
+use steadfast_spec::{Formula, Strength, TemporalModel};
 
+use crate::classes::{ClassSet, Wide, MAX_CLASSES};
 use crate::explore::{Exploration, Target};
 use crate::graph::{Graph, Route};
-use crate::liveness::{find_violations, EdgeLasso, LabelFormula};
+use crate::liveness::{find_violations, EdgeLasso, FairSets, LabelFormula, Rules};
 use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict};
 
 /// How far and how wide a check may go.
@@ -86,15 +87,12 @@ impl Progress {
 /// A model or options that cannot be checked as given.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CheckError {
-    /// More fairness classes than an edge has bits for.
-    #[error("the model declares {0} fairness classes; at most 32 are supported: merge classes")]
-    TooManyFairnessClasses(usize),
-    /// More liveness predicates than a state has label bits for.
+    /// More fairness classes than an edge has room for.
     #[error(
-        "the model's liveness properties use {0} state predicates; at most 32 are supported: \
-         split the properties across models or scenarios"
+        "the model declares {0} fairness classes; at most 256 are supported: split the model's \
+         processes across scenarios"
     )]
-    TooManyPredicates(usize),
+    TooManyFairnessClasses(usize),
     /// Two properties share a name, so their verdicts could not be told apart.
     #[error("two properties are named {0:?}; give each property its own name")]
     DuplicateName(&'static str),
@@ -144,6 +142,28 @@ where
     M::Action: Clone,
 {
     let plan = Plan::new(model, options)?;
+    // The narrowest set of classes that holds them all: most models keep
+    // 8-byte edges.
+    Ok(match plan.classes.len() {
+        0..=32 => run::<M, u32>(model, options, &plan, progress),
+        33..=64 => run::<M, u64>(model, options, &plan, progress),
+        _ => run::<M, Wide>(model, options, &plan, progress),
+    })
+}
+
+/// Explores and judges, with fairness classes as sets of type `C`.
+fn run<M, C>(
+    model: &M,
+    options: &CheckOptions,
+    plan: &Plan<M>,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Report<M>
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::Action: Clone,
+    C: ClassSet,
+{
     // Fairness classes and labels serve only the liveness search.
     let (classes, labels) = if options.safety_only {
         (Vec::new(), Vec::new())
@@ -164,7 +184,7 @@ where
         timeout: options.timeout,
         progress,
     };
-    let explored = exploration.run();
+    let explored = exploration.run::<C>();
     let complete = explored.stopped.is_none();
     let graph = &explored.graph;
 
@@ -206,10 +226,22 @@ where
     }
 
     let liveness_started = Instant::now();
-    let all_fair = if plan.classes.len() == 32 {
-        u32::MAX
-    } else {
-        (1u32 << plan.classes.len()) - 1
+    let fairness = plan.strengths.iter().enumerate().fold(
+        FairSets::default(),
+        |sets: FairSets<C>, (j, strength)| match strength {
+            Strength::Weak => FairSets {
+                weak: sets.weak.with(j),
+                ..sets
+            },
+            Strength::Strong => FairSets {
+                strong: sets.strong.with(j),
+                ..sets
+            },
+        },
+    );
+    let rules = Rules {
+        fairness,
+        stutters: options.stuttering == Stuttering::Anywhere,
     };
     let initial = graph
         .parents
@@ -220,15 +252,7 @@ where
         vec![None; plan.liveness.len()]
     } else {
         let formulas: Vec<LabelFormula> = plan.liveness.iter().map(|p| p.formula).collect();
-        let stutters = options.stuttering == Stuttering::Anywhere;
-        find_violations(
-            graph,
-            &formulas,
-            all_fair,
-            initial,
-            stutters,
-            options.threads,
-        )
+        find_violations(graph, &formulas, rules, initial, options.threads)
     };
     for (property, lasso) in plan.liveness.iter().zip(lassos) {
         let verdict = match (&lasso, complete && !options.safety_only) {
@@ -244,7 +268,7 @@ where
         });
     }
 
-    Ok(Report {
+    Report {
         properties,
         stats: Stats {
             unique_states: u64::from(graph.len()),
@@ -254,7 +278,7 @@ where
             liveness_time: liveness_started.elapsed(),
         },
         stopped: explored.stopped,
-    })
+    }
 }
 
 /// A safety property as the exploration sees it.
@@ -274,6 +298,8 @@ struct LivenessPlan {
 /// The model's declarations, turned into what exploration and search use.
 struct Plan<M: Model> {
     classes: Vec<fn(&M::Action) -> bool>,
+    /// Per class, weak or strong.
+    strengths: Vec<Strength>,
     labels: Vec<fn(&M, &M::State) -> bool>,
     safety: Vec<SafetyPlan<M>>,
     liveness: Vec<LivenessPlan>,
@@ -287,12 +313,13 @@ impl<M: TemporalModel> Plan<M> {
         if options.max_states == Some(0) {
             return Err(CheckError::NoStates);
         }
-        let classes: Vec<_> = model.fairness().iter().map(|f| f.class).collect();
-        if classes.len() > 32 {
-            return Err(CheckError::TooManyFairnessClasses(classes.len()));
+        let fairness = model.fairness();
+        if fairness.len() > MAX_CLASSES {
+            return Err(CheckError::TooManyFairnessClasses(fairness.len()));
         }
         let mut plan = Plan {
-            classes,
+            classes: fairness.iter().map(|f| f.class).collect(),
+            strengths: fairness.iter().map(|f| f.strength).collect(),
             labels: Vec::new(),
             safety: Vec::new(),
             liveness: Vec::new(),
@@ -331,15 +358,16 @@ impl<M: TemporalModel> Plan<M> {
                     PropertyKind::EventuallyAlways,
                     LabelFormula::EventuallyAlways { p: plan.label(p) },
                 ),
+                Formula::InfinitelyOften { p } => (
+                    PropertyKind::InfinitelyOften,
+                    LabelFormula::InfinitelyOften { p: plan.label(p) },
+                ),
             };
             plan.liveness.push(LivenessPlan {
                 name: property.name,
                 kind,
                 formula,
             });
-        }
-        if plan.labels.len() > 32 {
-            return Err(CheckError::TooManyPredicates(plan.labels.len()));
         }
         let deadlock = options.deadlock.then_some(DEADLOCK_PROPERTY);
         let mut names: Vec<_> = plan
@@ -356,9 +384,8 @@ impl<M: TemporalModel> Plan<M> {
         Ok(plan)
     }
 
-    /// The label bit for `predicate`, adding it if new. [`Plan::new`]
-    /// refuses a model with more than 32 labels before any bit is used.
-    fn label(&mut self, predicate: fn(&M, &M::State) -> bool) -> u8 {
+    /// The label bit for `predicate`, adding it if new.
+    fn label(&mut self, predicate: fn(&M, &M::State) -> bool) -> usize {
         let index = self
             .labels
             .iter()
@@ -367,7 +394,7 @@ impl<M: TemporalModel> Plan<M> {
                 self.labels.push(predicate);
                 self.labels.len() - 1
             });
-        index as u8
+        index
     }
 
     fn targets(&self) -> Vec<Target<M>> {
@@ -449,7 +476,7 @@ where
 }
 
 /// The successor ordinals of a run of edges that leaves `from`.
-fn ordinals(graph: &Graph, mut from: u32, edges: &[usize]) -> (Vec<u32>, u32) {
+fn ordinals<C: ClassSet>(graph: &Graph<C>, mut from: u32, edges: &[usize]) -> (Vec<u32>, u32) {
     let ordinals = edges
         .iter()
         .map(|&e| {
@@ -461,8 +488,9 @@ fn ordinals(graph: &Graph, mut from: u32, edges: &[usize]) -> (Vec<u32>, u32) {
     (ordinals, from)
 }
 
-fn materialize_lasso<M>(model: &M, graph: &Graph, lasso: &EdgeLasso) -> Evidence<M>
+fn materialize_lasso<M, C>(model: &M, graph: &Graph<C>, lasso: &EdgeLasso) -> Evidence<M>
 where
+    C: ClassSet,
     M: Model,
     M::State: Clone,
     M::Action: Clone,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use stateright::Model;
 
+use crate::classes::ClassSet;
 use crate::graph::{Edge, Graph, Parent, ROOT};
 use crate::seen::{Abandoned, Batch, Fingerprinter, Insert, Insertion, Seen};
 use crate::{Bound, Progress};
@@ -45,7 +46,7 @@ pub(crate) struct Target<M: Model> {
 /// What to explore and what to record on the way.
 pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) model: &'a M,
-    /// The fairness classes, bit `j` of an edge for `classes[j]`.
+    /// The fairness classes, class `j` of an edge for `classes[j]`.
     pub(crate) classes: Vec<fn(&M::Action) -> bool>,
     /// Predicates kept per state as label bits (for the liveness search).
     pub(crate) labels: Vec<fn(&M, &M::State) -> bool>,
@@ -60,8 +61,8 @@ pub(crate) struct Exploration<'a, M: Model> {
 }
 
 /// What an exploration produced.
-pub(crate) struct Explored {
-    pub(crate) graph: Graph,
+pub(crate) struct Explored<C> {
+    pub(crate) graph: Graph<C>,
     /// Per target, the lowest-numbered (so nearest) state found satisfying it.
     pub(crate) found: Vec<Option<u32>>,
     /// The lowest-numbered expanded state for which no action yields a
@@ -75,10 +76,10 @@ pub(crate) struct Explored {
 }
 
 /// The output of expanding one chunk of the frontier.
-struct Chunk<S> {
+struct Chunk<S, C> {
     /// Per expanded state, its out-degree.
     degrees: Vec<u32>,
-    edges: Vec<Edge>,
+    edges: Vec<Edge<C>>,
     labels: Vec<u32>,
     found: Vec<Option<u32>>,
     /// The first expanded state without a successor.
@@ -182,11 +183,11 @@ where
     M: Model + Sync,
     M::State: std::hash::Hash + PartialEq + Send + Sync,
 {
-    pub(crate) fn run(&self) -> Explored {
+    pub(crate) fn run<C: ClassSet>(&self) -> Explored<C> {
         let started = Instant::now();
         let seen = Seen::new(self.max_states, self.threads);
         let fingerprinter = Fingerprinter::new();
-        let mut graph = Graph::default();
+        let mut graph = Graph::new(self.labels.len());
         let mut found = vec![None; self.targets.len()];
         let mut deadlock = None;
         if self.keep_edges {
@@ -255,7 +256,9 @@ where
         );
 
         // States found but never expanded: no edges, no labels.
-        graph.labels.resize(graph.parents.len(), 0);
+        graph
+            .labels
+            .resize(graph.parents.len() * graph.label_words, 0);
         if self.keep_edges {
             let end = graph.offsets[graph.offsets.len() - 1];
             graph.offsets.resize(graph.parents.len() + 1, end);
@@ -274,11 +277,11 @@ where
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
 /// labels of the expanded prefix, and every target found.
-fn record<S>(
-    graph: &mut Graph,
+fn record<S, C: ClassSet>(
+    graph: &mut Graph<C>,
     found: &mut [Option<u32>],
     deadlock: &mut Option<u32>,
-    chunks: Vec<Chunk<S>>,
+    chunks: Vec<Chunk<S, C>>,
     keep_edges: bool,
 ) {
     let mut complete = true;
@@ -307,7 +310,7 @@ fn record<S>(
 /// next frontier. The numbers handed out in a level are exactly the next
 /// ones, in one consecutive run per chunk, so ordering the runs puts every
 /// state in its place.
-fn place<S>(graph: &mut Graph, discovered: Vec<Discovered<S>>) -> Frontier<S> {
+fn place<S, C: ClassSet>(graph: &mut Graph<C>, discovered: Vec<Discovered<S>>) -> Frontier<S> {
     let mut frontier = Frontier::new(discovered);
     for run in &mut frontier.runs {
         debug_assert_eq!(run.first as usize, graph.parents.len());
@@ -324,7 +327,7 @@ where
     /// Expands the frontier on the run's threads, the calling thread doing
     /// `meanwhile` first; returns the chunks with their indices, in no
     /// particular order.
-    fn expand(&self, meanwhile: impl FnOnce()) -> Vec<(usize, Chunk<M::State>)> {
+    fn expand<C: ClassSet>(&self, meanwhile: impl FnOnce()) -> Vec<(usize, Chunk<M::State, C>)> {
         let threads = self.run.threads.max(1);
         let work = || {
             let _abandon = AbandonOnPanic(self.seen);
@@ -405,7 +408,11 @@ where
         });
     }
 
-    fn expand_chunk(&self, index: usize, scratch: &mut Scratch<M>) -> Chunk<M::State> {
+    fn expand_chunk<C: ClassSet>(
+        &self,
+        index: usize,
+        scratch: &mut Scratch<M, C>,
+    ) -> Chunk<M::State, C> {
         let run = self.run;
         let model = run.model;
         let (first, pieces) = self.frontier.chunk(index);
@@ -413,7 +420,7 @@ where
         let mut chunk = Chunk {
             degrees: Vec::with_capacity(count),
             edges: Vec::new(),
-            labels: Vec::with_capacity(if run.labels.is_empty() { 0 } else { count }),
+            labels: Vec::with_capacity(count * run.labels.len().div_ceil(32)),
             found: vec![None; run.targets.len()],
             deadlock: None,
             discovered: Discovered::default(),
@@ -433,14 +440,14 @@ where
                     *slot = Some(id);
                 }
             }
-            if !run.labels.is_empty() {
-                let bits = run
-                    .labels
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, label)| label(model, state))
-                    .fold(0u32, |bits, (k, _)| bits | 1 << k);
-                chunk.labels.push(bits);
+            let words = chunk.labels.len();
+            chunk
+                .labels
+                .resize(words + run.labels.len().div_ceil(32), 0);
+            for (k, label) in run.labels.iter().enumerate() {
+                if label(model, state) {
+                    chunk.labels[words + k / 32] |= 1 << (k % 32);
+                }
             }
             scratch.actions.clear();
             model.actions(state, &mut scratch.actions);
@@ -451,7 +458,7 @@ where
                     .iter()
                     .enumerate()
                     .filter(|(_, class)| class(&action))
-                    .fold(0u32, |bits, (j, _)| bits | 1 << j);
+                    .fold(C::default(), |set, (j, _)| set.with(j));
                 let Some(next) = model.next_state(state, action) else {
                     continue;
                 };
@@ -509,7 +516,7 @@ where
             let edges_before = chunk.edges.len();
             for (ordinal, successor) in scratch.successors[begin..end].iter().enumerate() {
                 let (to, fair) = match *successor {
-                    Successor::SelfLoop => (id, 0),
+                    Successor::SelfLoop => (id, C::default()),
                     Successor::Other { fair } => {
                         let next = next_states.next();
                         match (results.next(), next) {
@@ -536,7 +543,9 @@ where
                                     self.halt(Bound::States(run.max_states));
                                     chunk.truncated = true;
                                     chunk.edges.truncate(edges_before);
-                                    chunk.labels.truncate(chunk.degrees.len());
+                                    chunk.labels.truncate(
+                                        chunk.degrees.len() * run.labels.len().div_ceil(32),
+                                    );
                                 }
                                 continue;
                             }
@@ -553,7 +562,10 @@ where
             }
             if run.keep_edges && chunk.edges.len() == edges_before {
                 // A state with no successor stutters forever.
-                chunk.edges.push(Edge { to: id, fair: 0 });
+                chunk.edges.push(Edge {
+                    to: id,
+                    fair: C::default(),
+                });
             }
             chunk
                 .degrees
@@ -577,18 +589,18 @@ impl Drop for AbandonOnPanic<'_> {
 
 /// One successor of a state, before it has a number.
 #[derive(Clone, Copy)]
-enum Successor {
+enum Successor<C> {
     /// The action leads back to the same state.
     SelfLoop,
     /// The action leads elsewhere, taking these fairness classes; its
     /// fingerprint and state are next in line in [`Scratch`].
-    Other { fair: u32 },
+    Other { fair: C },
 }
 
 /// Buffers a thread reuses from chunk to chunk.
-struct Scratch<M: Model> {
+struct Scratch<M: Model, C> {
     actions: Vec<M::Action>,
-    successors: Vec<Successor>,
+    successors: Vec<Successor<C>>,
     /// Per state of the chunk, where its successors end in `successors`.
     ends: Vec<usize>,
     fingerprints: Vec<u64>,
@@ -597,7 +609,7 @@ struct Scratch<M: Model> {
     batch: Batch,
 }
 
-impl<M: Model> Scratch<M> {
+impl<M: Model, C> Scratch<M, C> {
     fn new() -> Self {
         Scratch {
             actions: Vec::new(),
@@ -617,7 +629,7 @@ mod tests {
 
     use super::*;
 
-    fn explore(threads: usize) -> Graph {
+    fn explore(threads: usize) -> Graph<u32> {
         // Neighbouring chunks of a level reach many of the same states,
         // which threads race for.
         let lock = Lock::new(5, LockVariant::Filter).unwrap().with_rounds(1);

@@ -1,15 +1,17 @@
 //! The explored state graph, numbered densely and kept compactly: per state
-//! its BFS parent and a few label bits, per edge its target and the fairness
+//! its BFS parent and its label bits, per edge its target and the fairness
 //! classes it takes.
+
+use crate::classes::ClassSet;
 
 /// One transition of the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Edge {
+pub(crate) struct Edge<C> {
     /// The successor's state number.
     pub(crate) to: u32,
-    /// Bit `j` set: this step takes fairness class `j`. Always 0 on a
-    /// self-loop, which changes nothing and so takes no class.
-    pub(crate) fair: u32,
+    /// The fairness classes this step takes. Always empty on a self-loop,
+    /// which changes nothing and so takes no class.
+    pub(crate) fair: C,
 }
 
 /// How a state was first reached: from `parent` by its `ordinal`-th successor.
@@ -34,18 +36,32 @@ pub(crate) const ROOT: u32 = u32::MAX;
 /// has one self-loop (it stutters forever). States from `expanded` on were
 /// found but not expanded before a bound stopped the search: they have no
 /// edges, so no cycle passes through them.
-#[derive(Default)]
-pub(crate) struct Graph {
+pub(crate) struct Graph<C> {
     pub(crate) parents: Vec<Parent>,
-    /// Per state, bit `k` set when label predicate `k` holds there.
+    /// Per state, [`Graph::label_words`] words: bit `k % 32` of word `k / 32`
+    /// set when label predicate `k` holds there.
     pub(crate) labels: Vec<u32>,
+    /// Words of label bits per state.
+    pub(crate) label_words: usize,
     /// Empty when edges were not kept (a safety-only check).
     pub(crate) offsets: Vec<u64>,
-    pub(crate) edges: Vec<Edge>,
+    pub(crate) edges: Vec<Edge<C>>,
     pub(crate) expanded: u32,
 }
 
-impl Graph {
+impl<C: ClassSet> Graph<C> {
+    /// An empty graph whose states carry `labels` label bits.
+    pub(crate) fn new(labels: usize) -> Self {
+        Graph {
+            parents: Vec::new(),
+            labels: Vec::new(),
+            label_words: labels.div_ceil(32),
+            offsets: Vec::new(),
+            edges: Vec::new(),
+            expanded: 0,
+        }
+    }
+
     /// How many states were found.
     pub(crate) fn len(&self) -> u32 {
         self.parents.len() as u32
@@ -58,19 +74,21 @@ impl Graph {
     }
 
     /// The successors of state `u`.
-    pub(crate) fn out(&self, u: u32) -> &[Edge] {
+    pub(crate) fn out(&self, u: u32) -> &[Edge<C>] {
         &self.edges[self.edge_range(u)]
     }
 
     /// The fairness classes enabled at `u`: those some non-stutter successor
     /// takes.
-    pub(crate) fn enabled(&self, u: u32) -> u32 {
-        self.out(u).iter().fold(0, |acc, e| acc | e.fair)
+    pub(crate) fn enabled(&self, u: u32) -> C {
+        self.out(u)
+            .iter()
+            .fold(C::default(), |acc, e| acc.union(e.fair))
     }
 
     /// Whether label `k` holds at `u`.
-    pub(crate) fn label(&self, u: u32, k: u8) -> bool {
-        self.labels[u as usize] & (1 << k) != 0
+    pub(crate) fn label(&self, u: u32, k: usize) -> bool {
+        self.labels[u as usize * self.label_words + k / 32] >> (k % 32) & 1 != 0
     }
 
     /// The route to `u` from an initial state along BFS parents: the initial

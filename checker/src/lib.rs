@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod classes;
 mod explore;
 mod graph;
 mod liveness;

@@ -2,22 +2,31 @@
 //!
 //! A liveness property fails exactly when some fair behaviour violates it, and
 //! on a finite graph such a behaviour can be taken to be a lasso: a path to a
-//! cycle, then the cycle forever. Under weak fairness a strongly connected
-//! component holds a fair cycle iff the cycle through *all* of its states and
-//! edges is fair (a larger cycle only adds states where a class is disabled
-//! and edges that take it), so one pass of Tarjan's algorithm and one test per
-//! component decide the property; no component is ever split again.
+//! cycle, then the cycle forever. Under weak fairness alone a strongly
+//! connected component holds a fair cycle iff the cycle through *all* of its
+//! states and edges is fair (a larger cycle only adds states where a class is
+//! disabled and edges that take it), so one pass of Tarjan's algorithm and
+//! one test per component decide the property.
 //!
-//! - `◇□P` fails iff a fair component holds a state where `P` is false.
+//! Strong fairness is not monotone that way: a state where a strongly fair
+//! class is enabled but never taken spoils every cycle through it. Such a
+//! component is decomposed again without those states, recursively (the
+//! Emerson–Lei construction), and is fair iff some part of it, its *core*,
+//! passes the test.
+//!
+//! - `◇□P` fails iff a fair core holds a state where `P` is false.
+//! - `□◇P` fails iff, in the graph cut down to the states where `P` is
+//!   false, a fair core is reachable.
 //! - `P ~> Q` fails iff, in the graph cut down to the states where `Q` is
-//!   false, a state where `P` holds can reach a fair component.
+//!   false, a state where `P` holds can reach a fair core.
 //!
 //! Tarjan's algorithm runs on an explicit stack, so deep graphs cannot
 //! overflow the thread's stack.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::classes::ClassSet;
 use crate::graph::Graph;
 use crate::memory::filled;
 
@@ -25,14 +34,40 @@ use crate::memory::filled;
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum LabelFormula {
     /// `P ~> Q`; `p = None` stands for "is an initial state".
-    LeadsTo { p: Option<u8>, q: u8 },
+    LeadsTo { p: Option<usize>, q: usize },
     /// `◇□P`.
-    EventuallyAlways { p: u8 },
+    EventuallyAlways { p: usize },
+    /// `□◇P`.
+    InfinitelyOften { p: usize },
+}
+
+/// The fairness classes of a model, by strength.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FairSets<C> {
+    /// Weakly fair: not enabled continuously without being taken.
+    pub(crate) weak: C,
+    /// Strongly fair: not enabled infinitely often without being taken.
+    pub(crate) strong: C,
+}
+
+impl<C: ClassSet> FairSets<C> {
+    fn all(self) -> C {
+        self.weak.union(self.strong)
+    }
+}
+
+/// How the search judges behaviours: the fairness, and whether every
+/// expanded state may stutter forever (TLA+) or only one without successors
+/// (whose stutter is an explicit self-loop in the graph).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rules<C> {
+    pub(crate) fairness: FairSets<C>,
+    pub(crate) stutters: bool,
 }
 
 /// A fair behaviour that violates a formula: the BFS route to `start`, then
 /// the edges of `bridge`, then the edges of `cycle` forever (edges are named
-/// by their positions in the graph).
+/// by their positions in the graph). An empty cycle stutters at its entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EdgeLasso {
     pub(crate) start: u32,
@@ -71,11 +106,9 @@ impl StateSet {
 /// component is finished its `index` is `DONE` or `DONE_REACHES` and its
 /// `low` is the component's number, so one mark per state serves the whole
 /// search.
-struct Tarjan<'g> {
-    graph: &'g Graph,
-    /// Whether every expanded state may stutter forever (TLA+), not only
-    /// one without successors (whose stutter is an explicit self-loop).
-    stutters: bool,
+struct Tarjan<'g, C> {
+    graph: &'g Graph<C>,
+    rules: Rules<C>,
     allowed: StateSet,
     /// Per state, its index and low-link side by side: the search reads
     /// both of a state it meets, so they share a cache line.
@@ -103,7 +136,6 @@ struct Frame {
 
 /// The facts about one finished component that the formulas need.
 struct Component<'a> {
-    id: u32,
     members: &'a [u32],
     /// Whether a behaviour can stay in it forever, fairly.
     fair: bool,
@@ -112,11 +144,21 @@ struct Component<'a> {
     reaches_fair: bool,
 }
 
-impl<'g> Tarjan<'g> {
-    fn new(graph: &'g Graph, stutters: bool, allowed: impl Fn(u32) -> bool) -> Self {
+/// What the classes do on a set of states and the edges among them.
+struct Summary<C> {
+    /// Some edge inside takes the class.
+    taken: C,
+    /// Enabled at every state.
+    always: C,
+    /// Enabled at some state.
+    somewhere: C,
+}
+
+impl<'g, C: ClassSet> Tarjan<'g, C> {
+    fn new(graph: &'g Graph<C>, rules: Rules<C>, allowed: impl Fn(u32) -> bool) -> Self {
         Tarjan {
             graph,
-            stutters,
+            rules,
             allowed: StateSet::from_fn(graph.len(), allowed),
             marks: filled(graph.len() as usize, Mark { index: 0, low: 0 }),
             fair: Vec::new(),
@@ -135,8 +177,7 @@ impl<'g> Tarjan<'g> {
     fn run<T>(
         &mut self,
         roots: impl Fn(u32) -> bool,
-        all_fair: u32,
-        mut visit: impl FnMut(&Component<'_>) -> Option<T>,
+        mut visit: impl FnMut(&Self, &Component<'_>) -> Option<T>,
     ) -> Option<T> {
         let graph = self.graph;
         let mut next_index = 1u32;
@@ -184,9 +225,9 @@ impl<'g> Tarjan<'g> {
                 // Judged while the members are still open, which tells
                 // their edges to one another from those leaving.
                 let (fair, reaches_fair) = if let [only] = members {
-                    self.judge_alone(*only, escapes, all_fair)
+                    self.judge_alone(*only, escapes)
                 } else {
-                    self.judge(members, all_fair)
+                    self.judge(members)
                 };
                 let index = if reaches_fair { DONE_REACHES } else { DONE };
                 for &u in members {
@@ -197,12 +238,11 @@ impl<'g> Tarjan<'g> {
                     parent.escapes |= reaches_fair;
                 }
                 let component = Component {
-                    id,
                     members,
                     fair,
                     reaches_fair,
                 };
-                let found = visit(&component);
+                let found = visit(self, &component);
                 stack.truncate(start);
                 if found.is_some() {
                     return found;
@@ -226,53 +266,48 @@ impl<'g> Tarjan<'g> {
         });
     }
 
-    /// The edges that stay inside component `id`.
-    fn internal_edges<'a>(
-        &'a self,
-        id: u32,
-        members: &'a [u32],
-    ) -> impl Iterator<Item = (u32, usize)> + 'a {
-        members.iter().flat_map(move |&u| {
-            self.graph
-                .edge_range(u)
-                .filter(move |&e| self.component_of(self.graph.edges[e].to) == Some(id))
-                .map(move |e| (u, e))
-        })
-    }
-
-    /// Judges a component just found, before its members are marked
-    /// finished, in one pass over their edges: whether it holds a fair
-    /// cycle, and whether it can reach one (itself, or through an edge to a
-    /// component finished earlier that can).
+    /// Judges a component of several states just found, before its members
+    /// are marked finished, in one pass over their edges: whether it holds a
+    /// fair cycle, and whether it can reach one (itself, or through an edge
+    /// to a component finished earlier that can).
     ///
-    /// A component holds a fair cycle iff it has a cycle at all and every
-    /// class is either taken by an edge inside it or disabled at one of its
-    /// states.
-    fn judge(&self, members: &[u32], all_fair: u32) -> (bool, bool) {
-        let mut has_cycle = members.len() > 1;
-        let mut taken = 0;
-        let mut always_enabled = all_fair;
+    /// Under weak fairness it holds one iff every class is taken by an edge
+    /// inside or disabled at one of its states; a strongly fair class enabled
+    /// at one of its states and taken by no edge inside sends it to
+    /// [`Self::core`].
+    fn judge(&self, members: &[u32]) -> (bool, bool) {
+        let FairSets { weak, strong } = self.rules.fairness;
+        let mut summary = Summary {
+            taken: C::default(),
+            always: weak,
+            somewhere: C::default(),
+        };
         let mut escapes = false;
         for &u in members {
-            let mut enabled = 0;
+            let mut enabled = C::default();
             for edge in self.graph.out(u) {
-                enabled |= edge.fair;
+                enabled = enabled.union(edge.fair);
                 // An allowed successor has been visited; one not finished
                 // is still open, so a member: no member's edge leads below
                 // the component's root on the stack.
                 match self.marks[edge.to as usize].index {
-                    0 => {}
-                    DONE => {}
+                    0 | DONE => {}
                     DONE_REACHES => escapes = true,
-                    _ => {
-                        has_cycle = true;
-                        taken |= edge.fair;
-                    }
+                    _ => summary.taken = summary.taken.union(edge.fair),
                 }
             }
-            always_enabled &= enabled;
+            summary.always = summary.always.intersection(enabled);
+            summary.somewhere = summary.somewhere.union(enabled);
         }
-        let fair = has_cycle && always_enabled & !taken == 0;
+        let weak_fair = weak
+            .intersection(summary.always)
+            .minus(summary.taken)
+            .is_empty();
+        let strong_fair = strong
+            .intersection(summary.somewhere)
+            .minus(summary.taken)
+            .is_empty();
+        let fair = weak_fair && (strong_fair || self.core(members, |_| true).is_some());
         (fair, fair || escapes)
     }
 
@@ -280,22 +315,158 @@ impl<'g> Tarjan<'g> {
     /// only to itself and to components finished before it; `escapes` says
     /// whether one of those reaches a fair cycle. Only its own edges are
     /// read, none of its successors' marks. Its cycle is a self-loop, or,
-    /// where every state may stutter, the stutter itself.
-    fn judge_alone(&self, u: u32, escapes: bool, all_fair: u32) -> (bool, bool) {
-        // A state found but not expanded takes part in no cycle: what is
-        // enabled there is unknown.
-        let mut has_cycle = self.stutters && u < self.graph.expanded;
-        let mut taken = 0;
-        let mut enabled = 0;
+    /// where every state may stutter, the stutter itself; a class enabled
+    /// there is enabled for good, so weak and strong fairness agree.
+    fn judge_alone(&self, u: u32, escapes: bool) -> (bool, bool) {
+        let mut has_cycle = self.may_stutter(u);
+        let mut enabled = C::default();
         for edge in self.graph.out(u) {
-            enabled |= edge.fair;
-            if edge.to == u {
-                has_cycle = true;
-                taken |= edge.fair;
+            enabled = enabled.union(edge.fair);
+            has_cycle |= edge.to == u;
+        }
+        // A self-loop takes no class.
+        let fair = has_cycle && self.rules.fairness.all().intersection(enabled).is_empty();
+        (fair, fair || escapes)
+    }
+
+    /// Whether `u` may repeat forever without an edge of its own. A state
+    /// found but not expanded may not: what is enabled there is unknown.
+    fn may_stutter(&self, u: u32) -> bool {
+        self.rules.stutters && u < self.graph.expanded
+    }
+
+    /// The classes on the states of `set` (which must all be allowed) and
+    /// the edges among them, and whether those edges or stutters close a
+    /// cycle.
+    fn summarize(&self, set: &[u32], inside: &HashSet<u32>) -> (Summary<C>, bool) {
+        let mut summary = Summary {
+            taken: C::default(),
+            always: self.rules.fairness.weak,
+            somewhere: C::default(),
+        };
+        let mut has_cycle = set.len() > 1 || set.iter().any(|&u| self.may_stutter(u));
+        for &u in set {
+            let enabled = self.graph.enabled(u);
+            for edge in self.graph.out(u) {
+                if inside.contains(&edge.to) {
+                    summary.taken = summary.taken.union(edge.fair);
+                    has_cycle |= edge.to == u;
+                }
+            }
+            summary.always = summary.always.intersection(enabled);
+            summary.somewhere = summary.somewhere.union(enabled);
+        }
+        (summary, has_cycle)
+    }
+
+    /// A fair core of the strongly connected `members` holding a state that
+    /// `wanted` admits: a strongly connected part of them on which a
+    /// behaviour can stay forever, fairly. The whole when no strongly fair
+    /// class spoils it; otherwise the states where a spoiling class is
+    /// enabled are removed and the rest decomposed again.
+    fn core(&self, members: &[u32], wanted: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
+        let FairSets { weak, strong } = self.rules.fairness;
+        let mut work = vec![members.to_vec()];
+        while let Some(set) = work.pop() {
+            if !set.iter().any(|&u| wanted(u)) {
+                continue;
+            }
+            let inside: HashSet<u32> = set.iter().copied().collect();
+            let (summary, has_cycle) = self.summarize(&set, &inside);
+            // Taking states away can only disable fewer and take fewer
+            // classes: a weak failure is final.
+            if !has_cycle
+                || !weak
+                    .intersection(summary.always)
+                    .minus(summary.taken)
+                    .is_empty()
+            {
+                continue;
+            }
+            let spoiling = strong.intersection(summary.somewhere).minus(summary.taken);
+            if spoiling.is_empty() {
+                return Some(set);
+            }
+            let rest: Vec<u32> = set
+                .into_iter()
+                .filter(|&u| self.graph.enabled(u).intersection(spoiling).is_empty())
+                .collect();
+            work.extend(self.components(&rest));
+        }
+        None
+    }
+
+    /// The strongly connected components of the subgraph induced by `set`.
+    fn components(&self, set: &[u32]) -> Vec<Vec<u32>> {
+        let inside: HashSet<u32> = set.iter().copied().collect();
+        let mut marks: HashMap<u32, Mark> = HashMap::new();
+        let mut on_stack: HashSet<u32> = HashSet::new();
+        let mut stack = Vec::new();
+        let mut found = Vec::new();
+        let mut next_index = 1;
+        for &root in set {
+            if marks.contains_key(&root) {
+                continue;
+            }
+            let mut calls = vec![(root, self.graph.edge_range(root).start)];
+            marks.insert(
+                root,
+                Mark {
+                    index: next_index,
+                    low: next_index,
+                },
+            );
+            next_index += 1;
+            stack.push(root);
+            on_stack.insert(root);
+            while let Some(&(v, position)) = calls.last() {
+                if position < self.graph.edge_range(v).end {
+                    let w = self.graph.edges[position].to;
+                    if let Some(top) = calls.last_mut() {
+                        top.1 += 1;
+                    }
+                    if !inside.contains(&w) {
+                        continue;
+                    }
+                    match marks.get(&w) {
+                        None => {
+                            marks.insert(
+                                w,
+                                Mark {
+                                    index: next_index,
+                                    low: next_index,
+                                },
+                            );
+                            next_index += 1;
+                            stack.push(w);
+                            on_stack.insert(w);
+                            calls.push((w, self.graph.edge_range(w).start));
+                        }
+                        Some(&Mark { index, .. }) if on_stack.contains(&w) => {
+                            let mark = marks.get_mut(&v).expect("v is open");
+                            mark.low = mark.low.min(index);
+                        }
+                        Some(_) => {}
+                    }
+                    continue;
+                }
+                calls.pop();
+                let Mark { index, low } = marks[&v];
+                if let Some(&(parent, _)) = calls.last() {
+                    let mark = marks.get_mut(&parent).expect("the parent is open");
+                    mark.low = mark.low.min(low);
+                }
+                if low == index {
+                    let start = stack.iter().rposition(|&u| u == v).unwrap_or(0);
+                    let component: Vec<u32> = stack.drain(start..).collect();
+                    for u in &component {
+                        on_stack.remove(u);
+                    }
+                    found.push(component);
+                }
             }
         }
-        let fair = has_cycle && all_fair & enabled & !taken == 0;
-        (fair, fair || escapes)
+        found
     }
 
     /// A shortest path of edges from `from` to a state satisfying `goal`,
@@ -321,18 +492,7 @@ impl<'g> Tarjan<'g> {
                 }
                 came_from.insert(w, (u, e));
                 if goal(w) {
-                    let mut edges = Vec::new();
-                    let mut at = w;
-                    loop {
-                        let (previous, e) = came_from[&at];
-                        edges.push(e);
-                        at = previous;
-                        if at == from {
-                            break;
-                        }
-                    }
-                    edges.reverse();
-                    return Some((w, edges));
+                    return Some((w, self.trace(&came_from, from, w)));
                 }
                 queue.push_back(w);
             }
@@ -340,49 +500,125 @@ impl<'g> Tarjan<'g> {
         None
     }
 
-    /// A cycle through all that makes component `id` fair, from and back to
-    /// `start`: for each class, an edge taking it or a state disabling it.
-    fn fair_cycle(&self, id: u32, members: &[u32], start: u32, all_fair: u32) -> Vec<usize> {
-        let inside = |u: u32| self.component_of(u) == Some(id);
-        let internal: Vec<(u32, usize)> = self.internal_edges(id, members).collect();
-        let mut cycle = Vec::new();
-        let mut at = start;
-        for class in (0..32).filter(|j| all_fair & (1 << j) != 0) {
-            let bit = 1u32 << class;
-            if let Some(&(from, e)) = internal
-                .iter()
-                .find(|(_, e)| self.graph.edges[*e].fair & bit != 0)
-            {
-                if let Some((_, leg)) = self.path(at, inside, |u| u == from, false) {
-                    cycle.extend(leg);
-                }
-                cycle.push(e);
-                at = self.graph.edges[e].to;
-            } else if let Some(&quiet) = members.iter().find(|&&u| self.graph.enabled(u) & bit == 0)
-            {
-                if let Some((_, leg)) = self.path(at, inside, |u| u == quiet, false) {
-                    cycle.extend(leg);
-                }
-                at = quiet;
+    /// The edges by which a breadth-first search from `from` reached `to`.
+    fn trace(&self, came_from: &HashMap<u32, (u32, usize)>, from: u32, to: u32) -> Vec<usize> {
+        let mut edges = Vec::new();
+        let mut at = to;
+        loop {
+            let (previous, e) = came_from[&at];
+            edges.push(e);
+            at = previous;
+            if at == from {
+                break;
             }
         }
-        let back = self.path(at, inside, |u| u == start, cycle.is_empty());
-        if let Some((_, leg)) = back {
-            cycle.extend(leg);
+        edges.reverse();
+        edges
+    }
+
+    /// A short fair cycle through the fair core `core`, from and back to
+    /// `start`: it goes to the nearest witness of a class it still owes (an
+    /// edge taking the class, or, for a weakly fair class, a state where it
+    /// is disabled) until it owes none, then home; a class it meets on the
+    /// way is paid on the way. Empty when `start` may stutter and owes
+    /// nothing: the behaviour repeats `start` forever.
+    fn fair_cycle(&self, core: &[u32], start: u32) -> Vec<usize> {
+        let FairSets { weak, strong } = self.rules.fairness;
+        let inside: HashSet<u32> = core.iter().copied().collect();
+        let graph = self.graph;
+        let quiet = |u: u32| weak.minus(graph.enabled(u));
+        // A strongly fair class never enabled in the core is never owed;
+        // one enabled there is paid only by taking it.
+        let enabled_in_core = core
+            .iter()
+            .fold(C::default(), |acc, &u| acc.union(graph.enabled(u)));
+        let mut owed = weak
+            .union(strong.intersection(enabled_in_core))
+            .minus(quiet(start));
+        let mut cycle = Vec::new();
+        let mut at = start;
+        while !owed.is_empty() {
+            let Some((legs, witness)) = self.nearest_witness(at, &inside, owed) else {
+                break;
+            };
+            for e in legs.into_iter().chain(witness) {
+                let to = graph.edges[e].to;
+                owed = owed.minus(graph.edges[e].fair).minus(quiet(to));
+                cycle.push(e);
+                at = to;
+            }
+            owed = owed.minus(quiet(at));
+        }
+        let stutter = cycle.is_empty() && self.may_stutter(start);
+        if at != start || (cycle.is_empty() && !stutter) {
+            let inside_core = |u: u32| inside.contains(&u);
+            if let Some((_, back)) = self.path(at, inside_core, |u| u == start, cycle.is_empty()) {
+                cycle.extend(back);
+            }
         }
         cycle
+    }
+
+    /// The nearest place from `from`, inside `inside`, that pays a class of
+    /// `owed`: the edges to a state where an owed weakly fair class is
+    /// disabled, or to a state and then one edge that takes an owed class.
+    fn nearest_witness(
+        &self,
+        from: u32,
+        inside: &HashSet<u32>,
+        owed: C,
+    ) -> Option<(Vec<usize>, Option<usize>)> {
+        let graph = self.graph;
+        let weak = self.rules.fairness.weak;
+        let mut came_from: HashMap<u32, (u32, usize)> = HashMap::new();
+        let mut queue = VecDeque::from([from]);
+        let mut seen = HashSet::from([from]);
+        while let Some(u) = queue.pop_front() {
+            let legs = || {
+                if u == from {
+                    Vec::new()
+                } else {
+                    self.trace(&came_from, from, u)
+                }
+            };
+            if !weak.minus(graph.enabled(u)).intersection(owed).is_empty() {
+                return Some((legs(), None));
+            }
+            let internal = graph
+                .edge_range(u)
+                .filter(|&e| inside.contains(&graph.edges[e].to));
+            for e in internal.clone() {
+                if !graph.edges[e].fair.intersection(owed).is_empty() {
+                    return Some((legs(), Some(e)));
+                }
+            }
+            for e in internal {
+                let w = graph.edges[e].to;
+                if seen.insert(w) {
+                    came_from.insert(w, (u, e));
+                    queue.push_back(w);
+                }
+            }
+        }
+        None
+    }
+
+    /// The members of the finished component `id`.
+    fn members_of(&self, id: u32) -> Vec<u32> {
+        (0..self.graph.len())
+            .filter(|&u| self.component_of(u) == Some(id))
+            .collect()
     }
 }
 
 /// [`find_violation`] for each of `formulas`, in that order, searching for
 /// up to `threads` of them at once. Each search holds 8 bytes per state
 /// while it runs.
-pub(crate) fn find_violations(
-    graph: &Graph,
+pub(crate) fn find_violations<C: ClassSet>(
+    graph: &Graph<C>,
     formulas: &[LabelFormula],
-    all_fair: u32,
+    rules: Rules<C>,
     initial: u32,
-    stutters: bool,
     threads: usize,
 ) -> Vec<Option<EdgeLasso>> {
     let next = AtomicUsize::new(0);
@@ -393,10 +629,7 @@ pub(crate) fn find_violations(
             let Some(&formula) = formulas.get(k) else {
                 return found;
             };
-            found.push((
-                k,
-                find_violation(graph, formula, all_fair, initial, stutters),
-            ));
+            found.push((k, find_violation(graph, formula, rules, initial)));
         }
     };
     let threads = threads.clamp(1, formulas.len().max(1));
@@ -419,43 +652,60 @@ pub(crate) fn find_violations(
     found.into_iter().map(|(_, lasso)| lasso).collect()
 }
 
-/// Searches `graph` for a fair behaviour violating `formula`, where
-/// `all_fair` has one bit per declared fairness class, the initial states
-/// are those numbered below `initial`, and `stutters` says whether every
-/// expanded state may stutter forever. A lasso whose cycle is empty stutters
-/// at its entry.
-pub(crate) fn find_violation(
-    graph: &Graph,
+/// Searches `graph` for a behaviour, fair under `rules`, violating
+/// `formula`, where the initial states are those numbered below `initial`.
+pub(crate) fn find_violation<C: ClassSet>(
+    graph: &Graph<C>,
     formula: LabelFormula,
-    all_fair: u32,
+    rules: Rules<C>,
     initial: u32,
-    stutters: bool,
 ) -> Option<EdgeLasso> {
+    let lasso = |tarjan: &Tarjan<'_, C>, start: u32, bridge: Vec<usize>, core: &[u32]| {
+        let entry = bridge.last().map_or(start, |&e| graph.edges[e].to);
+        EdgeLasso {
+            start,
+            cycle: tarjan.fair_cycle(core, entry),
+            bridge,
+        }
+    };
     match formula {
         LabelFormula::EventuallyAlways { p } => {
-            let mut tarjan = Tarjan::new(graph, stutters, |_| true);
-            let (id, members, start) = tarjan.run(
+            let failing = |u: u32| !graph.label(u, p);
+            let mut tarjan = Tarjan::new(graph, rules, |_| true);
+            let core = tarjan.run(
                 |_| true,
-                all_fair,
-                |c| {
-                    let start = c.members.iter().find(|&&u| !graph.label(u, p))?;
-                    c.fair.then(|| (c.id, c.members.to_vec(), *start))
+                |tarjan, c| {
+                    if !c.fair {
+                        return None;
+                    }
+                    tarjan.core(c.members, failing)
                 },
             )?;
-            Some(EdgeLasso {
-                start,
-                bridge: Vec::new(),
-                cycle: tarjan.fair_cycle(id, &members, start, all_fair),
-            })
+            let start = core.iter().copied().filter(|&u| failing(u)).min()?;
+            Some(lasso(&tarjan, start, Vec::new(), &core))
+        }
+        LabelFormula::InfinitelyOften { p } => {
+            let mut tarjan = Tarjan::new(graph, rules, |u| !graph.label(u, p));
+            let core = tarjan.run(
+                |_| true,
+                |tarjan, c| {
+                    if !c.fair {
+                        return None;
+                    }
+                    tarjan.core(c.members, |_| true)
+                },
+            )?;
+            let start = core.iter().copied().min()?;
+            Some(lasso(&tarjan, start, Vec::new(), &core))
         }
         LabelFormula::LeadsTo { p, q } => {
             let triggered = |u: u32| match p {
                 Some(p) => graph.label(u, p),
                 None => u < initial,
             };
-            let mut tarjan = Tarjan::new(graph, stutters, |u| !graph.label(u, q));
+            let mut tarjan = Tarjan::new(graph, rules, |u| !graph.label(u, q));
             // Only what a trigger can reach matters.
-            let start = tarjan.run(triggered, all_fair, |c| {
+            let start = tarjan.run(triggered, |_, c| {
                 if !c.reaches_fair {
                     return None;
                 }
@@ -466,16 +716,12 @@ pub(crate) fn find_violation(
                     .component_of(u)
                     .is_some_and(|c| tarjan.fair[c as usize])
             };
-            let (entry, bridge) = tarjan.path(start, |_| true, in_fair_component, false)?;
+            let (entry, _) = tarjan.path(start, |_| true, in_fair_component, false)?;
             let id = tarjan.component_of(entry)?;
-            let members: Vec<u32> = (0..graph.len())
-                .filter(|&u| tarjan.component_of(u) == Some(id))
-                .collect();
-            Some(EdgeLasso {
-                start,
-                bridge,
-                cycle: tarjan.fair_cycle(id, &members, entry, all_fair),
-            })
+            let core = tarjan.core(&tarjan.members_of(id), |_| true)?;
+            let in_core: HashSet<u32> = core.iter().copied().collect();
+            let (_, bridge) = tarjan.path(start, |_| true, |u| in_core.contains(&u), false)?;
+            Some(lasso(&tarjan, start, bridge, &core))
         }
     }
 }

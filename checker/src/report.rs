@@ -38,6 +38,8 @@ pub enum PropertyKind {
     LeadsTo,
     /// `◇□P` under fairness.
     EventuallyAlways,
+    /// `□◇P` under fairness.
+    InfinitelyOften,
     /// No reachable state is without a successor (checked on request).
     Deadlock,
 }
@@ -51,6 +53,7 @@ impl PropertyKind {
             PropertyKind::Eventually => "eventually",
             PropertyKind::LeadsTo => "leads-to",
             PropertyKind::EventuallyAlways => "eventually-always",
+            PropertyKind::InfinitelyOften => "infinitely-often",
             PropertyKind::Deadlock => "deadlock",
         }
     }
@@ -58,9 +61,10 @@ impl PropertyKind {
     /// Whether the property speaks of infinite behaviours.
     pub fn is_liveness(self) -> bool {
         match self {
-            PropertyKind::Eventually | PropertyKind::LeadsTo | PropertyKind::EventuallyAlways => {
-                true
-            }
+            PropertyKind::Eventually
+            | PropertyKind::LeadsTo
+            | PropertyKind::EventuallyAlways
+            | PropertyKind::InfinitelyOften => true,
             PropertyKind::Always | PropertyKind::Sometimes | PropertyKind::Deadlock => false,
         }
     }

@@ -106,6 +106,13 @@ fn goal_reached_only_under_weak_fairness_should_need_the_declaration() {
     let unfair = run(&spin_or_finish());
     let (prefix, cycle, classes) = lasso(&unfair, "goal follows trigger");
     assert_eq!(prefix, vec![0]);
+    assert_eq!(cycle, vec![0], "without fairness it may simply stay");
+    assert_eq!(classes, vec![None]);
+
+    // Fair spinning is not enough: `a` stays enabled.
+    let spinning = run(&spin_or_finish().fair(&['b']));
+    let (prefix, cycle, classes) = lasso(&spinning, "goal follows trigger");
+    assert_eq!(prefix, vec![0]);
     assert_eq!(cycle, vec![1, 0]);
     assert_eq!(classes, vec![Some('b'), Some('b')]);
 
@@ -241,6 +248,7 @@ fn bound_should_leave_verdicts_unknown_never_proven() {
 #[test]
 fn violation_found_before_a_bound_should_still_be_reported() {
     let model = Tiny::new(&[(0, 'b', 1), (1, 'b', 0), (1, 'a', 2), (2, 'a', 3)])
+        .fair(&['b'])
         .trigger(&[0])
         .goal(&[9]);
     let options = CheckOptions {
@@ -252,4 +260,155 @@ fn violation_found_before_a_bound_should_still_be_reported() {
     assert!(report.stopped.is_some());
     let (_, cycle, _) = lasso(&report, "goal follows trigger");
     assert_eq!(cycle, vec![1, 0]);
+}
+
+#[test]
+fn intermittently_enabled_action_should_be_forced_by_strong_fairness_only() {
+    // `a` leaves the 0 ⇄ 1 loop for the goal, but is enabled at 0 only.
+    let model = |strong: bool| {
+        let tiny = Tiny::new(&[(0, 'b', 1), (1, 'b', 0), (0, 'a', 9)])
+            .trigger(&[0])
+            .goal(&[9]);
+        if strong {
+            tiny.fair(&['b']).strong(&['a'])
+        } else {
+            tiny.fair(&['a', 'b'])
+        }
+    };
+    let weak = run(&model(false));
+    let (prefix, cycle, classes) = lasso(&weak, "goal follows trigger");
+    assert_eq!((prefix, cycle), (vec![0], vec![1, 0]));
+    assert_eq!(classes, vec![Some('b'), Some('b')]);
+    assert_eq!(verdict(&weak, "goal again and again"), Verdict::Violated);
+
+    let strong = run(&model(true));
+    assert_eq!(verdict(&strong, "goal follows trigger"), Verdict::Holds);
+    assert_eq!(verdict(&strong, "settles in goal"), Verdict::Holds);
+}
+
+#[test]
+fn infinitely_often_should_fail_on_a_fair_cycle_that_avoids_it() {
+    // 0 ⇄ 1 visits the goal 1; 0 ⇄ 2 does not, and `a` is disabled at 2.
+    let model = Tiny::new(&[(0, 'a', 1), (1, 'a', 0), (0, 'b', 2), (2, 'b', 0)])
+        .fair(&['a', 'b'])
+        .goal(&[1]);
+    let report = run(&model);
+    let (prefix, cycle, classes) = lasso(&report, "goal again and again");
+    assert_eq!((prefix, cycle), (vec![0], vec![2, 0]));
+    assert_eq!(classes, vec![Some('b'), Some('b')]);
+    assert_eq!(
+        verdict(&report, "settles in goal"),
+        Verdict::Violated,
+        "never settling is not the point: leaving is"
+    );
+
+    let strong = run(&model.fair(&['b']).strong(&['a']));
+    assert_eq!(verdict(&strong, "goal again and again"), Verdict::Holds);
+    assert_eq!(verdict(&strong, "settles in goal"), Verdict::Violated);
+}
+
+/// A relay of many stages, each moved on by a class of its own: the relay
+/// ends only if every stage is fair.
+#[derive(Clone)]
+struct Relay {
+    stages: usize,
+    lazy: Option<usize>,
+}
+
+/// Whether `action` is the step of stage `10 * T + U`: fairness classes are
+/// plain functions, so each stage needs one of its own.
+fn is_stage<const T: usize, const U: usize>(action: &usize) -> bool {
+    *action == 10 * T + U
+}
+
+macro_rules! stages {
+    ($($t:literal)*; $units:tt) => {
+        [$(stages!(@row $t $units)),*].concat()
+    };
+    (@row $t:literal [$($u:literal)*]) => {
+        vec![$(is_stage::<$t, $u> as fn(&usize) -> bool),*]
+    };
+}
+
+fn stage_classes() -> Vec<fn(&usize) -> bool> {
+    stages!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; [0 1 2 3 4 5 6 7 8 9])
+}
+
+impl Model for Relay {
+    type State = usize;
+    type Action = usize;
+
+    fn init_states(&self) -> Vec<usize> {
+        vec![0]
+    }
+
+    fn actions(&self, state: &usize, actions: &mut Vec<usize>) {
+        if *state < self.stages {
+            actions.push(*state);
+        }
+    }
+
+    fn next_state(&self, state: &usize, _: usize) -> Option<usize> {
+        Some(state + 1)
+    }
+}
+
+impl TemporalModel for Relay {
+    fn fairness(&self) -> Vec<steadfast_spec::Fairness<Self>> {
+        stage_classes()
+            .into_iter()
+            .take(self.stages)
+            .enumerate()
+            .filter(|&(stage, _)| Some(stage) != self.lazy)
+            .map(|(_, class)| steadfast_spec::Fairness::weak("stage", class))
+            .collect()
+    }
+
+    fn liveness(&self) -> Vec<steadfast_spec::Liveness<Self>> {
+        vec![steadfast_spec::Liveness::leads_to(
+            "the relay ends",
+            |_, s: &usize| *s == 0,
+            |m: &Relay, s: &usize| *s == m.stages,
+        )]
+    }
+}
+
+#[test]
+fn many_fairness_classes_should_each_count() {
+    for stages in [40, 64, 65, 256] {
+        let fair = Relay { stages, lazy: None };
+        assert_eq!(fair.fairness().len(), stages);
+        assert_eq!(
+            verdict(&run(&fair), "the relay ends"),
+            Verdict::Holds,
+            "{stages}"
+        );
+
+        let lazy = Relay {
+            stages,
+            lazy: Some(stages - 3),
+        };
+        let report = run(&lazy);
+        let property = report.property("the relay ends").unwrap();
+        assert_eq!(property.verdict, Verdict::Violated, "{stages}");
+        let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence else {
+            panic!("a lasso");
+        };
+        assert_eq!(
+            prefix.steps.last().unwrap().state,
+            stages - 3,
+            "it stops at the lazy stage"
+        );
+        assert_eq!(cycle.len(), 1, "and stays there");
+    }
+    let too_many = Relay {
+        stages: 257,
+        lazy: None,
+    };
+    assert!(stage_classes().len() >= 257);
+    let error = check(&too_many, &CheckOptions::default()).err().unwrap();
+    assert!(
+        error.to_string().contains("257 fairness classes"),
+        "{error}"
+    );
 }

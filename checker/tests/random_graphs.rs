@@ -2,8 +2,8 @@
 //!
 //! The reference knows nothing of components: it enumerates every set of
 //! edges, keeps those that can be walked as one closed walk (strongly
-//! connected), judges weak fairness on exactly the states and edges of that
-//! walk, and asks whether the walk can be reached the way each formula needs.
+//! connected), judges weak and strong fairness on exactly the states and
+//! edges of that walk, and asks whether the walk can be reached the way each formula needs.
 //! Agreement on thousands of graphs, under both stuttering rules, is
 //! evidence that the engine is both sound and complete, including for
 //! stutter steps and self-loops.
@@ -70,11 +70,16 @@ fn fair_cycles(model: &Tiny, edges: &[(u8, char, u8)]) -> Vec<Vec<u8>> {
         if !strongly_connected {
             continue;
         }
-        let fair = model.fair.iter().all(|&class| {
-            let taken = chosen.iter().any(|&(a, c, b)| c == class && a != b);
-            let disabled_somewhere = states.iter().any(|&u| !enabled(model, u, class));
-            taken || disabled_somewhere
-        });
+        let taken = |class| chosen.iter().any(|&(a, c, b)| c == class && a != b);
+        let weakly_fair = model
+            .fair
+            .iter()
+            .all(|&class| taken(class) || states.iter().any(|&u| !enabled(model, u, class)));
+        let strongly_fair = model
+            .strong
+            .iter()
+            .all(|&class| taken(class) || states.iter().all(|&u| !enabled(model, u, class)));
+        let fair = weakly_fair && strongly_fair;
         if fair {
             cycles.push(states);
         }
@@ -109,17 +114,44 @@ fn reference_eventually_always(model: &Tiny, n: u8, stuttering: Stuttering) -> b
     })
 }
 
+fn reference_infinitely_often(model: &Tiny, n: u8, stuttering: Stuttering) -> bool {
+    let edges = behaviour_edges(model, n, stuttering);
+    let from_init = reachable(&edges, 0, |_| true);
+    let not_goal = |u: u8| !model.goal.contains(&u);
+    let quiet: Vec<_> = edges
+        .iter()
+        .copied()
+        .filter(|&(a, _, b)| not_goal(a) && not_goal(b))
+        .collect();
+    !fair_cycles(model, &quiet)
+        .iter()
+        .any(|cycle| cycle.iter().any(|u| from_init.contains(u)))
+}
+
 fn graphs() -> impl Strategy<Value = (Tiny, u8)> {
     (1u8..=4).prop_flat_map(|n| {
         let edge = (0..n, prop::sample::select(vec!['a', 'b']), 0..n);
+        // Each class is unfair, weakly fair or strongly fair.
+        let strength = prop::sample::select(vec![' ', 'w', 's']);
         (
             prop::collection::vec(edge, 0..=7),
-            prop::sample::subsequence(vec!['a', 'b'], 0..=2),
+            (strength.clone(), strength),
             prop::collection::vec(0..n, 0..=2),
             prop::collection::vec(0..n, 0..=2),
         )
-            .prop_map(move |(edges, fair, trigger, goal)| {
-                let model = Tiny::new(&edges).fair(&fair).trigger(&trigger).goal(&goal);
+            .prop_map(move |(edges, strengths, trigger, goal)| {
+                let of = |wanted| {
+                    [('a', strengths.0), ('b', strengths.1)]
+                        .into_iter()
+                        .filter(|&(_, s)| s == wanted)
+                        .map(|(c, _)| c)
+                        .collect::<Vec<_>>()
+                };
+                let model = Tiny::new(&edges)
+                    .fair(&of('w'))
+                    .strong(&of('s'))
+                    .trigger(&trigger)
+                    .goal(&goal);
                 (model, n)
             })
     })
@@ -137,11 +169,12 @@ proptest! {
             for (name, expected) in [
                 ("goal follows trigger", reference_leads_to(&model, n, stuttering)),
                 ("settles in goal", reference_eventually_always(&model, n, stuttering)),
+                ("goal again and again", reference_infinitely_often(&model, n, stuttering)),
             ] {
                 let property = report.property(name).unwrap();
                 let verdict = if expected { Verdict::Holds } else { Verdict::Violated };
-                prop_assert_eq!(property.verdict, verdict, "{} ({:?}) on {:?} fair {:?} P {:?} Q {:?}",
-                    name, stuttering, model.edges, model.fair, model.trigger, model.goal);
+                prop_assert_eq!(property.verdict, verdict, "{} ({:?}) on {:?} weak {:?} strong {:?} P {:?} Q {:?}",
+                    name, stuttering, model.edges, model.fair, model.strong, model.trigger, model.goal);
                 if let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence {
                     // The lasso is a real path that closes on itself.
                     prop_assert_eq!(prefix.steps[0].state, 0);

@@ -13,4 +13,4 @@ pub mod lifecycle;
 pub mod mutex;
 pub mod temporal;
 
-pub use temporal::{Fairness, Formula, Liveness, StatePredicate, TemporalModel};
+pub use temporal::{Fairness, Formula, Liveness, StatePredicate, Strength, TemporalModel};

@@ -1,5 +1,6 @@
 //! Temporal properties beyond stateright's [`Property`](stateright::Property):
-//! weak fairness of named action classes, and liveness under that fairness.
+//! weak and strong fairness of named action classes, and liveness under that
+//! fairness.
 //!
 //! stateright's own `eventually` is judged only at terminal states, so a
 //! behaviour that loops forever without reaching its goal passes it. The
@@ -9,23 +10,35 @@
 //!
 //! # Semantics
 //!
-//! A behaviour is an infinite path through the reachable graph. A state in
-//! which no action yields a successor stutters forever (it carries an implicit
-//! self-loop), so a run that stops short of its goal is a violation, not a
-//! pass. A step whose successor equals its origin is a stutter step too: it
-//! changes nothing, so it never counts as *taking* an action class (as
-//! `<A>_vars` in TLA+).
+//! A behaviour is an infinite path through the reachable graph in which, as
+//! in TLA+, any state may repeat forever (stutter) unless fairness forbids
+//! it, so progress comes only from declared fairness and a run that stops
+//! short of its goal is a violation, not a pass. A step whose successor
+//! equals its origin is a stutter step too: it changes nothing, so it never
+//! counts as *taking* an action class (as `<A>_vars` in TLA+).
 //!
 //! [`Fairness::weak`] of a class `A` admits only behaviours in which `A` is not
 //! enabled continuously from some point on without an `A`-step being taken:
-//! `WF(A) ≜ ◇□ENABLED⟨A⟩ ⇒ □◇⟨A⟩`.
+//! `WF(A) ≜ ◇□ENABLED⟨A⟩ ⇒ □◇⟨A⟩`. [`Fairness::strong`] admits only those
+//! in which `A` is not enabled infinitely often without being taken
+//! infinitely often: `SF(A) ≜ □◇ENABLED⟨A⟩ ⇒ □◇⟨A⟩`.
 
 use stateright::Model;
 
 /// A predicate over one state of a model, as in stateright's `Property`.
 pub type StatePredicate<M> = fn(&M, &<M as Model>::State) -> bool;
 
-/// Weak fairness of a named class of actions.
+/// How demanding the fairness of a class is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strength {
+    /// `WF`: the class cannot stay enabled continuously without being taken.
+    Weak,
+    /// `SF`: the class cannot be enabled infinitely often without being
+    /// taken, even if it is disabled in between.
+    Strong,
+}
+
+/// Fairness of a named class of actions.
 ///
 /// The class is a predicate over the model's actions; an action of the class is
 /// *enabled* in a state when it yields a successor different from that state.
@@ -34,13 +47,33 @@ pub struct Fairness<M: Model> {
     pub name: &'static str,
     /// Which actions belong to the class.
     pub class: fn(&M::Action) -> bool,
+    /// Weak or strong.
+    pub strength: Strength,
 }
 
 impl<M: Model> Fairness<M> {
     /// Weak fairness of the actions for which `class` holds: they cannot stay
-    /// enabled forever without one of them being taken.
+    /// enabled forever without one of them being taken
+    /// (`WF(A) ≜ ◇□ENABLED⟨A⟩ ⇒ □◇⟨A⟩`).
     pub fn weak(name: &'static str, class: fn(&M::Action) -> bool) -> Self {
-        Fairness { name, class }
+        Fairness {
+            name,
+            class,
+            strength: Strength::Weak,
+        }
+    }
+
+    /// Strong fairness of the actions for which `class` holds: they cannot
+    /// be enabled infinitely often without one of them being taken
+    /// (`SF(A) ≜ □◇ENABLED⟨A⟩ ⇒ □◇⟨A⟩`). Declare it for a step that a
+    /// driver retries whenever it becomes possible, such as a request that
+    /// may be refused while a lock is held elsewhere.
+    pub fn strong(name: &'static str, class: fn(&M::Action) -> bool) -> Self {
+        Fairness {
+            name,
+            class,
+            strength: Strength::Strong,
+        }
     }
 }
 
@@ -49,6 +82,7 @@ impl<M: Model> Clone for Fairness<M> {
         Fairness {
             name: self.name,
             class: self.class,
+            strength: self.strength,
         }
     }
 }
@@ -68,6 +102,11 @@ pub enum Formula<M: Model> {
         /// The condition that must come to hold and stay.
         p: StatePredicate<M>,
     },
+    /// `□◇P`: `P` holds again and again, forever.
+    InfinitelyOften {
+        /// The condition that must keep coming back.
+        p: StatePredicate<M>,
+    },
 }
 
 impl<M: Model> Clone for Formula<M> {
@@ -75,6 +114,7 @@ impl<M: Model> Clone for Formula<M> {
         match self {
             Formula::LeadsTo { p, q } => Formula::LeadsTo { p: *p, q: *q },
             Formula::EventuallyAlways { p } => Formula::EventuallyAlways { p: *p },
+            Formula::InfinitelyOften { p } => Formula::InfinitelyOften { p: *p },
         }
     }
 }
@@ -103,6 +143,15 @@ impl<M: Model> Liveness<M> {
             formula: Formula::EventuallyAlways { p },
         }
     }
+
+    /// `□◇P`: `p` holds infinitely often (a service that keeps serving, a
+    /// lease that keeps being renewed).
+    pub fn infinitely_often(name: &'static str, p: StatePredicate<M>) -> Self {
+        Liveness {
+            name,
+            formula: Formula::InfinitelyOften { p },
+        }
+    }
 }
 
 impl<M: Model> Clone for Liveness<M> {
@@ -120,7 +169,7 @@ impl<M: Model> Clone for Liveness<M> {
 /// Both default to none, so any model can be checked; a model without
 /// fairness admits every infinite path of its graph as a behaviour.
 pub trait TemporalModel: Model {
-    /// The weakly fair action classes.
+    /// The fair action classes.
     fn fairness(&self) -> Vec<Fairness<Self>> {
         Vec::new()
     }

@@ -22,6 +22,8 @@ pub struct Tiny {
     pub edges: Vec<(u8, char, u8)>,
     /// Weakly fair classes.
     pub fair: Vec<char>,
+    /// Strongly fair classes.
+    pub strong: Vec<char>,
     pub trigger: Vec<u8>,
     pub goal: Vec<u8>,
 }
@@ -36,6 +38,11 @@ impl Tiny {
 
     pub fn fair(mut self, classes: &[char]) -> Self {
         self.fair = classes.to_vec();
+        self
+    }
+
+    pub fn strong(mut self, classes: &[char]) -> Self {
+        self.strong = classes.to_vec();
         self
     }
 
@@ -77,14 +84,17 @@ impl Model for Tiny {
 
 impl TemporalModel for Tiny {
     fn fairness(&self) -> Vec<Fairness<Self>> {
-        self.fair
+        let class: fn(char) -> fn(&Act) -> bool = |c| match c {
+            'a' => |a: &Act| a.class == 'a',
+            'b' => |a: &Act| a.class == 'b',
+            other => panic!("the tests use classes a and b, not {other}"),
+        };
+        let weak = self.fair.iter().map(|&c| Fairness::weak("weak", class(c)));
+        let strong = self
+            .strong
             .iter()
-            .map(|class| match class {
-                'a' => Fairness::weak("a", |a: &Act| a.class == 'a'),
-                'b' => Fairness::weak("b", |a: &Act| a.class == 'b'),
-                other => panic!("the tests use classes a and b, not {other}"),
-            })
-            .collect()
+            .map(|&c| Fairness::strong("strong", class(c)));
+        weak.chain(strong).collect()
     }
 
     fn liveness(&self) -> Vec<Liveness<Self>> {
@@ -95,6 +105,9 @@ impl TemporalModel for Tiny {
                 |m: &Tiny, s: &u8| m.goal.contains(s),
             ),
             Liveness::eventually_always("settles in goal", |m: &Tiny, s: &u8| m.goal.contains(s)),
+            Liveness::infinitely_often("goal again and again", |m: &Tiny, s: &u8| {
+                m.goal.contains(s)
+            }),
         ]
     }
 }
