@@ -18,7 +18,7 @@ use stateright::Model;
 use crate::classes::ClassSet;
 use crate::graph::{Edge, Graph, Parent, ROOT};
 use crate::seen::{Abandoned, Batch, Fingerprinter, Insert, Insertion, Seen};
-use crate::{Bound, Progress};
+use crate::{Bound, Interrupt, Progress};
 
 /// About how many bytes of states a thread expands per claim.
 const CHUNK_BYTES: usize = 32 * 1024;
@@ -57,6 +57,7 @@ pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) threads: usize,
     pub(crate) max_states: u32,
     pub(crate) timeout: Option<Duration>,
+    pub(crate) interrupt: Option<Interrupt>,
     pub(crate) progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
 
@@ -68,6 +69,9 @@ pub(crate) struct Explored<C> {
     /// The lowest-numbered expanded state for which no action yields a
     /// successor (a deadlock; successors cut by the boundary do not count).
     pub(crate) deadlock: Option<u32>,
+    /// Successor states computed, counting repeats: what a fingerprint
+    /// collision could have hidden a state among.
+    pub(crate) generated: u64,
     /// The bound that stopped the exploration before it was complete.
     pub(crate) stopped: Option<Bound>,
     /// How many levels were expanded.
@@ -84,6 +88,9 @@ struct Chunk<S, C> {
     found: Vec<Option<u32>>,
     /// The first expanded state without a successor.
     deadlock: Option<u32>,
+    /// Successors computed (inside the boundary and different from their
+    /// state), counting repeats.
+    generated: u64,
     /// States first found here, with how they were reached.
     discovered: Discovered<S>,
     /// Fewer states than the chunk held were expanded: the state limit was
@@ -190,6 +197,7 @@ where
         let mut graph = Graph::new(self.labels.len());
         let mut found = vec![None; self.targets.len()];
         let mut deadlock = None;
+        let mut generated = 0;
         if self.keep_edges {
             graph.offsets.push(0);
         }
@@ -238,6 +246,7 @@ where
                 )
             });
             chunks.sort_unstable_by_key(|(index, _)| *index);
+            generated += chunks.iter().map(|(_, chunk)| chunk.generated).sum::<u64>();
             depth += 1;
 
             let discovered = chunks
@@ -268,6 +277,7 @@ where
             graph,
             found,
             deadlock,
+            generated,
             stopped,
             depth,
             elapsed: started.elapsed(),
@@ -380,6 +390,15 @@ where
                 return None;
             }
         }
+        if self
+            .run
+            .interrupt
+            .as_ref()
+            .is_some_and(Interrupt::is_triggered)
+        {
+            self.halt(Bound::Interrupted);
+            return None;
+        }
         let index = self.next_chunk.fetch_add(1, Ordering::Relaxed);
         (index < self.frontier.chunks.len()).then_some(index)
     }
@@ -423,6 +442,7 @@ where
             labels: Vec::with_capacity(count * run.labels.len().div_ceil(32)),
             found: vec![None; run.targets.len()],
             deadlock: None,
+            generated: 0,
             discovered: Discovered::default(),
             truncated: false,
         };
@@ -482,6 +502,7 @@ where
             }
         }
 
+        chunk.generated = scratch.fingerprints.len() as u64;
         let how = Insertion {
             first_shard: index * 29,
             known_numbers: run.keep_edges,
@@ -642,6 +663,7 @@ mod tests {
             threads,
             max_states: u32::MAX - 2,
             timeout: None,
+            interrupt: None,
             progress: None,
         };
         run.run().graph

@@ -36,9 +36,12 @@ mod report;
 mod seen;
 
 pub use check::{
-    check, check_with_progress, CheckError, CheckOptions, Progress, Stuttering, DEADLOCK_PROPERTY,
+    check, check_with_progress, max_threads, CheckError, CheckOptions, Interrupt, Progress,
+    Stuttering, DEADLOCK_PROPERTY,
 };
-pub use render::{Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep};
+pub use render::{
+    Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep, GHOST_FIELD,
+};
 pub use report::{
     Bound, Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict,
 };

@@ -1,18 +1,22 @@
 //! `steadfast`: list, check and explore the registered models.
 //!
 //! Exit codes of `check`: 0 every property holds; 1 a property is violated;
-//! 2 the command line or a model's declarations are wrong; 3 a bound stopped
-//! the check before it was complete (and nothing was violated).
+//! 2 the command line or a model's declarations are wrong, or the report
+//! could not be written; 3 a bound (or Ctrl-C) stopped the check before it
+//! was complete, and nothing was violated. A reader that stops reading (a
+//! broken pipe) ends the output quietly; the check still runs to its end
+//! and its exit code is the same.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use steadfast_checker::registry::{self, Entry, RegistryError};
-use steadfast_checker::{CheckOptions, Progress, RenderedReport, Stuttering, Verdict};
+use steadfast_checker::{CheckOptions, Interrupt, Progress, RenderedReport, Stuttering, Verdict};
 
+mod json;
 mod print;
 
 #[derive(Parser)]
@@ -29,39 +33,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List the registered models with their variants and scenarios.
-    List,
-    /// Check models: every property, safety and liveness under fairness.
-    Check {
-        /// The model to check; every registered model when left out.
-        model: Option<String>,
-        /// The variant to check; the model's first (default) one when left out.
-        #[arg(long)]
-        variant: Option<String>,
-        /// The scenario to check; every default scenario when left out.
-        #[arg(long)]
-        scenario: Option<String>,
-        /// Exploring threads; every core when left out.
-        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-        threads: Option<u16>,
-        /// Stop after this many distinct states (the result is then incomplete).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..4_294_967_294))]
-        max_states: Option<u32>,
-        /// Stop exploring after this many seconds (the result is then incomplete).
-        #[arg(long, value_parser = parse_seconds)]
-        timeout: Option<Duration>,
-        /// Print the results as JSON on stdout instead of tables.
+    List {
+        /// Print the list as JSON on stdout.
         #[arg(long)]
         json: bool,
-        /// Which states may stutter forever: `anywhere` (TLA+: progress comes
-        /// only from declared fairness) or `when-stuck` (only a state without
-        /// successors; assumes every behaviour moves while it can).
-        #[arg(long, value_enum, default_value_t = StutterArg::Anywhere)]
-        stuttering: StutterArg,
-        /// Also report whether some reachable state has no successor, as the
-        /// verdict "no deadlock".
-        #[arg(long)]
-        deadlock: bool,
     },
+    /// Check models: every property, safety and liveness under fairness.
+    Check(CheckArgs),
     /// Serve stateright's Explorer for one model, to walk its states by hand.
     Explore {
         /// The model to explore.
@@ -72,10 +50,53 @@ enum Command {
         /// The scenario; the model's first one when left out.
         #[arg(long)]
         scenario: Option<String>,
-        /// The address to serve on.
+        /// The address to serve on (port 0: any free port).
         #[arg(long, default_value = "127.0.0.1:3000")]
         bind: SocketAddr,
     },
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// The model to check; every registered model when left out.
+    model: Option<String>,
+    /// The variant to check; the model's first (default) one when left out.
+    #[arg(long)]
+    variant: Option<String>,
+    /// The scenario to check; every default scenario when left out.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Exploring threads (at most four per core); every core when left out.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+    /// Stop after this many distinct states (the result is then incomplete).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..4_294_967_294))]
+    max_states: Option<u32>,
+    /// Stop exploring after this many seconds (the result is then incomplete).
+    #[arg(long, value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+    /// Which states may stutter forever: `anywhere` (TLA+: progress comes
+    /// only from declared fairness) or `when-stuck` (only a state without
+    /// successors; assumes every behaviour moves while it can).
+    #[arg(long, value_enum, default_value_t = StutterArg::Anywhere)]
+    stuttering: StutterArg,
+    /// Also report whether some reachable state has no successor, as the
+    /// verdict "no deadlock".
+    #[arg(long)]
+    deadlock: bool,
+    /// Print the results as JSON on stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Show changes to ghost state (the model's `ghost` field) in
+    /// counterexamples.
+    #[arg(long)]
+    ghost: bool,
+    /// Show the whole state after every step of a counterexample.
+    #[arg(long)]
+    full: bool,
+    /// The base URL of the Explorer that counterexample links point to.
+    #[arg(long, default_value = "http://127.0.0.1:3000")]
+    explorer: String,
 }
 
 /// `--stuttering`, as [`Stuttering`] is spelled on the command line.
@@ -94,9 +115,17 @@ impl From<StutterArg> for Stuttering {
     }
 }
 
+/// The longest `--timeout`: a year.
+const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(Duration::from_secs_f64(secs)),
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= MAX_TIMEOUT_SECS => {
+            Ok(Duration::from_secs_f64(secs))
+        }
+        Ok(secs) if secs > MAX_TIMEOUT_SECS => Err(format!(
+            "{text} seconds is more than a year; leave --timeout out for no limit"
+        )),
         _ => Err(format!("{text:?} is not a positive number of seconds")),
     }
 }
@@ -107,34 +136,17 @@ const EXIT_INCOMPLETE: u8 = 3;
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::List => {
-            print::list(registry::registry());
-            ExitCode::SUCCESS
-        }
-        Command::Check {
-            model,
-            variant,
-            scenario,
-            threads,
-            max_states,
-            timeout,
-            json,
-            stuttering,
-            deadlock,
-        } => {
-            let options = CheckOptions {
-                threads: threads.map_or(CheckOptions::default().threads, usize::from),
-                max_states,
-                timeout,
-                safety_only: false,
-                stuttering: stuttering.into(),
-                deadlock,
+        Command::List { json } => {
+            let text = if json {
+                json::list(registry::registry())
+            } else {
+                print::list(registry::registry())
             };
-            match check(model, variant, scenario, &options, json) {
-                Ok(code) => code,
-                Err(error) => usage_error(&error),
-            }
+            let mut out = Output::default();
+            out.write(&text);
+            out.finish(ExitCode::SUCCESS)
         }
+        Command::Check(args) => check(&args),
         Command::Explore {
             model,
             variant,
@@ -144,10 +156,13 @@ fn main() -> ExitCode {
             let result = lookup(&model).and_then(|entry| {
                 let variant = variant.unwrap_or_else(|| entry.variants()[0].0.to_string());
                 let scenario = scenario.unwrap_or_else(|| entry.scenarios()[0].0.to_string());
-                eprintln!(
-                    "serving the Explorer for {model} (variant {variant}, scenario {scenario}) on http://{bind}/"
-                );
-                Ok(entry.explore(&variant, &scenario, bind)?)
+                let serving = |address: SocketAddr| {
+                    eprintln!(
+                        "serving the Explorer for {model} (variant {variant}, scenario \
+                         {scenario}) on http://{address}/"
+                    );
+                };
+                Ok(entry.explore(&variant, &scenario, bind, &serving)?)
             });
             match result {
                 Ok(()) => ExitCode::SUCCESS,
@@ -162,6 +177,40 @@ fn usage_error(error: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// Standard output that a closed pipe silences and that remembers a failed
+/// write.
+#[derive(Default)]
+struct Output {
+    closed: bool,
+    failed: Option<std::io::Error>,
+}
+
+impl Output {
+    /// Writes `text`, unless the reader is gone or a write failed before.
+    fn write(&mut self, text: &str) {
+        if self.closed || self.failed.is_some() {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(error) => self.failed = Some(error),
+        }
+    }
+
+    /// `code`, or a usage error if the output could not be written.
+    fn finish(self, code: ExitCode) -> ExitCode {
+        match self.failed {
+            Some(error) => usage_error(&format!("failed to write to standard output: {error}")),
+            None => code,
+        }
+    }
+}
+
 /// Why a model could not be found or run.
 #[derive(Debug, thiserror::Error)]
 enum CommandError {
@@ -173,8 +222,6 @@ enum CommandError {
     NeedsModel,
     #[error(transparent)]
     Registry(#[from] RegistryError),
-    #[error("failed to write the JSON report: {0}")]
-    Json(#[from] serde_json::Error),
 }
 
 fn lookup(name: &str) -> Result<&'static dyn Entry, CommandError> {
@@ -195,22 +242,21 @@ struct Job {
     scenario: String,
 }
 
-fn jobs(
-    model: Option<String>,
-    variant: Option<String>,
-    scenario: Option<String>,
-) -> Result<Vec<Job>, CommandError> {
-    let entries = match &model {
+fn jobs(args: &CheckArgs) -> Result<Vec<Job>, CommandError> {
+    let entries = match &args.model {
         Some(name) => vec![lookup(name)?],
-        None if variant.is_some() || scenario.is_some() => return Err(CommandError::NeedsModel),
+        None if args.variant.is_some() || args.scenario.is_some() => {
+            return Err(CommandError::NeedsModel)
+        }
         None => registry::registry().to_vec(),
     };
     let mut jobs = Vec::new();
     for entry in entries {
-        let variant = variant
+        let variant = args
+            .variant
             .clone()
             .unwrap_or_else(|| entry.variants()[0].0.to_string());
-        let scenarios: Vec<String> = match &scenario {
+        let scenarios: Vec<String> = match &args.scenario {
             Some(s) => vec![s.clone()],
             None => entry
                 .scenarios()
@@ -230,15 +276,46 @@ fn jobs(
     Ok(jobs)
 }
 
-fn check(
-    model: Option<String>,
-    variant: Option<String>,
-    scenario: Option<String>,
-    options: &CheckOptions,
-    json: bool,
-) -> Result<ExitCode, CommandError> {
+fn check(args: &CheckArgs) -> ExitCode {
+    let interrupt = Interrupt::new();
+    let on_ctrl_c = interrupt.clone();
+    // A first Ctrl-C stops the check as a bound does; a second ends the
+    // process at once.
+    let handler = ctrlc::set_handler(move || {
+        if on_ctrl_c.trigger() {
+            std::process::exit(130);
+        }
+    });
+    if let Err(error) = handler {
+        eprintln!("warning: Ctrl-C will end the check without a report: {error}");
+    }
+    let options = CheckOptions {
+        threads: args
+            .threads
+            .map_or(CheckOptions::default().threads, usize::from),
+        max_states: args.max_states,
+        timeout: args.timeout,
+        safety_only: false,
+        stuttering: args.stuttering.into(),
+        deadlock: args.deadlock,
+        interrupt: Some(interrupt.clone()),
+    };
+    let jobs = match jobs(args) {
+        Ok(jobs) => jobs,
+        Err(error) => return usage_error(&error),
+    };
+    let detail = print::Detail {
+        ghost: args.ghost,
+        full: args.full,
+        explorer: args.explorer.clone(),
+    };
+    let mut out = Output::default();
+    let mut shown = Vec::new();
     let mut results = Vec::new();
-    for job in jobs(model, variant, scenario)? {
+    for job in &jobs {
+        if interrupt.is_triggered() {
+            break;
+        }
         let title = format!(
             "{} (variant {}, scenario {})",
             job.entry.name(),
@@ -247,34 +324,46 @@ fn check(
         );
         let meter = print::Meter::new(&title, std::io::stderr().is_terminal());
         let progress = |p: &Progress| meter.update(p);
-        let report = job
+        let report = match job
             .entry
-            .check(&job.variant, &job.scenario, options, Some(&progress))?;
+            .check(&job.variant, &job.scenario, &options, Some(&progress))
+        {
+            Ok(report) => report,
+            Err(error) => {
+                meter.abandon();
+                return out.finish(usage_error(&error));
+            }
+        };
         meter.finish(&report);
-        if !json {
-            print::report(&title, job.entry, &job.variant, &job.scenario, &report);
+        if !args.json {
+            let job_names = (job.entry, job.variant.as_str(), job.scenario.as_str());
+            out.write(&print::report(
+                &title, job_names, &report, &detail, &mut shown,
+            ));
         }
         results.push((job, report));
     }
-    if json {
-        let value: Vec<_> = results
+    let code = exit_code(
+        results.iter().map(|(_, report)| report),
+        interrupt.is_triggered(),
+    );
+    if args.json {
+        let runs: Vec<json::Run<'_>> = results
             .iter()
-            .map(|(job, report)| {
-                serde_json::json!({
-                    "model": job.entry.name(),
-                    "variant": job.variant,
-                    "scenario": job.scenario,
-                    "report": report,
-                })
+            .map(|(job, report)| json::Run {
+                model: job.entry.name(),
+                variant: &job.variant,
+                scenario: &job.scenario,
+                report,
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        out.write(&json::check(&options, &runs, exit_code_number(&code)));
     }
-    Ok(exit_code(results.iter().map(|(_, report)| report)))
+    out.finish(code)
 }
 
-fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>) -> ExitCode {
-    let mut incomplete = false;
+fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>, interrupted: bool) -> ExitCode {
+    let mut incomplete = interrupted;
     for report in reports {
         for property in &report.properties {
             match property.verdict {
@@ -290,4 +379,12 @@ fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>) -> ExitCode 
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The number behind an exit code this command made.
+fn exit_code_number(code: &ExitCode) -> u8 {
+    [0, EXIT_VIOLATED, EXIT_INCOMPLETE]
+        .into_iter()
+        .find(|&n| ExitCode::from(n) == *code)
+        .unwrap_or(EXIT_USAGE)
 }

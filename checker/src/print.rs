@@ -5,22 +5,36 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use steadfast_checker::registry::Entry;
-use steadfast_checker::{Progress, RenderedEvidence, RenderedReport, Verdict};
+use steadfast_checker::{Change, Progress, RenderedEvidence, RenderedReport, Verdict};
 
-/// Prints every registered model with its variants and scenarios.
-pub fn list(entries: &[&dyn Entry]) {
+/// Appends one line to a `String`, as `println!` prints one.
+macro_rules! line {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+/// Every registered model with its variants and scenarios, as `list` prints it.
+pub fn list(entries: &[&dyn Entry]) -> String {
+    let mut out = String::new();
     for entry in entries {
-        println!("{}: {}", entry.name(), entry.about());
-        println!("  variants (the first is the default):");
+        line!(out, "{}: {}", entry.name(), entry.about());
+        line!(out, "  variants (the first is the default):");
         for (name, about) in entry.variants() {
-            println!("    {name:<16} {about}");
+            line!(out, "    {name:<16} {about}");
         }
-        println!("  scenarios:");
+        line!(out, "  scenarios:");
         for (name, about, by_default) in entry.scenarios() {
             let note = if by_default { "" } else { " (only when named)" };
-            println!("    {name:<16} {about}{note}");
+            line!(out, "    {name:<16} {about}{note}");
         }
     }
+    out
 }
 
 /// How often progress lines are written when stderr is not a terminal.
@@ -74,6 +88,13 @@ impl Meter {
         }
     }
 
+    /// Clears the spinner of a check that failed to run.
+    pub fn abandon(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+
     pub fn finish(&self, report: &RenderedReport) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
@@ -91,22 +112,41 @@ impl Meter {
     }
 }
 
-/// Prints a report: a table of verdicts, then each counterexample.
+/// How much of each counterexample to print.
+#[derive(Clone, Debug, Default)]
+pub struct Detail {
+    /// Show changes to ghost state.
+    pub ghost: bool,
+    /// Show the whole state after every step.
+    pub full: bool,
+    /// The base URL of a running Explorer, for the links.
+    pub explorer: String,
+}
+
+/// One check's report as `check` prints it: a table of verdicts, then each
+/// counterexample. An initial state already printed in `shown` is not
+/// printed again.
 pub fn report(
     title: &str,
-    entry: &dyn Entry,
-    variant: &str,
-    scenario: &str,
+    job: (&dyn Entry, &str, &str),
     report: &RenderedReport,
-) {
-    println!("== {title}");
+    detail: &Detail,
+    shown: &mut Vec<Vec<Change>>,
+) -> String {
+    let (entry, variant, scenario) = job;
+    let mut out = String::new();
+    line!(out, "== {title}");
     let stats = &report.stats;
-    println!(
+    line!(
+        out,
         "{} states, {} edges, depth {}",
-        stats.unique_states, stats.edges, stats.depth
+        stats.unique_states,
+        stats.edges,
+        stats.depth
     );
     if let Some(bound) = &report.stopped {
-        println!(
+        line!(
+            out,
             "INCOMPLETE: stopped by {bound}; \"unknown\" verdicts are not proofs, \
              violations found are real"
         );
@@ -118,81 +158,108 @@ pub fn report(
         .max()
         .unwrap_or(0)
         .max("PROPERTY".len());
-    println!("{:<width$}  {:<17}  VERDICT", "PROPERTY", "KIND");
+    line!(out, "{:<width$}  {:<17}  VERDICT", "PROPERTY", "KIND");
     for property in &report.properties {
         let verdict = match property.verdict {
             Verdict::Holds => "holds",
             Verdict::Violated => "VIOLATED",
             Verdict::Unknown => "unknown",
         };
-        println!(
+        line!(
+            out,
             "{:<width$}  {:<17}  {verdict}",
             property.name,
             property.kind.as_str()
+        );
+    }
+    if report.stopped.is_none() {
+        line!(
+            out,
+            "(the chance that two of these states shared a 64-bit fingerprint, hiding one: {:.1e}, \
+             TLC's optimistic estimate)",
+            stats.collision_probability
         );
     }
     for property in &report.properties {
         if property.verdict != Verdict::Violated {
             continue;
         }
-        println!();
-        match &property.evidence {
-            Some(evidence) => {
-                let what = if evidence.cycle_start.is_some() {
-                    "a fair behaviour that ends in a cycle repeated forever"
-                } else {
-                    "a path to a state where it fails"
-                };
-                println!(
-                    "Counterexample to \"{}\" ({}): {what}",
-                    property.name,
-                    property.kind.as_str()
-                );
-                steps(evidence);
-                println!(
-                    "  Explorer: http://127.0.0.1:3000/{}  (serve it with: steadfast explore {} \
-                     --variant {variant} --scenario {scenario})",
-                    evidence.explorer_path,
-                    entry.name()
-                );
-            }
-            None => println!(
+        line!(out);
+        let Some(evidence) = &property.evidence else {
+            line!(
+                out,
                 "\"{}\" ({}): no reachable state satisfies it",
                 property.name,
                 property.kind.as_str()
-            ),
-        }
+            );
+            continue;
+        };
+        line!(
+            out,
+            "Counterexample to \"{}\" ({}): {}",
+            property.name,
+            property.kind.as_str(),
+            evidence.headline
+        );
+        steps(&mut out, evidence, detail, shown);
+        line!(
+            out,
+            "  Explorer: {}/{}  (serve it with: steadfast explore {} --variant {variant} \
+             --scenario {scenario})",
+            detail.explorer.trim_end_matches('/'),
+            evidence.explorer_path,
+            entry.name()
+        );
     }
-    println!();
+    line!(out);
+    out
 }
 
-fn steps(evidence: &RenderedEvidence) {
+fn steps(
+    out: &mut String,
+    evidence: &RenderedEvidence,
+    detail: &Detail,
+    shown: &mut Vec<Vec<Change>>,
+) {
+    let visible = |change: &&Change| detail.ghost || !change.ghost;
     for (index, step) in evidence.steps.iter().enumerate() {
         match &step.action {
-            None => println!("  step {index}  initial state"),
-            Some(action) => println!("  step {index}  {action}"),
+            None => {
+                if shown.contains(&step.changes) {
+                    line!(out, "  step {index}  initial state (as printed above)");
+                    continue;
+                }
+                line!(out, "  step {index}  initial state");
+                shown.push(step.changes.clone());
+            }
+            Some(action) => line!(out, "  step {index}  {action}"),
         }
-        if step.changes.is_empty() {
-            println!("          (nothing changes)");
+        let changes: Vec<&Change> = step.changes.iter().filter(visible).collect();
+        if changes.is_empty() && index > 0 {
+            line!(out, "          (nothing changes)");
         }
-        for change in &step.changes {
+        for change in changes {
             let field = if change.field.is_empty() {
                 "state"
             } else {
                 &change.field
             };
-            match (&change.before, &change.after, index) {
-                (_, Some(after), 0) => println!("          {field} = {after}"),
-                (Some(before), Some(after), _) => {
-                    println!("          {field}: {before} -> {after}")
-                }
-                (None, Some(after), _) => println!("          {field}: (new) {after}"),
-                (Some(before), None, _) => println!("          {field}: {before} -> (gone)"),
-                (None, None, _) => {}
+            match &change.before {
+                None => line!(out, "          {field} = {}", change.after),
+                Some(before) => line!(out, "          {field}: {before} -> {}", change.after),
+            }
+        }
+        if detail.full && index > 0 {
+            line!(out, "          state after it:");
+            for field in step.state.iter().filter(visible) {
+                line!(out, "            {} = {}", field.field, field.after);
             }
         }
         if evidence.cycle_start == Some(index) {
-            println!("  -- cycle: the steps below return to the state of step {index}, forever --");
+            line!(
+                out,
+                "  -- cycle: the steps below return to the state of step {index}, and repeat forever --"
+            );
         }
     }
 }

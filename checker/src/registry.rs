@@ -60,15 +60,21 @@ pub trait Entry: Sync {
         options: &CheckOptions,
         progress: Option<&(dyn Fn(&Progress) + Sync)>,
     ) -> Result<RenderedReport, RegistryError>;
-    /// Serves stateright's Explorer for one variant in one scenario; returns
-    /// only on error.
+    /// Serves stateright's Explorer for one variant in one scenario, calling
+    /// `serving` with the address it really got (a port 0 asked for becomes
+    /// a free port) once it is bound; returns only on error.
     ///
     /// # Errors
     ///
     /// [`RegistryError`] when a name is unknown or the address cannot be
     /// bound.
-    fn explore(&self, variant: &str, scenario: &str, bind: SocketAddr)
-        -> Result<(), RegistryError>;
+    fn explore(
+        &self,
+        variant: &str,
+        scenario: &str,
+        bind: SocketAddr,
+        serving: &dyn Fn(SocketAddr),
+    ) -> Result<(), RegistryError>;
 }
 
 /// Why a registered model could not be checked or explored.
@@ -217,14 +223,16 @@ where
         variant: &str,
         scenario: &str,
         bind: SocketAddr,
+        serving: &dyn Fn(SocketAddr),
     ) -> Result<(), RegistryError> {
         let model = self.model(variant, scenario)?;
-        // stateright's server panics when it cannot bind; find out first.
-        drop(
-            std::net::TcpListener::bind(bind)
-                .map_err(|source| RegistryError::Bind { addr: bind, source })?,
-        );
-        model.checker().serve(bind);
+        // stateright's server panics when it cannot bind, and does not say
+        // which port it got: bind first, then hand it the address found.
+        let bound = std::net::TcpListener::bind(bind)
+            .and_then(|listener| listener.local_addr())
+            .map_err(|source| RegistryError::Bind { addr: bind, source })?;
+        serving(bound);
+        model.checker().serve(bound);
         Ok(())
     }
 }

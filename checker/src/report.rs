@@ -7,11 +7,19 @@ use stateright::Model;
 
 /// A bound that stopped a check before the reachable graph was exhausted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "bound", content = "limit", rename_all = "kebab-case")]
 pub enum Bound {
     /// The state limit was reached.
     States(u32),
     /// The time limit ran out.
-    Timeout(Duration),
+    Timeout(#[serde(serialize_with = "seconds")] Duration),
+    /// The check was interrupted (Ctrl-C).
+    Interrupted,
+}
+
+/// A duration as seconds, a number.
+pub(crate) fn seconds<S: serde::Serializer>(duration: &Duration, to: S) -> Result<S::Ok, S::Error> {
+    to.serialize_f64(duration.as_secs_f64())
 }
 
 impl std::fmt::Display for Bound {
@@ -19,6 +27,7 @@ impl std::fmt::Display for Bound {
         match self {
             Bound::States(n) => write!(f, "the state limit ({n} states)"),
             Bound::Timeout(t) => write!(f, "the time limit ({}s)", t.as_secs_f64()),
+            Bound::Interrupted => write!(f, "an interruption (Ctrl-C)"),
         }
     }
 }
@@ -114,6 +123,10 @@ pub enum Evidence<M: Model> {
         prefix: Path<M>,
         /// The steps of the cycle, back to its first state.
         cycle: Vec<Step<M>>,
+        /// The index in `prefix.steps` of the state where the violation
+        /// begins: for `P ~> Q` the state where `P` holds and no `Q`
+        /// follows; otherwise the first state of the cycle.
+        trigger: usize,
     },
 }
 
@@ -138,9 +151,19 @@ pub struct Stats {
     pub edges: u64,
     /// Breadth-first levels expanded.
     pub depth: u32,
-    /// Time spent exploring.
+    /// Successor states computed, counting repeats.
+    pub generated: u64,
+    /// The chance that two distinct states shared a fingerprint, so that one
+    /// of them went unexplored: TLC's optimistic estimate
+    /// `n · (g − n) / 2⁶⁴` for `n` distinct states among `g` generated
+    /// (each of the `g − n` repeats could have been a new state whose
+    /// fingerprint met one of the `n`).
+    pub collision_probability: f64,
+    /// Time spent exploring (in JSON: seconds).
+    #[serde(serialize_with = "seconds")]
     pub explore_time: Duration,
-    /// Time spent on the liveness search.
+    /// Time spent on the liveness search (in JSON: seconds).
+    #[serde(serialize_with = "seconds")]
     pub liveness_time: Duration,
 }
 

@@ -114,17 +114,67 @@ fn check_should_exit_3_when_a_bound_stops_it() {
     assert!(stdout(&output).contains("INCOMPLETE"));
 }
 
+/// Asserts that `document` is what the schema in the repository describes.
+fn assert_valid(document: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../steadfast-report.schema.json"))
+            .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema is a JSON schema");
+    let errors: Vec<String> = validator
+        .iter_errors(document)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 #[test]
-fn check_should_print_json_when_asked() {
-    let output = steadfast(&["check", "mutex", "--variant", "victim-only", "--json"]);
+fn check_should_print_json_that_the_schema_describes() {
+    let output = steadfast(&[
+        "check",
+        "mutex",
+        "--variant",
+        "victim-only",
+        "--json",
+        "--deadlock",
+    ]);
     assert_eq!(output.status.code(), Some(1));
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("valid JSON");
-    let runs = value.as_array().expect("one entry per run");
+    assert_valid(&value);
+    assert_eq!(value["command"], "check");
+    assert_eq!(value["summary"]["exit_code"], 1);
+    assert_eq!(value["bounds"]["deadlock"], true);
+    let runs = value["results"].as_array().expect("one entry per run");
     assert_eq!(runs.len(), 2, "both default scenarios");
-    let property = &runs[0]["report"]["properties"][3];
-    assert_eq!(property["name"], "a trying process enters");
+    let named = |name: &str| {
+        runs[0]["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is reported"))
+    };
+    assert_eq!(named("no deadlock")["verdict"], "holds");
+    let property = named("a trying process enters");
     assert_eq!(property["verdict"], "violated");
     assert_eq!(property["evidence"]["cycle_start"], 3);
+    assert!(
+        runs[0]["stats"]["explore_time"].is_f64(),
+        "durations are seconds"
+    );
+
+    let bounded = steadfast(&["check", "mutex", "--max-states", "5", "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&bounded.stdout).expect("valid JSON");
+    assert_valid(&value);
+    assert_eq!(
+        value["results"][0]["stopped"],
+        serde_json::json!({ "bound": "states", "limit": 5 })
+    );
+
+    let list = steadfast(&["list", "--json"]);
+    let value: serde_json::Value = serde_json::from_slice(&list.stdout).expect("valid JSON");
+    assert_valid(&value);
+    assert_eq!(value["models"][0]["variants"][0]["default"], true);
 }
 
 #[test]
@@ -171,17 +221,192 @@ fn check_should_give_the_same_answers_on_one_thread_and_two() {
     let parse = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
     let (one, two) = (parse(&one), parse(&two));
     for run in 0..2 {
-        for field in ["unique_states", "edges", "depth"] {
-            assert_eq!(
-                one[run]["report"]["stats"][field],
-                two[run]["report"]["stats"][field]
-            );
+        let (one, two) = (&one["results"][run], &two["results"][run]);
+        for field in ["unique_states", "edges", "depth", "generated"] {
+            assert_eq!(one["stats"][field], two["stats"][field]);
         }
-        for property in 0..4 {
-            assert_eq!(
-                one[run]["report"]["properties"][property]["verdict"],
-                two[run]["report"]["properties"][property]["verdict"]
+        assert_eq!(
+            one["properties"], two["properties"],
+            "the same verdicts and evidence"
+        );
+    }
+}
+
+/// Inputs that once made the command panic (exit 101) or abort (134), with
+/// the exit code each must give instead.
+#[test]
+fn hostile_inputs_should_get_an_exit_code_never_a_panic() {
+    use std::process::Stdio;
+
+    // A reader that has gone: the output stops quietly, the verdict stands.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "mutex"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0), "broken pipe");
+
+    // A full disk: an error that says so.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "mutex"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "/dev/full");
+    assert!(
+        stderr(&output).contains("failed to write to standard output"),
+        "{}",
+        stderr(&output)
+    );
+
+    for (args, says) in [
+        (
+            &["check", "mutex", "--timeout", "1e20"][..],
+            "more than a year",
+        ),
+        (
+            &["check", "mutex", "--timeout", "nan"][..],
+            "not a positive number",
+        ),
+        (&["check", "mutex", "--threads", "65535"][..], "too many"),
+        (&["check", "mutex", "--threads", "0"][..], "threads"),
+        (
+            &["check", "mutex", "--max-states", "99999999999"][..],
+            "max-states",
+        ),
+    ] {
+        let output = steadfast(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_should_stop_like_a_bound_and_keep_the_partial_report() {
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "mutex", "--scenario", "bench", "--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(3), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("INCOMPLETE: stopped by an interruption (Ctrl-C)"),
+        "{text}"
+    );
+    assert!(text.contains("unknown"), "{text}");
+}
+
+#[test]
+fn links_should_follow_the_explorer_given() {
+    let output = steadfast(&[
+        "check",
+        "mutex",
+        "--variant",
+        "victim-only",
+        "--scenario",
+        "peterson",
+        "--explorer",
+        "http://127.0.0.1:4321/",
+    ]);
+    assert!(stdout(&output).contains("Explorer: http://127.0.0.1:4321/#/steps/0/1/0/0 "));
+}
+
+#[test]
+fn explore_should_print_the_address_it_really_bound() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["explore", "mutex", "--bind", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let port: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+    assert_ne!(port, 0, "{line}");
+    // The Explorer answers there.
+    let mut connected = false;
+    for _ in 0..50 {
+        if std::net::TcpStream::connect(&address).is_ok() {
+            connected = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(connected, "nothing listens on {address}");
+}
+
+#[test]
+fn the_5286_counterexamples_should_be_short_and_print_each_cycle_once() {
+    let args = [
+        "check",
+        "leasequeue",
+        "--variant",
+        "openwhisk",
+        "--scenario",
+        "seed5286",
+    ];
+    let text = steadfast(&args);
+    assert_eq!(text.status.code(), Some(1));
+    let lines = stdout(&text).lines().count();
+    // 824 lines before counterexamples were made readable.
+    assert!(lines <= 274, "{lines} lines:\n{}", stdout(&text));
+
+    let json = steadfast(&[&args[..], &["--json"]].concat());
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let mut cycles = 0;
+    for property in value["results"][0]["properties"].as_array().unwrap() {
+        let evidence = &property["evidence"];
+        let Some(start) = evidence["cycle_start"].as_u64() else {
+            continue;
+        };
+        cycles += 1;
+        let steps = evidence["steps"].as_array().unwrap();
+        let start = start as usize;
+        assert_eq!(
+            steps[start]["state"],
+            steps[steps.len() - 1]["state"],
+            "the cycle returns to its first state"
+        );
+        let laps: Vec<&serde_json::Value> = steps[start..steps.len() - 1]
+            .iter()
+            .map(|s| &s["state"])
+            .collect();
+        for (i, state) in laps.iter().enumerate() {
+            assert!(
+                !laps[i + 1..].contains(state),
+                "\"{}\": the cycle passes a state twice",
+                property["name"]
             );
         }
     }
+    assert_eq!(cycles, 2, "both liveness violations are lassos");
 }

@@ -15,7 +15,7 @@ use steadfast_spec::TemporalModel;
 fn lasso(report: &Report<Tiny>, name: &str) -> (Vec<u8>, Vec<u8>, Vec<Option<char>>) {
     let property = report.property(name).expect("the property exists");
     assert_eq!(property.verdict, Verdict::Violated, "{name}");
-    let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence else {
+    let Some(Evidence::Lasso { prefix, cycle, .. }) = &property.evidence else {
         panic!("{name}: a liveness violation comes with a lasso");
     };
     (
@@ -391,7 +391,7 @@ fn many_fairness_classes_should_each_count() {
         let report = run(&lazy);
         let property = report.property("the relay ends").unwrap();
         assert_eq!(property.verdict, Verdict::Violated, "{stages}");
-        let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence else {
+        let Some(Evidence::Lasso { prefix, cycle, .. }) = &property.evidence else {
             panic!("a lasso");
         };
         assert_eq!(

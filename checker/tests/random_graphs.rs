@@ -175,7 +175,7 @@ proptest! {
                 let verdict = if expected { Verdict::Holds } else { Verdict::Violated };
                 prop_assert_eq!(property.verdict, verdict, "{} ({:?}) on {:?} weak {:?} strong {:?} P {:?} Q {:?}",
                     name, stuttering, model.edges, model.fair, model.strong, model.trigger, model.goal);
-                if let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence {
+                if let Some(Evidence::Lasso { prefix, cycle, .. }) = &property.evidence {
                     // The lasso is a real path that closes on itself.
                     prop_assert_eq!(prefix.steps[0].state, 0);
                     prop_assert!(!cycle.is_empty());

@@ -24,7 +24,7 @@ fn kopf_should_leave_a_subhandler_on_an_older_tick_forever() {
     let report = run(&scenarios::seed641(Variant::Kopf));
     let property = report.property("handled on the final essence").unwrap();
     assert_eq!(property.verdict, Verdict::Violated);
-    let Some(Evidence::Lasso { prefix, cycle }) = &property.evidence else {
+    let Some(Evidence::Lasso { prefix, cycle, .. }) = &property.evidence else {
         panic!("a liveness violation comes with a lasso");
     };
     let last: &World = &prefix.steps.last().unwrap().state;
