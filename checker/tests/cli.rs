@@ -189,10 +189,15 @@ fn check_should_honour_a_timeout_on_several_threads() {
         "--threads",
         "2",
     ]);
-    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
-    let text = stdout(&output);
+    assert_stopped_by(&output, "the time limit (0.3s)");
+}
+
+/// Asserts that a check exited 3, stopped by `bound`, with unknown verdicts.
+fn assert_stopped_by(output: &Output, bound: &str) {
+    let text = stdout(output);
+    assert_eq!(output.status.code(), Some(3), "{text}{}", stderr(output));
     assert!(
-        text.contains("INCOMPLETE: stopped by the time limit (0.3s)"),
+        text.contains(&format!("INCOMPLETE: stopped by {bound}")),
         "{text}"
     );
     assert!(text.contains("unknown"), "{text}");
@@ -304,13 +309,7 @@ fn ctrl_c_should_stop_like_a_bound_and_keep_the_partial_report() {
         .unwrap();
     assert!(kill.success());
     let output = child.wait_with_output().unwrap();
-    let text = stdout(&output);
-    assert_eq!(output.status.code(), Some(3), "{text}{}", stderr(&output));
-    assert!(
-        text.contains("INCOMPLETE: stopped by an interruption (Ctrl-C)"),
-        "{text}"
-    );
-    assert!(text.contains("unknown"), "{text}");
+    assert_stopped_by(&output, "an interruption (Ctrl-C)");
 }
 
 #[test]
