@@ -49,14 +49,14 @@ pub enum Input {
         /// Its action.
         action: u8,
     },
-    /// The watch reported a change of `action`'s key.
+    /// The watch reported every change of one revision, in one response
+    /// (a lease's expiry deletes all its keys at one revision).
     Changed {
-        /// The change's revision.
+        /// The revision of the changes.
         rev: u32,
-        /// The action.
-        action: u8,
-        /// The new owner, or `None` for a deletion.
-        owner: Option<u8>,
+        /// Per changed key: the action, and the new owner or `None` for a
+        /// deletion.
+        changes: Vec<(u8, Option<u8>)>,
     },
     /// etcd became unreachable: the watch is cut.
     Disconnected,
@@ -193,7 +193,7 @@ impl Controller {
                     Vec::new()
                 }
             },
-            Input::Changed { rev, action, owner } => {
+            Input::Changed { rev, changes } => {
                 let Watch::Active { next } = self.watch else {
                     return Vec::new();
                 };
@@ -201,7 +201,9 @@ impl Controller {
                     return Vec::new();
                 }
                 self.watch = Watch::Active { next: rev + 1 };
-                self.remember(action, owner);
+                for (action, owner) in changes {
+                    self.remember(action, owner);
+                }
                 Vec::new()
             }
             Input::Disconnected => {

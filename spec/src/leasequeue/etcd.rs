@@ -170,7 +170,9 @@ impl Etcd {
         true
     }
 
-    /// Revokes lease `id`, deleting every key bound to it.
+    /// Revokes lease `id`, deleting every key bound to it in one revision,
+    /// as etcd does: a watch sees one response with a DELETE event per key,
+    /// all at that revision.
     pub fn revoke(&mut self, id: u8) {
         self.leases.retain(|l| l.id != id);
         let bound: Vec<u8> = self
@@ -179,8 +181,13 @@ impl Etcd {
             .filter(|k| k.lease == id)
             .map(|k| k.action)
             .collect();
+        if bound.is_empty() {
+            return;
+        }
+        self.keys.retain(|k| k.lease != id);
+        self.rev += 1;
         for action in bound {
-            self.delete(action, None);
+            self.record(action, None);
         }
     }
 
@@ -220,13 +227,23 @@ impl Etcd {
         self.log.clear();
     }
 
-    /// The first change a watch positioned at `from` (the next revision it
-    /// wants) has not seen; `Err(())` when that revision is compacted.
-    pub fn next_change(&self, from: u32) -> Result<Option<Change>, Compacted> {
+    /// The next watch response for a watch positioned at `from` (the next
+    /// revision it wants): every change of the first revision at or after
+    /// `from` that has any, oldest first; empty when there is none yet.
+    /// `Err(Compacted)` when `from` is compacted away.
+    pub fn next_response(&self, from: u32) -> Result<Vec<Change>, Compacted> {
         if from <= self.compacted {
             return Err(Compacted);
         }
-        Ok(self.log.iter().copied().find(|c| c.rev >= from))
+        let Some(first) = self.log.iter().find(|c| c.rev >= from) else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .log
+            .iter()
+            .copied()
+            .filter(|c| c.rev == first.rev)
+            .collect())
     }
 
     fn record(&mut self, action: u8, owner: Option<u8>) {

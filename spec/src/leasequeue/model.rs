@@ -481,7 +481,7 @@ impl Model for LeaseQueueModel {
                 actions.push(Action::ControllerEtcd(c));
             }
             if let Watch::Active { next } = w.controllers[usize::from(c)].watch {
-                if !cut && w.etcd.next_change(next).map_or(true, |c| c.is_some()) {
+                if !cut && w.etcd.next_response(next).map_or(true, |r| !r.is_empty()) {
                     actions.push(Action::WatchDeliver(c));
                 }
             }
@@ -573,13 +573,11 @@ impl Model for LeaseQueueModel {
                 let Watch::Active { next } = w.controllers[usize::from(c)].watch else {
                     return None;
                 };
-                let input = match w.etcd.next_change(next) {
-                    Ok(Some(change)) => controller::Input::Changed {
-                        rev: change.rev,
-                        action: change.action,
-                        owner: change.owner,
+                let input = match w.etcd.next_response(next) {
+                    Ok(response) => controller::Input::Changed {
+                        rev: response.first()?.rev,
+                        changes: response.iter().map(|c| (c.action, c.owner)).collect(),
                     },
-                    Ok(None) => return None,
                     Err(_) => controller::Input::Compacted { rev: w.etcd.rev },
                 };
                 self.feed_controller(&mut w, c, input);

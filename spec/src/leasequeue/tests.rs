@@ -75,6 +75,53 @@ fn etcd_should_delete_conditionally_only_for_the_owner() {
 }
 
 #[test]
+fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
+    // Measured on etcd 3.4.23: a lease holding three keys, revoked, gave one
+    // watch response of three DELETE events at one revision.
+    let mut etcd = Etcd::new(2);
+    let lease = etcd.grant();
+    for action in 0..3 {
+        etcd.create_if_absent(action, 0, lease).unwrap();
+    }
+    let before = etcd.rev;
+    etcd.revoke(lease);
+    assert_eq!(etcd.rev, before + 1, "one revision for every key");
+    let response = etcd.next_response(before + 1).unwrap();
+    let deleted: Vec<(u8, Option<u8>)> = response.iter().map(|c| (c.action, c.owner)).collect();
+    assert_eq!(deleted, [(0, None), (1, None), (2, None)]);
+    assert!(response.iter().all(|c| c.rev == before + 1));
+    assert!(etcd.next_response(before + 2).unwrap().is_empty());
+    let creations = etcd.next_response(1).unwrap();
+    assert_eq!(creations.len(), 1, "a create is a response of its own");
+}
+
+#[test]
+fn controller_should_apply_every_change_of_one_response() {
+    for variant in [Variant::OpenWhisk, Variant::Steadfast] {
+        let mut c = Controller::new(2, 1);
+        c.step(
+            variant,
+            controller::Input::Listed {
+                rev: 3,
+                keys: vec![(0, 0), (1, 0)],
+            },
+        );
+        let deletions = controller::Input::Changed {
+            rev: 4,
+            changes: vec![(0, None), (1, None)],
+        };
+        c.step(variant, deletions);
+        assert_eq!(c.route(0), None, "{variant:?}");
+        assert_eq!(
+            c.route(1),
+            None,
+            "{variant:?}: the second event of the revision is not lost"
+        );
+        assert_eq!(c.watch, Watch::Active { next: 5 });
+    }
+}
+
+#[test]
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     let mut s = serving(7);
     assert!(s
@@ -311,11 +358,11 @@ fn controller_inputs() -> impl Strategy<Value = Vec<controller::Input>> {
             owner
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
-        (1u32..12, 0u8..2, prop::option::of(0u8..2)).prop_map(|(rev, action, owner)| C::Changed {
-            rev,
-            action,
-            owner
-        }),
+        (
+            1u32..12,
+            prop::collection::vec((0u8..2, prop::option::of(0u8..2)), 1..3)
+        )
+            .prop_map(|(rev, changes)| C::Changed { rev, changes }),
         Just(C::Disconnected),
         (1u32..12).prop_map(|rev| C::Reconnected { rev }),
         (1u32..12).prop_map(|rev| C::Compacted { rev }),
