@@ -3,8 +3,7 @@
 
 use steadfast_checker::{Evidence, Verdict};
 use steadfast_spec::leasequeue::model::{scenarios, ActivationState, Message};
-use steadfast_spec::leasequeue::scheduler::NO_ENDPOINT;
-use steadfast_spec::leasequeue::Variant;
+use steadfast_spec::leasequeue::{FailReason, Variant};
 use steadfast_tests::{assert_all_hold, run};
 
 #[test]
@@ -46,9 +45,9 @@ fn openwhisk_should_keep_routing_to_a_scheduler_without_queue_or_key() {
             .iter()
             .any(|m| matches!(m, Message::Activation { to: 0, .. }))
     });
-    let failed = cycle
-        .iter()
-        .any(|s| s.state.activations.last() == Some(&ActivationState::Failed(NO_ENDPOINT)));
+    let failed = cycle.iter().any(|s| {
+        s.state.activations.last() == Some(&ActivationState::Failed(FailReason::NoQueueEndpoint))
+    });
     assert!(routed && failed);
 }
 

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Variant;
+use super::{FailReason, Variant};
 
 /// The controller's watch on the endpoint keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -80,7 +80,7 @@ pub enum Input {
 }
 
 /// What the controller asks of the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Effect {
     /// Look up `action`'s key; answer with [`Input::Got`] or
     /// [`Input::GetFailed`].
@@ -112,13 +112,10 @@ pub enum Effect {
     Fail {
         /// The activation.
         id: u8,
-        /// Why, in the words the user sees.
-        reason: &'static str,
+        /// Why.
+        reason: FailReason,
     },
 }
-
-/// OpenWhisk's message when the controller cannot reach etcd to route.
-pub const NO_SCHEDULER: &str = "no scheduler endpoint available";
 
 /// One controller.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -186,7 +183,7 @@ impl Controller {
             Input::GetFailed { id, action } => match variant {
                 Variant::OpenWhisk => vec![Effect::Fail {
                     id,
-                    reason: NO_SCHEDULER,
+                    reason: FailReason::NoSchedulerEndpoint,
                 }],
                 Variant::Steadfast => {
                     self.parked.push((id, action));

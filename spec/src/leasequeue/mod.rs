@@ -17,6 +17,34 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+/// Why an activation failed for good: a named reason a caller can match on,
+/// which reads as the words OpenWhisk's users see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailReason {
+    /// A controller could not reach etcd to route the activation
+    /// (OpenWhisk: "no scheduler endpoint available").
+    NoSchedulerEndpoint,
+    /// A scheduler without a queue for the action found no endpoint key for
+    /// it (#5286: "failed to get the queue endpoint").
+    NoQueueEndpoint,
+}
+
+impl FailReason {
+    /// The words the user sees.
+    pub fn message(self) -> &'static str {
+        match self {
+            FailReason::NoSchedulerEndpoint => "no scheduler endpoint available",
+            FailReason::NoQueueEndpoint => "failed to get the queue endpoint",
+        }
+    }
+}
+
+impl std::fmt::Display for FailReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
 /// Which rules the roles follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Variant {

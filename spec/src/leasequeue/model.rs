@@ -13,7 +13,7 @@ use stateright::{Model, Property};
 use super::controller::{self, Controller, Watch};
 use super::etcd::{Etcd, Refused};
 use super::scheduler::{self, Scheduler};
-use super::Variant;
+use super::{FailReason, Variant};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
 
 /// One client of etcd.
@@ -87,8 +87,8 @@ pub enum ActivationState {
     Pending,
     /// Executed.
     Executed,
-    /// Failed, with the reason the user sees.
-    Failed(&'static str),
+    /// Failed, for this reason.
+    Failed(FailReason),
 }
 
 /// What the properties need beyond the world itself.

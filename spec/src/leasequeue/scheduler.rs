@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Variant;
+use super::{FailReason, Variant};
 
 /// A queue this scheduler owns, and the lease its key was registered under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -91,7 +91,7 @@ pub enum Input {
 }
 
 /// What the scheduler asks of the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Effect {
     /// Renew this lease; answer with [`Input::KeptAlive`] or
     /// [`Input::Unanswered`].
@@ -153,14 +153,10 @@ pub enum Effect {
     Fail {
         /// The activation.
         id: u8,
-        /// Why, in the words the user sees.
-        reason: &'static str,
+        /// Why.
+        reason: FailReason,
     },
 }
-
-/// OpenWhisk's message when an activation reaches a scheduler without a
-/// queue and etcd has no endpoint for the action (#5286).
-pub const NO_ENDPOINT: &str = "failed to get the queue endpoint";
 
 /// One scheduler.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -430,7 +426,7 @@ impl Scheduler {
             }
             (Variant::OpenWhisk, None) => vec![Effect::Fail {
                 id,
-                reason: NO_ENDPOINT,
+                reason: FailReason::NoQueueEndpoint,
             }],
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older

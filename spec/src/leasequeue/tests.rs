@@ -5,8 +5,8 @@ use proptest::prelude::*;
 
 use super::controller::{self, Controller, Watch};
 use super::etcd::{Etcd, Refused, MIN_TTL};
-use super::scheduler::{Effect, Input, LeaseState, Scheduler, NO_ENDPOINT};
-use super::Variant;
+use super::scheduler::{Effect, Input, LeaseState, Scheduler};
+use super::{FailReason, Variant};
 
 /// A scheduler of id 0 that holds lease `lease` and a queue for action 0.
 fn serving(lease: u8) -> Scheduler {
@@ -174,7 +174,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         s.step(Variant::OpenWhisk, 2, resolved),
         vec![Effect::Fail {
             id: 4,
-            reason: NO_ENDPOINT
+            reason: FailReason::NoQueueEndpoint
         }]
     );
     let mut s = Scheduler::new(1);
@@ -408,4 +408,50 @@ proptest! {
             }
         }
     }
+}
+
+/// `value` written as JSON (as a runtime's trace records it) and read back.
+fn round_trip<T>(value: &T) -> T
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let text = serde_json::to_string(value).expect("it serializes");
+    serde_json::from_str(&text).expect("what was written reads back")
+}
+
+proptest! {
+    #[test]
+    fn every_input_and_effect_should_round_trip_through_json(
+        scheduler_in in scheduler_inputs(),
+        controller_in in controller_inputs(),
+        steadfast in any::<bool>(),
+    ) {
+        let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
+        let mut s = Scheduler::new(0);
+        for input in scheduler_in {
+            prop_assert_eq!(round_trip(&input), input);
+            for effect in s.step(variant, 3, input) {
+                prop_assert_eq!(round_trip(&effect), effect);
+            }
+        }
+        let mut c = Controller::new(2, 1);
+        for input in controller_in {
+            prop_assert_eq!(&round_trip(&input), &input);
+            for effect in c.step(variant, input) {
+                prop_assert_eq!(round_trip(&effect), effect);
+            }
+        }
+    }
+}
+
+#[test]
+fn fail_reasons_should_read_as_openwhisk_words() {
+    assert_eq!(
+        FailReason::NoQueueEndpoint.to_string(),
+        "failed to get the queue endpoint"
+    );
+    assert_eq!(
+        FailReason::NoSchedulerEndpoint.to_string(),
+        "no scheduler endpoint available"
+    );
 }
