@@ -34,7 +34,7 @@ fn openwhisk_should_keep_routing_to_a_scheduler_without_queue_or_key() {
             "the endpoint key stays absent"
         );
         assert!(
-            step.state.schedulers[0].queue(0).is_none(),
+            step.state.schedulers[0].queue(&0).is_none(),
             "scheduler 0 has no queue"
         );
     }

@@ -4,20 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{FailReason, Variant};
+use super::{Domain, FailReason, Variant};
 
 /// The controller's watch on the endpoint keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Watch {
+pub enum Watch<R> {
     /// Receiving changes from revision `next` on.
     Active {
         /// The next revision it wants.
-        next: u32,
+        next: R,
     },
     /// Cut off from etcd; `next` is where it stopped.
     Broken {
         /// The next revision it wanted.
-        next: u32,
+        next: R,
     },
     /// Its revisions were compacted away: re-listing the keys.
     Listing,
@@ -25,93 +25,93 @@ pub enum Watch {
 
 /// What the world tells the controller.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Input {
+pub enum Input<D: Domain> {
     /// A user submitted an activation.
     Submit {
         /// Its id.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
     },
     /// A lookup of `action`'s key answered.
     Got {
         /// The activation it is for.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
         /// The key's owner, if the key exists.
-        owner: Option<u8>,
+        owner: Option<D::Scheduler>,
     },
     /// A lookup could not reach etcd.
     GetFailed {
         /// The activation it is for.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
     },
     /// The watch reported every change of one revision, in one response
     /// (a lease's expiry deletes all its keys at one revision).
     Changed {
         /// The revision of the changes.
-        rev: u32,
+        rev: D::Revision,
         /// Per changed key: the action, and the new owner or `None` for a
         /// deletion.
-        changes: Vec<(u8, Option<u8>)>,
+        changes: Vec<(D::Action, Option<D::Scheduler>)>,
     },
     /// etcd became unreachable: the watch is cut.
     Disconnected,
     /// etcd is reachable again; its revision is `rev`.
     Reconnected {
         /// etcd's current revision.
-        rev: u32,
+        rev: D::Revision,
     },
     /// The watch's next revision was compacted away; etcd is at `rev`.
     Compacted {
         /// etcd's current revision.
-        rev: u32,
+        rev: D::Revision,
     },
     /// A listing of every endpoint key, at revision `rev`.
     Listed {
         /// The revision of the listing.
-        rev: u32,
+        rev: D::Revision,
         /// Every key: action and owner.
-        keys: Vec<(u8, u8)>,
+        keys: Vec<(D::Action, D::Scheduler)>,
     },
 }
 
 /// What the controller asks of the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Effect {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Effect<D: Domain> {
     /// Look up `action`'s key; answer with [`Input::Got`] or
     /// [`Input::GetFailed`].
     Get {
         /// The activation it is for.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
     },
     /// List every endpoint key; answer with [`Input::Listed`].
     List,
     /// Send activation `id` to scheduler `to`.
     Send {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
         /// The scheduler.
-        to: u8,
+        to: D::Scheduler,
     },
     /// Ask scheduler `to` to create a queue for `action`.
     CreateQueue {
         /// The action.
-        action: u8,
+        action: D::Action,
         /// The scheduler.
-        to: u8,
+        to: D::Scheduler,
     },
     /// Fail activation `id` for good.
     Fail {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Why.
         reason: FailReason,
     },
@@ -119,38 +119,37 @@ pub enum Effect {
 
 /// One controller.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Controller {
+pub struct Controller<D: Domain> {
     /// The endpoint cache: action and owner, sorted by action.
-    pub cache: Vec<(u8, u8)>,
+    pub cache: Vec<(D::Action, D::Scheduler)>,
     /// Its watch.
-    pub watch: Watch,
+    pub watch: Watch<D::Revision>,
     /// Activations waiting for etcd to be reachable (steadfast).
-    pub parked: Vec<(u8, u8)>,
-    /// How many schedulers there are to create queues on.
-    pub schedulers: u8,
+    pub parked: Vec<(D::Activation, D::Action)>,
+    /// The schedulers there are to create queues on.
+    pub schedulers: Vec<D::Scheduler>,
 }
 
-impl Controller {
+impl<D: Domain> Controller<D> {
     /// A controller that listed the keys at `rev` (none yet) and watches from
     /// the next revision.
-    pub fn new(schedulers: u8, rev: u32) -> Self {
+    pub fn new(schedulers: Vec<D::Scheduler>, rev: D::Revision) -> Self {
         Controller {
             cache: Vec::new(),
-            watch: Watch::Active { next: rev + 1 },
+            watch: Watch::Active {
+                next: D::next_revision(rev),
+            },
             parked: Vec::new(),
             schedulers,
         }
     }
 
     /// Where the cache routes `action`.
-    pub fn route(&self, action: u8) -> Option<u8> {
-        self.cache
-            .iter()
-            .find(|(a, _)| *a == action)
-            .map(|(_, s)| *s)
+    pub fn route(&self, action: &D::Action) -> Option<&D::Scheduler> {
+        self.cache.iter().find(|(a, _)| a == action).map(|(_, s)| s)
     }
 
-    fn remember(&mut self, action: u8, owner: Option<u8>) {
+    fn remember(&mut self, action: D::Action, owner: Option<D::Scheduler>) {
         self.cache.retain(|(a, _)| *a != action);
         if let Some(owner) = owner {
             let at = self.cache.partition_point(|(a, _)| *a < action);
@@ -159,25 +158,31 @@ impl Controller {
     }
 
     /// Feeds one input.
-    pub fn step(&mut self, variant: Variant, input: Input) -> Vec<Effect> {
+    pub fn step(&mut self, variant: Variant, input: Input<D>) -> Vec<Effect<D>> {
         match input {
-            Input::Submit { id, action } => match self.route(action) {
+            Input::Submit { id, action } => match self.route(&action).cloned() {
                 Some(to) => vec![Effect::Send { id, action, to }],
                 None => vec![Effect::Get { id, action }],
             },
             Input::Got { id, action, owner } => {
-                self.remember(action, owner);
+                self.remember(action.clone(), owner.clone());
                 match owner {
                     Some(to) => vec![Effect::Send { id, action, to }],
-                    None => {
-                        // The least-loaded scheduler, as far as the
-                        // controller can tell: one chosen by the action.
-                        let to = action % self.schedulers.max(1);
-                        vec![
-                            Effect::CreateQueue { action, to },
+                    // No key: the action's home scheduler is asked to create
+                    // the queue, and sent the activation.
+                    None => match D::home(&action, &self.schedulers) {
+                        Some(to) => vec![
+                            Effect::CreateQueue {
+                                action: action.clone(),
+                                to: to.clone(),
+                            },
                             Effect::Send { id, action, to },
-                        ]
-                    }
+                        ],
+                        None => vec![Effect::Fail {
+                            id,
+                            reason: FailReason::NoSchedulerEndpoint,
+                        }],
+                    },
                 }
             }
             Input::GetFailed { id, action } => match variant {
@@ -197,7 +202,9 @@ impl Controller {
                 if rev < next {
                     return Vec::new();
                 }
-                self.watch = Watch::Active { next: rev + 1 };
+                self.watch = Watch::Active {
+                    next: D::next_revision(rev),
+                };
                 for (action, owner) in changes {
                     self.remember(action, owner);
                 }
@@ -214,7 +221,9 @@ impl Controller {
                     self.watch = match variant {
                         // A restarted watch starts from "now": changes
                         // during the gap are lost.
-                        Variant::OpenWhisk => Watch::Active { next: rev + 1 },
+                        Variant::OpenWhisk => Watch::Active {
+                            next: D::next_revision(rev),
+                        },
                         // steadfast resumes where it stopped.
                         Variant::Steadfast => Watch::Active { next },
                     };
@@ -226,7 +235,9 @@ impl Controller {
             }
             Input::Compacted { rev } => match variant {
                 Variant::OpenWhisk => {
-                    self.watch = Watch::Active { next: rev + 1 };
+                    self.watch = Watch::Active {
+                        next: D::next_revision(rev),
+                    };
                     Vec::new()
                 }
                 // steadfast re-lists, then watches from the listing on.
@@ -237,7 +248,9 @@ impl Controller {
             },
             Input::Listed { rev, keys } => {
                 self.cache = keys;
-                self.watch = Watch::Active { next: rev + 1 };
+                self.watch = Watch::Active {
+                    next: D::next_revision(rev),
+                };
                 Vec::new()
             }
         }

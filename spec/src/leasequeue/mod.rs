@@ -2,6 +2,7 @@
 //! routed by controllers (OpenWhisk's new scheduler), and the fix for
 //! OpenWhisk #5286.
 //!
+//! - [`Domain`]: the types the roles are written over.
 //! - [`etcd`]: etcd as the protocol sees it.
 //! - [`scheduler`] and [`controller`]: the two roles' transition functions.
 //! - [`model`]: the stateright model of their world, its properties and
@@ -15,7 +16,60 @@ pub mod scheduler;
 #[cfg(test)]
 mod tests;
 
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+/// What an identifier must be: compared, ordered (roles keep sorted lists),
+/// hashed, and written to and read from a trace.
+pub trait Id:
+    Clone + Debug + PartialEq + Eq + Ord + Hash + Send + Sync + Serialize + DeserializeOwned + 'static
+{
+}
+
+impl<T> Id for T where
+    T: Clone
+        + Debug
+        + PartialEq
+        + Eq
+        + Ord
+        + Hash
+        + Send
+        + Sync
+        + Serialize
+        + DeserializeOwned
+        + 'static
+{
+}
+
+/// The types the scheduler and the controller are written over. The model
+/// instantiates them with small numbers, so that its states stay few; a
+/// runtime with real ones: action and activation names, scheduler
+/// addresses, and etcd's own `i64` lease ids and revisions.
+pub trait Domain:
+    Clone + Copy + Debug + Default + PartialEq + Eq + PartialOrd + Ord + Hash + Send + Sync + 'static
+{
+    /// An action: the unit that has a queue and an endpoint key.
+    type Action: Id;
+    /// A scheduler.
+    type Scheduler: Id;
+    /// An activation: one invocation of an action.
+    type Activation: Id;
+    /// An etcd lease.
+    type Lease: Id;
+    /// An etcd revision.
+    type Revision: Id + Copy;
+
+    /// The revision after `rev`.
+    fn next_revision(rev: Self::Revision) -> Self::Revision;
+
+    /// The scheduler a controller asks to create a queue for `action` when
+    /// no key names one: a fixed function of the action, so that
+    /// controllers agree (`None` only when there is no scheduler).
+    fn home(action: &Self::Action, schedulers: &[Self::Scheduler]) -> Option<Self::Scheduler>;
+}
 
 /// Why an activation failed for good: a named reason a caller can match on,
 /// which reads as the words OpenWhisk's users see.

@@ -13,8 +13,33 @@ use stateright::{Model, Property};
 use super::controller::{self, Controller, Watch};
 use super::etcd::{Etcd, Refused};
 use super::scheduler::{self, Scheduler};
-use super::{FailReason, Variant};
+use super::{Domain, FailReason, Variant};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
+
+/// The model's domain: small numbers for every identifier, so that its
+/// states stay few.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Small;
+
+impl Domain for Small {
+    type Action = u8;
+    type Scheduler = u8;
+    type Activation = u8;
+    type Lease = u8;
+    type Revision = u32;
+
+    fn next_revision(rev: u32) -> u32 {
+        rev + 1
+    }
+
+    /// Action `a` lives on scheduler `a mod n`.
+    fn home(action: &u8, schedulers: &[u8]) -> Option<u8> {
+        let n = schedulers.len();
+        (n > 0).then(|| schedulers[usize::from(*action) % n])
+    }
+}
 
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -109,13 +134,13 @@ pub struct World {
     /// etcd.
     pub etcd: Etcd,
     /// The schedulers.
-    pub schedulers: Vec<Scheduler>,
+    pub schedulers: Vec<Scheduler<Small>>,
     /// Per scheduler, its etcd requests not yet answered, oldest first.
-    pub outbox: Vec<Vec<scheduler::Effect>>,
+    pub outbox: Vec<Vec<scheduler::Effect<Small>>>,
     /// The controllers.
-    pub controllers: Vec<Controller>,
+    pub controllers: Vec<Controller<Small>>,
     /// Per controller, its etcd requests not yet answered, oldest first.
-    pub requests: Vec<Vec<controller::Effect>>,
+    pub requests: Vec<Vec<controller::Effect<Small>>>,
     /// Per client (schedulers, then controllers), whether it is cut off.
     pub cut: Vec<bool>,
     /// Ticks of outage left (0: none under way).
@@ -246,7 +271,7 @@ impl LeaseQueueModel {
         w.cut[index]
     }
 
-    fn feed_scheduler(&self, w: &mut World, s: u8, input: scheduler::Input) {
+    fn feed_scheduler(&self, w: &mut World, s: u8, input: scheduler::Input<Small>) {
         let ttl = w.etcd.ttl;
         let effects = w.schedulers[usize::from(s)].step(self.variant(), ttl, input);
         for effect in effects {
@@ -285,7 +310,7 @@ impl LeaseQueueModel {
         }
     }
 
-    fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input) {
+    fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input<Small>) {
         let effects = w.controllers[usize::from(c)].step(self.variant(), input);
         for effect in effects {
             match effect {
@@ -414,7 +439,7 @@ impl Model for LeaseQueueModel {
             schedulers: (0..b.schedulers).map(Scheduler::new).collect(),
             outbox: vec![Vec::new(); usize::from(b.schedulers)],
             controllers: (0..b.controllers)
-                .map(|_| Controller::new(b.schedulers, etcd.rev))
+                .map(|_| Controller::new((0..b.schedulers).collect(), etcd.rev))
                 .collect(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
             cut: vec![false; usize::from(b.schedulers + b.controllers)],
@@ -694,17 +719,17 @@ fn routing_restored(w: &World) -> bool {
     actions.into_iter().all(|action| match w.etcd.get(action) {
         Some(key) => {
             w.etcd.is_live(key.lease)
-                && w.schedulers.iter().all(|s| match s.queue(action) {
+                && w.schedulers.iter().all(|s| match s.queue(&action) {
                     Some(q) => s.id == key.owner && q.lease == key.lease,
                     None => s.id != key.owner,
                 })
                 && w.controllers
                     .iter()
-                    .all(|c| c.route(action) == Some(key.owner))
+                    .all(|c| c.route(&action) == Some(&key.owner))
         }
         None => {
-            w.schedulers.iter().all(|s| s.queue(action).is_none())
-                && w.controllers.iter().all(|c| c.route(action).is_none())
+            w.schedulers.iter().all(|s| s.queue(&action).is_none())
+                && w.controllers.iter().all(|c| c.route(&action).is_none())
         }
     })
 }

@@ -4,39 +4,39 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{FailReason, Variant};
+use super::{Domain, FailReason, Variant};
 
 /// A queue this scheduler owns, and the lease its key was registered under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Queue {
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Queue<D: Domain> {
     /// The action.
-    pub action: u8,
+    pub action: D::Action,
     /// The lease its endpoint key is bound to.
-    pub lease: u8,
+    pub lease: D::Lease,
 }
 
 /// Where the scheduler's lease stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum LeaseState {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LeaseState<D: Domain> {
     /// No lease yet: one must be granted.
     None,
     /// The lease it keeps alive; `silent` ticks since etcd last confirmed it.
     Held {
         /// The lease id.
-        id: u8,
+        id: D::Lease,
         /// Ticks without a positive keepalive answer.
         silent: u8,
     },
     /// The lease is lost (or may be): it must be revoked, then replaced.
     Lost {
         /// The lost lease.
-        id: u8,
+        id: D::Lease,
     },
 }
 
 /// What etcd (or a peer) tells the scheduler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Input {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Input<D: Domain> {
     /// A tick of time passed: a keepalive is due.
     Tick,
     /// etcd answered a keepalive with this TTL (0: no such lease).
@@ -49,55 +49,55 @@ pub enum Input {
     /// A lease was granted.
     Granted {
         /// Its id.
-        lease: u8,
+        lease: D::Lease,
     },
     /// A lost lease was revoked (or found already gone).
     Revoked,
     /// A create-if-absent of `action`'s key under the current lease ended.
     Claimed {
         /// The action.
-        action: u8,
+        action: D::Action,
         /// Whether the key is now this scheduler's.
         won: bool,
         /// The owner when it is someone else's.
-        owner: Option<u8>,
+        owner: Option<D::Scheduler>,
     },
     /// An activation arrived (from a controller or a peer).
     Activation {
         /// Its id.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
     },
     /// A lookup of `action`'s key for a waiting activation answered.
     Resolved {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
         /// The key's owner and lease, if the key exists.
-        owner: Option<(u8, u8)>,
+        owner: Option<(D::Scheduler, D::Lease)>,
     },
     /// A controller asks for a queue for `action`.
     CreateQueue {
         /// The action.
-        action: u8,
+        action: D::Action,
     },
     /// The queue of `action` has been idle long enough to retire.
     Idle {
         /// The action.
-        action: u8,
+        action: D::Action,
     },
 }
 
 /// What the scheduler asks of the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Effect {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Effect<D: Domain> {
     /// Renew this lease; answer with [`Input::KeptAlive`] or
     /// [`Input::Unanswered`].
     KeepAlive {
         /// The lease.
-        lease: u8,
+        lease: D::Lease,
     },
     /// Grant a lease; answer with [`Input::Granted`] once etcd is reachable.
     Grant,
@@ -105,54 +105,54 @@ pub enum Effect {
     /// reachable.
     Revoke {
         /// The lease.
-        lease: u8,
+        lease: D::Lease,
     },
     /// Create `action`'s key for this scheduler under `lease`, if absent;
     /// answer with [`Input::Claimed`].
     Claim {
         /// The action.
-        action: u8,
+        action: D::Action,
         /// The lease to bind it to.
-        lease: u8,
+        lease: D::Lease,
     },
     /// Look up `action`'s key for activation `id`; answer with
     /// [`Input::Resolved`] once etcd is reachable.
     Resolve {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
     },
     /// Delete `action`'s key; with `owned_under`, only if it is this
     /// scheduler's under that lease.
     Delete {
         /// The action.
-        action: u8,
+        action: D::Action,
         /// The lease the key must be bound to, for a conditional delete.
-        owned_under: Option<u8>,
+        owned_under: Option<D::Lease>,
     },
     /// Run activation `id` from the queue registered under `lease`.
     Execute {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
         /// The lease the queue's key was registered under.
-        lease: u8,
+        lease: D::Lease,
     },
     /// Send activation `id` on to scheduler `to`.
     Forward {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Its action.
-        action: u8,
+        action: D::Action,
         /// The scheduler.
-        to: u8,
+        to: D::Scheduler,
     },
     /// Fail activation `id` for good.
     Fail {
         /// The activation.
-        id: u8,
+        id: D::Activation,
         /// Why.
         reason: FailReason,
     },
@@ -160,28 +160,28 @@ pub enum Effect {
 
 /// One scheduler.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Scheduler {
+pub struct Scheduler<D: Domain> {
     /// Its id.
-    pub id: u8,
+    pub id: D::Scheduler,
     /// Its lease.
-    pub lease: LeaseState,
+    pub lease: LeaseState<D>,
     /// The queues it owns, sorted.
-    pub queues: Vec<Queue>,
+    pub queues: Vec<Queue<D>>,
     /// Actions whose keys it must re-register under its next lease.
-    pub to_reclaim: Vec<u8>,
+    pub to_reclaim: Vec<D::Action>,
     /// Activations waiting for a claim of their action's key to end.
-    pub waiting: Vec<(u8, u8)>,
+    pub waiting: Vec<(D::Activation, D::Action)>,
     /// Actions whose key it is claiming right now.
-    pub electing: Vec<u8>,
+    pub electing: Vec<D::Action>,
     /// Activations whose lookup found no key during an election of its own
     /// and are looked up once more (OpenWhisk's retries, which last about
     /// 8 s, outlast one election).
-    pub retried: Vec<u8>,
+    pub retried: Vec<D::Activation>,
 }
 
-impl Scheduler {
+impl<D: Domain> Scheduler<D> {
     /// A scheduler that has just started: its first step asks for a lease.
-    pub fn new(id: u8) -> Self {
+    pub fn new(id: D::Scheduler) -> Self {
         Scheduler {
             id,
             lease: LeaseState::None,
@@ -194,47 +194,45 @@ impl Scheduler {
     }
 
     /// The lease it believes live, if any.
-    pub fn live_lease(&self) -> Option<u8> {
-        match self.lease {
+    pub fn live_lease(&self) -> Option<&D::Lease> {
+        match &self.lease {
             LeaseState::Held { id, .. } => Some(id),
             LeaseState::None | LeaseState::Lost { .. } => None,
         }
     }
 
     /// The queue of `action`, if it owns one.
-    pub fn queue(&self, action: u8) -> Option<Queue> {
-        self.queues.iter().copied().find(|q| q.action == action)
+    pub fn queue(&self, action: &D::Action) -> Option<&Queue<D>> {
+        self.queues.iter().find(|q| q.action == *action)
     }
 
     /// Feeds one input; `ttl` is the lease TTL the scheduler was configured
-    /// with (after etcd's floor).
-    pub fn step(&mut self, variant: Variant, ttl: u8, input: Input) -> Vec<Effect> {
-        if let Input::Claimed { action, .. } = input {
-            self.electing.retain(|a| *a != action);
+    /// with (after etcd's floor), in ticks.
+    pub fn step(&mut self, variant: Variant, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
+        if let Input::Claimed { action, .. } = &input {
+            self.electing.retain(|a| a != action);
         }
         let effects = self.decide(variant, ttl, input);
         for effect in &effects {
             if let Effect::Claim { action, .. } = effect {
-                if !self.electing.contains(action) {
-                    self.electing.push(*action);
-                    self.electing.sort_unstable();
-                }
+                insert_sorted(&mut self.electing, action.clone());
             }
         }
         effects
     }
 
-    fn decide(&mut self, variant: Variant, ttl: u8, input: Input) -> Vec<Effect> {
+    fn decide(&mut self, variant: Variant, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
         match input {
-            Input::Tick => match self.lease {
-                LeaseState::Held { id, .. } => vec![Effect::KeepAlive { lease: id }],
+            Input::Tick => match &self.lease {
+                LeaseState::Held { id, .. } => vec![Effect::KeepAlive { lease: id.clone() }],
                 LeaseState::None => vec![Effect::Grant],
-                LeaseState::Lost { id } => vec![Effect::Revoke { lease: id }],
+                LeaseState::Lost { id } => vec![Effect::Revoke { lease: id.clone() }],
             },
             Input::KeptAlive { ttl: left } => {
-                let LeaseState::Held { id, .. } = self.lease else {
+                let LeaseState::Held { id, .. } = &self.lease else {
                     return Vec::new();
                 };
+                let id = id.clone();
                 match (variant, left) {
                     // OpenWhisk maps the answer to its lease id: TTL 0 is
                     // taken as success.
@@ -250,9 +248,10 @@ impl Scheduler {
                 }
             }
             Input::Unanswered => {
-                let LeaseState::Held { id, silent } = self.lease else {
+                let LeaseState::Held { id, silent } = &self.lease else {
                     return Vec::new();
                 };
+                let (id, silent) = (id.clone(), *silent);
                 match variant {
                     // OpenWhisk's keepalive future just waits for the
                     // stream to come back.
@@ -271,22 +270,24 @@ impl Scheduler {
             }
             Input::Granted { lease } => {
                 self.lease = LeaseState::Held {
-                    id: lease,
+                    id: lease.clone(),
                     silent: 0,
                 };
                 // Queues under any other lease are not served under this one.
                 for queue in std::mem::take(&mut self.queues) {
                     if queue.lease == lease {
                         self.queues.push(queue);
-                    } else if !self.to_reclaim.contains(&queue.action) {
-                        self.to_reclaim.push(queue.action);
+                    } else {
+                        insert_sorted(&mut self.to_reclaim, queue.action);
                     }
                 }
-                self.to_reclaim.sort_unstable();
                 // Every key it owned is claimed again under the new lease.
                 std::mem::take(&mut self.to_reclaim)
                     .into_iter()
-                    .map(|action| Effect::Claim { action, lease })
+                    .map(|action| Effect::Claim {
+                        action,
+                        lease: lease.clone(),
+                    })
                     .collect()
             }
             Input::Revoked => {
@@ -296,20 +297,21 @@ impl Scheduler {
             Input::Claimed { action, won, owner } => self.claimed(action, won, owner),
             Input::Activation { id, action } => self.activation(variant, id, action),
             Input::Resolved { id, action, owner } => self.resolved(variant, id, action, owner),
-            Input::CreateQueue { action } => match (self.queue(action), self.live_lease()) {
-                (Some(_), _) => Vec::new(),
-                (None, Some(lease)) => vec![Effect::Claim { action, lease }],
-                // No lease yet: the election waits for one.
-                (None, None) => {
-                    if !self.to_reclaim.contains(&action) {
-                        self.to_reclaim.push(action);
-                        self.to_reclaim.sort_unstable();
-                    }
-                    Vec::new()
+            Input::CreateQueue { action } => {
+                if self.queue(&action).is_some() {
+                    return Vec::new();
                 }
-            },
+                match self.live_lease().cloned() {
+                    Some(lease) => vec![Effect::Claim { action, lease }],
+                    // No lease yet: the election waits for one.
+                    None => {
+                        insert_sorted(&mut self.to_reclaim, action);
+                        Vec::new()
+                    }
+                }
+            }
             Input::Idle { action } => {
-                let Some(queue) = self.queue(action) else {
+                let Some(queue) = self.queue(&action).cloned() else {
                     return Vec::new();
                 };
                 self.queues.retain(|q| q.action != action);
@@ -327,61 +329,79 @@ impl Scheduler {
 
     /// The lease is (or may be) gone: stop serving every queue, remember
     /// them to re-register, and revoke the old lease before taking a new one.
-    fn lose_lease(&mut self, id: u8) -> Vec<Effect> {
-        self.lease = LeaseState::Lost { id };
+    fn lose_lease(&mut self, id: D::Lease) -> Vec<Effect<D>> {
+        self.lease = LeaseState::Lost { id: id.clone() };
         for queue in std::mem::take(&mut self.queues) {
-            if !self.to_reclaim.contains(&queue.action) {
-                self.to_reclaim.push(queue.action);
-            }
+            insert_sorted(&mut self.to_reclaim, queue.action);
         }
-        self.to_reclaim.sort_unstable();
         vec![Effect::Revoke { lease: id }]
     }
 
-    fn claimed(&mut self, action: u8, won: bool, owner: Option<u8>) -> Vec<Effect> {
-        let waiting: Vec<u8> = self
+    fn claimed(
+        &mut self,
+        action: D::Action,
+        won: bool,
+        owner: Option<D::Scheduler>,
+    ) -> Vec<Effect<D>> {
+        let waiting: Vec<D::Activation> = self
             .waiting
             .iter()
             .filter(|(_, a)| *a == action)
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id.clone())
             .collect();
         self.waiting.retain(|(_, a)| *a != action);
-        match (won, owner, self.live_lease()) {
+        match (won, owner, self.live_lease().cloned()) {
             (true, _, Some(lease)) => {
-                if self.queue(action).is_none() {
-                    self.queues.push(Queue { action, lease });
+                if self.queue(&action).is_none() {
+                    self.queues.push(Queue {
+                        action: action.clone(),
+                        lease: lease.clone(),
+                    });
                     self.queues.sort_unstable();
                 }
                 waiting
                     .into_iter()
-                    .map(|id| Effect::Execute { id, action, lease })
+                    .map(|id| Effect::Execute {
+                        id,
+                        action: action.clone(),
+                        lease: lease.clone(),
+                    })
                     .collect()
             }
             (false, Some(other), _) if other != self.id => waiting
                 .into_iter()
                 .map(|id| Effect::Forward {
                     id,
-                    action,
-                    to: other,
+                    action: action.clone(),
+                    to: other.clone(),
                 })
                 .collect(),
             // The claim failed for want of a live lease, or the key is ours
             // under an older lease: ask again once the lease is settled.
             _ => waiting
                 .into_iter()
-                .map(|id| Effect::Resolve { id, action })
+                .map(|id| Effect::Resolve {
+                    id,
+                    action: action.clone(),
+                })
                 .collect(),
         }
     }
 
-    fn activation(&mut self, variant: Variant, id: u8, action: u8) -> Vec<Effect> {
-        let serving = match (variant, self.queue(action)) {
+    fn activation(
+        &mut self,
+        variant: Variant,
+        id: D::Activation,
+        action: D::Action,
+    ) -> Vec<Effect<D>> {
+        let serving = match (variant, self.queue(&action)) {
             // OpenWhisk serves from its queue whatever became of its lease.
-            (Variant::OpenWhisk, Some(queue)) => Some(queue.lease),
+            (Variant::OpenWhisk, Some(queue)) => Some(queue.lease.clone()),
             // steadfast serves only under the lease it believes live.
-            (Variant::Steadfast, Some(queue)) => {
-                self.live_lease().filter(|&lease| lease == queue.lease)
-            }
+            (Variant::Steadfast, Some(queue)) => self
+                .live_lease()
+                .filter(|&lease| *lease == queue.lease)
+                .cloned(),
             (_, None) => None,
         };
         match serving {
@@ -393,14 +413,15 @@ impl Scheduler {
     fn resolved(
         &mut self,
         variant: Variant,
-        id: u8,
-        action: u8,
-        owner: Option<(u8, u8)>,
-    ) -> Vec<Effect> {
+        id: D::Activation,
+        action: D::Action,
+        owner: Option<(D::Scheduler, D::Lease)>,
+    ) -> Vec<Effect<D>> {
         let was_retried = self.retried.contains(&id);
         self.retried.retain(|r| *r != id);
-        if let (Some(queue), Some(lease)) = (self.queue(action), self.live_lease()) {
-            if queue.lease == lease {
+        if let (Some(queue), Some(lease)) = (self.queue(&action), self.live_lease()) {
+            if queue.lease == *lease {
+                let lease = lease.clone();
                 return vec![Effect::Execute { id, action, lease }];
             }
         }
@@ -413,15 +434,17 @@ impl Scheduler {
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
             (Variant::OpenWhisk, Some((_, lease))) => {
-                self.queues.push(Queue { action, lease });
+                self.queues.push(Queue {
+                    action: action.clone(),
+                    lease: lease.clone(),
+                });
                 self.queues.sort_unstable();
                 vec![Effect::Execute { id, action, lease }]
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
             // election of its own; without one, the activation fails.
             (Variant::OpenWhisk, None) if self.electing.contains(&action) && !was_retried => {
-                self.retried.push(id);
-                self.retried.sort_unstable();
+                insert_sorted(&mut self.retried, id.clone());
                 vec![Effect::Resolve { id, action }]
             }
             (Variant::OpenWhisk, None) => vec![Effect::Fail {
@@ -431,20 +454,23 @@ impl Scheduler {
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older
             // lease is retaken the same way once that lease is revoked.
-            (Variant::Steadfast, _) => match self.live_lease() {
-                Some(lease) => {
-                    self.waiting.push((id, action));
-                    vec![Effect::Claim { action, lease }]
-                }
-                None => {
-                    self.waiting.push((id, action));
-                    if !self.to_reclaim.contains(&action) {
-                        self.to_reclaim.push(action);
-                        self.to_reclaim.sort_unstable();
+            (Variant::Steadfast, _) => {
+                self.waiting.push((id, action.clone()));
+                match self.live_lease().cloned() {
+                    Some(lease) => vec![Effect::Claim { action, lease }],
+                    None => {
+                        insert_sorted(&mut self.to_reclaim, action);
+                        Vec::new()
                     }
-                    Vec::new()
                 }
-            },
+            }
         }
+    }
+}
+
+/// Adds `item` to the sorted `list` unless it is there already.
+fn insert_sorted<T: Ord>(list: &mut Vec<T>, item: T) {
+    if let Err(at) = list.binary_search(&item) {
+        list.insert(at, item);
     }
 }

@@ -3,10 +3,18 @@
 
 use proptest::prelude::*;
 
-use super::controller::{self, Controller, Watch};
+use super::controller::{self, Watch};
 use super::etcd::{Etcd, Refused, MIN_TTL};
-use super::scheduler::{Effect, Input, LeaseState, Scheduler};
+use super::model::Small;
+use super::scheduler::{self, LeaseState};
 use super::{FailReason, Variant};
+
+/// The roles as the model instantiates them.
+type Scheduler = scheduler::Scheduler<Small>;
+type Input = scheduler::Input<Small>;
+type Effect = scheduler::Effect<Small>;
+type Controller = controller::Controller<Small>;
+type ControllerInput = controller::Input<Small>;
 
 /// A scheduler of id 0 that holds lease `lease` and a queue for action 0.
 fn serving(lease: u8) -> Scheduler {
@@ -98,7 +106,7 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
 #[test]
 fn controller_should_apply_every_change_of_one_response() {
     for variant in [Variant::OpenWhisk, Variant::Steadfast] {
-        let mut c = Controller::new(2, 1);
+        let mut c = Controller::new(vec![0, 1], 1);
         c.step(
             variant,
             controller::Input::Listed {
@@ -111,9 +119,9 @@ fn controller_should_apply_every_change_of_one_response() {
             changes: vec![(0, None), (1, None)],
         };
         c.step(variant, deletions);
-        assert_eq!(c.route(0), None, "{variant:?}");
+        assert_eq!(c.route(&0), None, "{variant:?}");
         assert_eq!(
-            c.route(1),
+            c.route(&1),
             None,
             "{variant:?}: the second event of the revision is not lost"
         );
@@ -127,7 +135,7 @@ fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     assert!(s
         .step(Variant::OpenWhisk, 2, Input::KeptAlive { ttl: 0 })
         .is_empty());
-    assert_eq!(s.live_lease(), Some(7));
+    assert_eq!(s.live_lease(), Some(&7));
 }
 
 #[test]
@@ -171,7 +179,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         owner: None,
     };
     assert_eq!(
-        s.step(Variant::OpenWhisk, 2, resolved),
+        s.step(Variant::OpenWhisk, 2, resolved.clone()),
         vec![Effect::Fail {
             id: 4,
             reason: FailReason::NoQueueEndpoint
@@ -262,7 +270,7 @@ fn idle_queue_should_delete_its_key_conditionally_only_under_steadfast() {
 #[test]
 fn restarted_watch_should_resume_under_steadfast_and_skip_under_openwhisk() {
     for (variant, expected) in [(Variant::Steadfast, 3), (Variant::OpenWhisk, 10)] {
-        let mut c = Controller::new(2, 2);
+        let mut c = Controller::new(vec![0, 1], 2);
         c.step(variant, controller::Input::Disconnected);
         c.step(variant, controller::Input::Reconnected { rev: 9 });
         assert_eq!(c.watch, Watch::Active { next: expected }, "{variant:?}");
@@ -271,7 +279,7 @@ fn restarted_watch_should_resume_under_steadfast_and_skip_under_openwhisk() {
 
 #[test]
 fn compacted_watch_should_relist_under_steadfast() {
-    let mut c = Controller::new(2, 2);
+    let mut c = Controller::new(vec![0, 1], 2);
     assert_eq!(
         c.step(Variant::Steadfast, controller::Input::Compacted { rev: 9 }),
         vec![controller::Effect::List]
@@ -283,19 +291,19 @@ fn compacted_watch_should_relist_under_steadfast() {
             keys: vec![(0, 1)],
         },
     );
-    assert_eq!(c.route(0), Some(1));
+    assert_eq!(c.route(&0), Some(&1));
     assert_eq!(c.watch, Watch::Active { next: 10 });
 }
 
 #[test]
 fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
     let failed = controller::Input::GetFailed { id: 1, action: 0 };
-    let mut c = Controller::new(2, 2);
+    let mut c = Controller::new(vec![0, 1], 2);
     assert!(matches!(
         c.step(Variant::OpenWhisk, failed.clone())[..],
         [controller::Effect::Fail { id: 1, .. }]
     ));
-    let mut c = Controller::new(2, 2);
+    let mut c = Controller::new(vec![0, 1], 2);
     assert!(c.step(Variant::Steadfast, failed).is_empty());
     c.step(Variant::Steadfast, controller::Input::Disconnected);
     assert_eq!(
@@ -333,22 +341,22 @@ proptest! {
             for effect in s.step(Variant::Steadfast, 3, input) {
                 match effect {
                     Effect::Execute { lease, .. } => {
-                        prop_assert_eq!(Some(lease), s.live_lease(), "served under a lease not held");
+                        prop_assert_eq!(Some(&lease), s.live_lease(), "served under a lease not held");
                     }
                     Effect::Claim { lease, .. } => {
-                        prop_assert_eq!(Some(lease), s.live_lease(), "claimed under a lease not held");
+                        prop_assert_eq!(Some(&lease), s.live_lease(), "claimed under a lease not held");
                     }
                     Effect::Forward { to, .. } => prop_assert_ne!(to, 0, "forwarded to itself"),
                     _ => {}
                 }
             }
-            prop_assert!(s.queues.iter().all(|q| Some(q.lease) == s.live_lease()) || s.live_lease().is_none());
+            prop_assert!(s.queues.iter().all(|q| Some(&q.lease) == s.live_lease()) || s.live_lease().is_none());
             prop_assert!(s.queues.windows(2).all(|q| q[0].action < q[1].action), "one queue per action");
         }
     }
 }
 
-fn controller_inputs() -> impl Strategy<Value = Vec<controller::Input>> {
+fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
     use controller::Input as C;
     let input = prop_oneof![
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::Submit { id, action }),
@@ -382,7 +390,7 @@ proptest! {
         steadfast in any::<bool>(),
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
-        let mut c = Controller::new(2, 1);
+        let mut c = Controller::new(vec![0, 1], 1);
         for input in inputs {
             let failed = matches!(input, controller::Input::GetFailed { .. });
             let parked_before = c.parked.len();
@@ -429,12 +437,12 @@ proptest! {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
         let mut s = Scheduler::new(0);
         for input in scheduler_in {
-            prop_assert_eq!(round_trip(&input), input);
+            prop_assert_eq!(&round_trip(&input), &input);
             for effect in s.step(variant, 3, input) {
                 prop_assert_eq!(round_trip(&effect), effect);
             }
         }
-        let mut c = Controller::new(2, 1);
+        let mut c = Controller::new(vec![0, 1], 1);
         for input in controller_in {
             prop_assert_eq!(&round_trip(&input), &input);
             for effect in c.step(variant, input) {
@@ -453,5 +461,130 @@ fn fail_reasons_should_read_as_openwhisk_words() {
     assert_eq!(
         FailReason::NoSchedulerEndpoint.to_string(),
         "no scheduler endpoint available"
+    );
+}
+
+/// Identifiers as a runtime has them: names for actions, activations and
+/// schedulers, etcd's `i64` lease ids and revisions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Real;
+
+impl super::Domain for Real {
+    type Action = String;
+    type Scheduler = String;
+    type Activation = String;
+    type Lease = i64;
+    type Revision = i64;
+
+    fn next_revision(rev: i64) -> i64 {
+        rev + 1
+    }
+
+    fn home(action: &String, schedulers: &[String]) -> Option<String> {
+        let n = schedulers.len();
+        (n > 0).then(|| schedulers[action.len() % n].clone())
+    }
+}
+
+#[test]
+fn roles_should_run_on_real_identifiers() {
+    use scheduler::{Effect as E, Input as I};
+    let name = |s: &str| s.to_string();
+    let lease = 7_587_870_261_423_i64;
+    let mut s = scheduler::Scheduler::<Real>::new(name("scheduler-a:8081"));
+    s.step(Variant::Steadfast, 2, I::Granted { lease });
+    let claim = s.step(
+        Variant::Steadfast,
+        2,
+        I::CreateQueue {
+            action: name("hello"),
+        },
+    );
+    assert_eq!(
+        claim,
+        [E::Claim {
+            action: name("hello"),
+            lease
+        }]
+    );
+    let won = I::Claimed {
+        action: name("hello"),
+        won: true,
+        owner: None,
+    };
+    s.step(Variant::Steadfast, 2, won);
+    let run = s.step(
+        Variant::Steadfast,
+        2,
+        I::Activation {
+            id: name("act-1"),
+            action: name("hello"),
+        },
+    );
+    let execute = E::Execute {
+        id: name("act-1"),
+        action: name("hello"),
+        lease,
+    };
+    assert_eq!(run, [execute.clone()]);
+    assert_eq!(
+        serde_json::to_string(&execute).unwrap(),
+        r#"{"Execute":{"id":"act-1","action":"hello","lease":7587870261423}}"#
+    );
+
+    use controller::{Effect as CE, Input as CI};
+    let schedulers = vec![name("scheduler-a:8081"), name("scheduler-b:8081")];
+    let mut c = controller::Controller::<Real>::new(schedulers, 41);
+    c.step(
+        Variant::Steadfast,
+        CI::Listed {
+            rev: 100,
+            keys: vec![(name("hello"), name("scheduler-b:8081"))],
+        },
+    );
+    let routed = c.step(
+        Variant::Steadfast,
+        CI::Submit {
+            id: name("act-2"),
+            action: name("hello"),
+        },
+    );
+    assert_eq!(
+        routed,
+        [CE::Send {
+            id: name("act-2"),
+            action: name("hello"),
+            to: name("scheduler-b:8081")
+        }]
+    );
+    c.step(
+        Variant::Steadfast,
+        CI::Changed {
+            rev: 101,
+            changes: vec![(name("hello"), None)],
+        },
+    );
+    assert_eq!(c.watch, Watch::Active { next: 102 });
+    let missing = c.step(
+        Variant::Steadfast,
+        CI::Got {
+            id: name("act-3"),
+            action: name("hello"),
+            owner: None,
+        },
+    );
+    assert_eq!(
+        missing,
+        [
+            CE::CreateQueue {
+                action: name("hello"),
+                to: name("scheduler-b:8081")
+            },
+            CE::Send {
+                id: name("act-3"),
+                action: name("hello"),
+                to: name("scheduler-b:8081")
+            },
+        ]
     );
 }
