@@ -310,7 +310,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         explorer: args.explorer.clone(),
     };
     let mut out = Output::default();
-    let mut shown = Vec::new();
+    let mut printed = print::Printed::default();
     let mut results = Vec::new();
     for job in &jobs {
         if interrupt.is_triggered() {
@@ -338,7 +338,11 @@ fn check(args: &CheckArgs) -> ExitCode {
         if !args.json {
             let job_names = (job.entry, job.variant.as_str(), job.scenario.as_str());
             out.write(&print::report(
-                &title, job_names, &report, &detail, &mut shown,
+                &title,
+                job_names,
+                &report,
+                &detail,
+                &mut printed,
             ));
         }
         results.push((job, report));

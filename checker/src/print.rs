@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use steadfast_checker::registry::Entry;
-use steadfast_checker::{Change, Progress, RenderedEvidence, RenderedReport, Verdict};
+use steadfast_checker::{
+    Change, Progress, RenderedEvidence, RenderedReport, RenderedStep, Verdict,
+};
 
 /// Appends one line to a `String`, as `println!` prints one.
 macro_rules! line {
@@ -123,15 +125,29 @@ pub struct Detail {
     pub explorer: String,
 }
 
+/// What earlier counterexamples of this command printed, so that later
+/// ones refer to it rather than print it again.
+#[derive(Default)]
+pub struct Printed {
+    /// Initial states listed in full.
+    initial_states: Vec<Vec<Change>>,
+    /// Per counterexample printed: its property and its steps.
+    paths: Vec<(String, Vec<RenderedStep>)>,
+}
+
+/// The fewest steps a counterexample must share with one printed before to
+/// refer to it instead.
+const SHARED_STEPS: usize = 2;
+
 /// One check's report as `check` prints it: a table of verdicts, then each
-/// counterexample. An initial state already printed in `shown` is not
-/// printed again.
+/// counterexample. Steps that an earlier counterexample in `printed` began
+/// with, and initial states it listed, are referred to, not printed again.
 pub fn report(
     title: &str,
     job: (&dyn Entry, &str, &str),
     report: &RenderedReport,
     detail: &Detail,
-    shown: &mut Vec<Vec<Change>>,
+    printed: &mut Printed,
 ) -> String {
     let (entry, variant, scenario) = job;
     let mut out = String::new();
@@ -201,7 +217,10 @@ pub fn report(
             property.kind.as_str(),
             evidence.headline
         );
-        steps(&mut out, evidence, detail, shown);
+        steps(&mut out, evidence, detail, printed);
+        printed
+            .paths
+            .push((property.name.clone(), evidence.steps.clone()));
         line!(
             out,
             "  Explorer: {}/{}  (serve it with: steadfast explore {} --variant {variant} \
@@ -215,22 +234,45 @@ pub fn report(
     out
 }
 
-fn steps(
-    out: &mut String,
-    evidence: &RenderedEvidence,
-    detail: &Detail,
-    shown: &mut Vec<Vec<Change>>,
-) {
+fn steps(out: &mut String, evidence: &RenderedEvidence, detail: &Detail, printed: &mut Printed) {
     let visible = |change: &&Change| detail.ghost || !change.ghost;
-    for (index, step) in evidence.steps.iter().enumerate() {
+    // The steps shared with the counterexample printed before that shares
+    // the most, up to (not including) the state a cycle starts from, or the
+    // last state.
+    let last = evidence.cycle_start.unwrap_or(evidence.steps.len() - 1);
+    let shared = printed
+        .paths
+        .iter()
+        .map(|(name, steps)| {
+            let common = steps
+                .iter()
+                .zip(&evidence.steps)
+                .take_while(|(a, b)| a.action == b.action && a.changes == b.changes)
+                .count();
+            (common.min(last), name)
+        })
+        .max_by_key(|(common, _)| *common)
+        .filter(|(common, _)| *common >= SHARED_STEPS);
+    let skip = match shared {
+        Some((common, name)) => {
+            line!(
+                out,
+                "  steps 0 to {}: as in the counterexample to \"{name}\" above",
+                common - 1
+            );
+            common
+        }
+        None => 0,
+    };
+    for (index, step) in evidence.steps.iter().enumerate().skip(skip) {
         match &step.action {
             None => {
-                if shown.contains(&step.changes) {
+                if printed.initial_states.contains(&step.changes) {
                     line!(out, "  step {index}  initial state (as printed above)");
                     continue;
                 }
                 line!(out, "  step {index}  initial state");
-                shown.push(step.changes.clone());
+                printed.initial_states.push(step.changes.clone());
             }
             Some(action) => line!(out, "  step {index}  {action}"),
         }

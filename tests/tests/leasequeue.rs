@@ -59,3 +59,16 @@ fn openwhisk_with_a_ttl_longer_than_the_outage_should_not_get_stuck() {
         Verdict::Holds
     );
 }
+
+#[test]
+fn openwhisk_should_never_execute_a_probe_submitted_after_the_outage() {
+    // `pending ~> executed` for the probe, which users keep submitting once
+    // the faults are over: OpenWhisk fails it forever; a probe that stayed
+    // pending forever would fail it too, where "executed after recovery"
+    // (never failed from some point on) would let it pass.
+    let name = "a probe submitted is executed";
+    let broken = run(&scenarios::seed5286(Variant::OpenWhisk));
+    assert_eq!(broken.property(name).unwrap().verdict, Verdict::Violated);
+    let fixed = run(&scenarios::seed5286(Variant::Steadfast));
+    assert_eq!(fixed.property(name).unwrap().verdict, Verdict::Holds);
+}

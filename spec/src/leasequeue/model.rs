@@ -835,6 +835,14 @@ impl TemporalModel for LeaseQueueModel {
                 "executed after recovery",
                 |_, w: &World| !matches!(probe_state(w), Some(ActivationState::Failed(_))),
             ));
+            // pending(probe) ~> executed(probe): once the faults are over, a
+            // probe submitted is executed. A probe left pending forever
+            // passes "executed after recovery"; it fails this.
+            properties.push(Liveness::leads_to(
+                "a probe submitted is executed",
+                |_, w: &World| probe_state(w) == Some(ActivationState::Pending),
+                |_, w: &World| probe_state(w) == Some(ActivationState::Executed),
+            ));
         }
         properties
     }

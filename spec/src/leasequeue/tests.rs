@@ -526,7 +526,7 @@ fn roles_should_run_on_real_identifiers() {
         action: name("hello"),
         lease,
     };
-    assert_eq!(run, [execute.clone()]);
+    assert_eq!(run, std::slice::from_ref(&execute));
     assert_eq!(
         serde_json::to_string(&execute).unwrap(),
         r#"{"Execute":{"id":"act-1","action":"hello","lease":7587870261423}}"#
