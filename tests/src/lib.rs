@@ -1,10 +1,13 @@
 //! steadfast-tests: integration tests across the workspace. The tests live in
-//! `tests/`; this library holds what they share, and [`kube_testserver`], the
-//! Kubernetes API server they run against.
+//! `tests/`; this library holds what they share: [`kube_testserver`], the
+//! Kubernetes API server they run against; [`etcd_server`], real etcd on
+//! loopback with its faults; [`tcp_proxy`], network faults on loopback.
 
 #![deny(missing_docs)]
 
+pub mod etcd_server;
 pub mod kube_testserver;
+pub mod tcp_proxy;
 
 use std::hash::Hash;
 

@@ -1,0 +1,395 @@
+//! Real etcd for tests: Debian's `etcd-server`, started on loopback with
+//! free ports and a temporary data directory, stopped when dropped, and
+//! faulted for real (SIGSTOP and SIGCONT, SIGKILL and restart).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), steadfast_tests::etcd_server::EtcdError> {
+//! use steadfast_tests::etcd_server::EtcdServer;
+//!
+//! let mut etcd = EtcdServer::start().await?;
+//! let client = etcd.client().await?;
+//! etcd.pause()?; // requests now hang
+//! etcd.resume()?;
+//! etcd.kill();
+//! etcd.restart().await?; // same data, same ports
+//! # drop(client);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, ConnectOptions};
+
+/// How long a member may take to answer after it was started.
+const STARTUP: Duration = Duration::from_secs(20);
+
+/// Why etcd could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    /// The `etcd` binary is not installed.
+    #[error(
+        "failed to start etcd: no `etcd` binary on PATH ({0}); install Debian's etcd-server \
+         (`apt-get install etcd-server`; scripts/test does it)"
+    )]
+    NotInstalled(#[source] std::io::Error),
+    /// The process could not be started or signalled.
+    #[error("failed to {what} etcd: {source}")]
+    Process {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A member did not answer in time; its log is quoted.
+    #[error("etcd at {endpoint} did not answer within {STARTUP:?}; its log ends with:\n{log}")]
+    NotReady {
+        /// The member's client URL.
+        endpoint: String,
+        /// The end of its log.
+        log: String,
+    },
+    /// A client call failed.
+    #[error("failed to talk to etcd: {0}")]
+    Client(#[from] etcd_client::Error),
+}
+
+/// A free port on 127.0.0.1, found by binding to port 0.
+fn free_port() -> Result<u16, EtcdError> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|source| EtcdError::Process {
+            what: "find a free port for",
+            source,
+        })
+}
+
+/// One etcd member: its ports, its data and its process.
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    data: PathBuf,
+    child: Option<Child>,
+}
+
+impl Member {
+    fn new(name: String, root: &Path) -> Result<Self, EtcdError> {
+        Ok(Member {
+            data: root.join(&name),
+            name,
+            client_port: free_port()?,
+            peer_port: free_port()?,
+            child: None,
+        })
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.data.with_extension("log")
+    }
+
+    /// Starts the process (again); `cluster` is the `--initial-cluster` list.
+    fn spawn(&mut self, cluster: &str) -> Result<(), EtcdError> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .map_err(|source| EtcdError::Process {
+                what: "open the log of",
+                source,
+            })?;
+        let stderr = log.try_clone().map_err(|source| EtcdError::Process {
+            what: "open the log of",
+            source,
+        })?;
+        let child = Command::new("etcd")
+            .arg("--name")
+            .arg(&self.name)
+            .arg("--data-dir")
+            .arg(&self.data)
+            .args(["--listen-client-urls", &self.endpoint()])
+            .args(["--advertise-client-urls", &self.endpoint()])
+            .args(["--listen-peer-urls", &self.peer_url()])
+            .args(["--initial-advertise-peer-urls", &self.peer_url()])
+            .args(["--initial-cluster", cluster])
+            .args(["--initial-cluster-token", "steadfast-tests"])
+            .args(["--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => EtcdError::NotInstalled(source),
+                _ => EtcdError::Process {
+                    what: "start",
+                    source,
+                },
+            })?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn signal(&self, signal: &str, what: &'static str) -> Result<(), EtcdError> {
+        let Some(child) = &self.child else {
+            return Ok(());
+        };
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .map_err(|source| EtcdError::Process { what, source })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(EtcdError::Process {
+                what,
+                source: std::io::Error::other(format!("kill {signal} exited with {status}")),
+            })
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Already gone is as good as killed.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits until the member answers a status request.
+    async fn ready(&self) -> Result<(), EtcdError> {
+        let deadline = Instant::now() + STARTUP;
+        while Instant::now() < deadline {
+            if let Ok(mut client) = connect(&[self.endpoint()]).await {
+                if client.status().await.is_ok() {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        Err(EtcdError::NotReady {
+            endpoint: self.endpoint(),
+            log: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        })
+    }
+}
+
+/// A client of `endpoints`, giving up on any call after 2 s.
+///
+/// # Errors
+///
+/// If no endpoint can be reached.
+pub async fn connect(endpoints: &[String]) -> Result<Client, EtcdError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(Duration::from_secs(2));
+    Ok(Client::connect(endpoints, Some(options)).await?)
+}
+
+/// A cluster of etcd members on loopback. Dropping it kills every member
+/// and removes their data.
+pub struct EtcdCluster {
+    members: Vec<Member>,
+    cluster: String,
+    // Last, so the data goes after the processes.
+    _root: tempfile::TempDir,
+}
+
+impl EtcdCluster {
+    /// Starts `size` members and waits until each answers.
+    ///
+    /// # Errors
+    ///
+    /// [`EtcdError::NotInstalled`] without Debian's etcd-server; otherwise
+    /// if a member does not come up.
+    pub async fn start(size: usize) -> Result<Self, EtcdError> {
+        let root = tempfile::tempdir().map_err(|source| EtcdError::Process {
+            what: "make a data directory for",
+            source,
+        })?;
+        let members = (0..size.max(1))
+            .map(|i| Member::new(format!("member{i}"), root.path()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cluster = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut etcd = EtcdCluster {
+            members,
+            cluster,
+            _root: root,
+        };
+        for member in &mut etcd.members {
+            member.spawn(&etcd.cluster)?;
+        }
+        for member in &etcd.members {
+            member.ready().await?;
+        }
+        Ok(etcd)
+    }
+
+    /// Every member's client URL.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::endpoint).collect()
+    }
+
+    /// A client of every member.
+    ///
+    /// # Errors
+    ///
+    /// If none answers.
+    pub async fn client(&self) -> Result<Client, EtcdError> {
+        connect(&self.endpoints()).await
+    }
+
+    /// The index of the member that is leader now, if one is.
+    ///
+    /// # Errors
+    ///
+    /// If no member answers.
+    pub async fn leader(&self) -> Result<Option<usize>, EtcdError> {
+        for member in self.members.iter().filter(|m| m.child.is_some()) {
+            let Ok(mut client) = connect(&[member.endpoint()]).await else {
+                continue;
+            };
+            let Ok(status) = client.status().await else {
+                continue;
+            };
+            let leader = status.leader();
+            for (i, m) in self.members.iter().enumerate() {
+                let Ok(mut c) = connect(&[m.endpoint()]).await else {
+                    continue;
+                };
+                if let Ok(s) = c.status().await {
+                    if s.header().map(|h| h.member_id()) == Some(leader) {
+                        return Ok(Some(i));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Freezes member `i` with SIGSTOP: it answers nothing, and its leases
+    /// keep their time while it is the only member.
+    ///
+    /// # Errors
+    ///
+    /// If the signal cannot be sent.
+    pub fn pause(&self, i: usize) -> Result<(), EtcdError> {
+        self.members[i].signal("-STOP", "pause")
+    }
+
+    /// Thaws member `i` with SIGCONT.
+    ///
+    /// # Errors
+    ///
+    /// If the signal cannot be sent.
+    pub fn resume(&self, i: usize) -> Result<(), EtcdError> {
+        self.members[i].signal("-CONT", "resume")
+    }
+
+    /// Kills member `i` with SIGKILL.
+    pub fn kill(&mut self, i: usize) {
+        self.members[i].kill();
+    }
+
+    /// Starts member `i` again on its data and ports, and waits until it
+    /// answers.
+    ///
+    /// # Errors
+    ///
+    /// If it does not come back.
+    pub async fn restart(&mut self, i: usize) -> Result<(), EtcdError> {
+        self.members[i].kill();
+        let cluster = self.cluster.clone();
+        self.members[i].spawn(&cluster)?;
+        self.members[i].ready().await
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for member in &mut self.members {
+            // A stopped process cannot die of SIGKILL until it runs again.
+            let _ = member.signal("-CONT", "resume");
+            member.kill();
+        }
+    }
+}
+
+/// One etcd member: an [`EtcdCluster`] of one, with a simpler interface.
+pub struct EtcdServer(EtcdCluster);
+
+impl EtcdServer {
+    /// Starts etcd on free loopback ports with a temporary data directory.
+    ///
+    /// # Errors
+    ///
+    /// [`EtcdError::NotInstalled`] without Debian's etcd-server; otherwise
+    /// if it does not come up.
+    pub async fn start() -> Result<Self, EtcdError> {
+        EtcdCluster::start(1).await.map(EtcdServer)
+    }
+
+    /// Its client URL, `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> String {
+        self.0.members[0].endpoint()
+    }
+
+    /// A client of it, giving up on any call after 2 s.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be reached.
+    pub async fn client(&self) -> Result<Client, EtcdError> {
+        self.0.client().await
+    }
+
+    /// Freezes it with SIGSTOP.
+    ///
+    /// # Errors
+    ///
+    /// If the signal cannot be sent.
+    pub fn pause(&self) -> Result<(), EtcdError> {
+        self.0.pause(0)
+    }
+
+    /// Thaws it with SIGCONT.
+    ///
+    /// # Errors
+    ///
+    /// If the signal cannot be sent.
+    pub fn resume(&self) -> Result<(), EtcdError> {
+        self.0.resume(0)
+    }
+
+    /// Kills it with SIGKILL.
+    pub fn kill(&mut self) {
+        self.0.kill(0);
+    }
+
+    /// Starts it again on the same data and port.
+    ///
+    /// # Errors
+    ///
+    /// If it does not come back.
+    pub async fn restart(&mut self) -> Result<(), EtcdError> {
+        self.0.restart(0).await
+    }
+}
