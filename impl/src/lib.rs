@@ -4,11 +4,14 @@
 //! watches and patches, etcd leases, keys and watches) into inputs of a state
 //! machine from [`spec`], calls its transition function, and carries out the
 //! effects it returns. Every protocol decision lives in [`spec`], where the
-//! checker proves it; the drivers for `lifecycle` and `leasequeue` arrive with
-//! those protocols.
+//! checker proves it.
+//!
+//! - [`leasequeue`]: the etcd adapter the leasequeue drivers will run on.
 
 #![deny(missing_docs)]
 
 /// The protocols this runtime drives, re-exported so that users depend on one
 /// crate.
 pub use steadfast_spec as spec;
+
+pub mod leasequeue;

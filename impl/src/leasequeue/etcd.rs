@@ -1,0 +1,506 @@
+//! The etcd adapter: the etcd operations the leasequeue roles' effects name,
+//! each bounded by a deadline so that an unreachable etcd never blocks a
+//! driver, and etcd's answers read back in the spec's terms.
+//!
+//! Keys: the endpoint key of an action is `<prefix>queue/<action>/leader`,
+//! its value the owning scheduler's name (its address), bound to the
+//! owner's lease.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+//! use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdOptions};
+//!
+//! let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
+//! let lease = etcd.grant(10).await?;
+//! match etcd.claim("hello", "scheduler-a:8081", lease).await? {
+//!     Claim::Won { .. } => println!("the queue of hello is ours"),
+//!     Claim::Held { owner, .. } => println!("forward to {owner}"),
+//!     Claim::LeaseNotFound => println!("the lease is gone: take a new one"),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
+    TxnOpResponse, WatchOptions, WatchStream,
+};
+
+/// Where etcd is and how to talk to it.
+#[derive(Clone, Debug)]
+pub struct EtcdOptions {
+    /// Client URLs of the members (`http://host:port`).
+    pub endpoints: Vec<String>,
+    /// User name and password, when etcd has authentication on.
+    pub user: Option<(String, String)>,
+    /// The deadline of every call. 2 s by default.
+    pub request_timeout: Duration,
+    /// The deadline of connecting. 2 s by default.
+    pub connect_timeout: Duration,
+    /// The prefix of every key. `steadfast/` by default.
+    pub prefix: String,
+}
+
+impl EtcdOptions {
+    /// Options for these members, with the defaults.
+    pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
+        EtcdOptions {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            user: None,
+            request_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            prefix: "steadfast/".into(),
+        }
+    }
+
+    /// With authentication.
+    #[must_use]
+    pub fn with_user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some((name.into(), password.into()));
+        self
+    }
+
+    /// With another deadline for every call.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// With another key prefix (tests use one each).
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+}
+
+/// A failed etcd call. Every variant is retryable except `Corrupt`, which
+/// names a key whose value this runtime did not write.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    /// No member could be reached.
+    #[error("failed to connect to etcd at {endpoints:?}: {source}")]
+    Connect {
+        /// The members tried.
+        endpoints: Vec<String>,
+        /// Why.
+        #[source]
+        source: etcd_client::Error,
+    },
+    /// The call got no answer before its deadline (etcd frozen, the network
+    /// holding, no leader).
+    #[error("etcd did not answer {operation} within {after:?}")]
+    Timeout {
+        /// The call.
+        operation: &'static str,
+        /// Its deadline.
+        after: Duration,
+    },
+    /// etcd or the connection refused the call.
+    #[error("failed to {operation} in etcd: {source}")]
+    Request {
+        /// The call.
+        operation: &'static str,
+        /// Why.
+        #[source]
+        source: etcd_client::Error,
+    },
+    /// A key under the prefix holds what this runtime does not write.
+    #[error("etcd key {key:?} is not a queue endpoint this runtime wrote: {reason}")]
+    Corrupt {
+        /// The key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// How a create-if-absent of an endpoint key ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The key was created for the claimant, at this revision.
+    Won {
+        /// The revision that created it.
+        create_revision: i64,
+    },
+    /// The key exists already.
+    Held {
+        /// Its owner.
+        owner: String,
+        /// The lease it is bound to.
+        lease: i64,
+    },
+    /// The lease named does not exist (it expired or was revoked).
+    LeaseNotFound,
+}
+
+/// Every endpoint key, read at one revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The revision of the read.
+    pub revision: i64,
+    /// Per key: the action and its owner, sorted by action.
+    pub keys: Vec<(String, String)>,
+}
+
+/// What a watch on the endpoint keys reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// Every change of one revision, in one response: per action, its new
+    /// owner, or `None` for a deletion.
+    Changes {
+        /// The revision.
+        revision: i64,
+        /// The changes.
+        changes: Vec<(String, Option<String>)>,
+    },
+    /// The revision the watch started from is compacted away: re-list.
+    Compacted {
+        /// The oldest revision still kept.
+        compact_revision: i64,
+    },
+}
+
+/// A client of etcd for the leasequeue roles.
+pub struct Etcd {
+    client: Client,
+    timeout: Duration,
+    prefix: String,
+}
+
+impl Etcd {
+    /// Connects to the members `options` names.
+    ///
+    /// # Errors
+    ///
+    /// [`EtcdError::Connect`] if none can be reached in time.
+    pub async fn connect(options: &EtcdOptions) -> Result<Self, EtcdError> {
+        // etcd drops a client that pings more often than its
+        // `--grpc-keepalive-min-time` (5 s by default): ping every 10 s.
+        let mut connect = ConnectOptions::new()
+            .with_connect_timeout(options.connect_timeout)
+            .with_timeout(options.request_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some((name, password)) = &options.user {
+            connect = connect.with_user(name.clone(), password.clone());
+        }
+        let endpoints = options.endpoints.clone();
+        let client = Client::connect(&endpoints, Some(connect))
+            .await
+            .map_err(|source| EtcdError::Connect { endpoints, source })?;
+        Ok(Etcd {
+            client,
+            timeout: options.request_timeout,
+            prefix: options.prefix.clone(),
+        })
+    }
+
+    /// The endpoint key of `action`.
+    pub fn key(&self, action: &str) -> String {
+        format!("{}queue/{action}/leader", self.prefix)
+    }
+
+    fn queues(&self) -> String {
+        format!("{}queue/", self.prefix)
+    }
+
+    /// The action an endpoint key names.
+    fn action_of(&self, key: &[u8]) -> Result<String, EtcdError> {
+        let key = String::from_utf8_lossy(key).into_owned();
+        let action = key
+            .strip_prefix(&self.queues())
+            .and_then(|rest| rest.strip_suffix("/leader"))
+            .filter(|action| !action.is_empty())
+            .map(str::to_owned);
+        action.ok_or_else(|| EtcdError::Corrupt {
+            reason: "not of the form <prefix>queue/<action>/leader".into(),
+            key,
+        })
+    }
+
+    fn owner_of(key: &[u8], value: &[u8]) -> Result<String, EtcdError> {
+        String::from_utf8(value.to_vec()).map_err(|_| EtcdError::Corrupt {
+            key: String::from_utf8_lossy(key).into_owned(),
+            reason: "its value is not a scheduler's name in UTF-8".into(),
+        })
+    }
+
+    /// Runs `call` under the deadline.
+    async fn timed<T>(
+        timeout: Duration,
+        operation: &'static str,
+        call: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
+    ) -> Result<T, EtcdError> {
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(source)) => Err(EtcdError::Request { operation, source }),
+            Err(_) => Err(EtcdError::Timeout {
+                operation,
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Grants a lease of `ttl` seconds (etcd raises a TTL below its floor);
+    /// returns its id.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not grant it in time.
+    pub async fn grant(&mut self, ttl: i64) -> Result<i64, EtcdError> {
+        let call = self.client.lease_grant(ttl, None);
+        Ok(Self::timed(self.timeout, "grant a lease", call).await?.id())
+    }
+
+    /// Renews `lease` once. `Ok(false)` when etcd no longer has it (etcd
+    /// answers TTL 0, which must not be taken for success: #5286).
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn keep_alive(&mut self, lease: i64) -> Result<bool, EtcdError> {
+        let call = self.client.lease_keep_alive(lease);
+        match Self::timed(self.timeout, "keep a lease alive", call).await {
+            Ok(_) => Ok(true),
+            // etcd-client reports etcd's TTL-0 answer so.
+            Err(EtcdError::Request {
+                source: etcd_client::Error::LeaseKeepAliveError(message),
+                ..
+            }) if message.contains("lease not found") => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Revokes `lease`, deleting every key bound to it in one revision; a
+    /// lease already gone is no error.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn revoke(&mut self, lease: i64) -> Result<(), EtcdError> {
+        let call = self.client.lease_revoke(lease);
+        match Self::timed(self.timeout, "revoke a lease", call).await {
+            Ok(_) => Ok(()),
+            Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Creates `action`'s endpoint key for `owner` under `lease`, if it is
+    /// absent, in one transaction; otherwise reads who holds it.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time, or the key holds what this runtime
+    /// does not write.
+    pub async fn claim(
+        &mut self,
+        action: &str,
+        owner: &str,
+        lease: i64,
+    ) -> Result<Claim, EtcdError> {
+        let key = self.key(action);
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                owner,
+                Some(PutOptions::new().with_lease(lease)),
+            )])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let response =
+            match Self::timed(self.timeout, "claim an endpoint key", self.client.txn(txn)).await {
+                Ok(response) => response,
+                Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => {
+                    return Ok(Claim::LeaseNotFound)
+                }
+                Err(error) => return Err(error),
+            };
+        if response.succeeded() {
+            let create_revision = response.header().map_or(0, |h| h.revision());
+            return Ok(Claim::Won { create_revision });
+        }
+        for op in response.op_responses() {
+            if let TxnOpResponse::Get(get) = op {
+                if let Some(kv) = get.kvs().first() {
+                    return Ok(Claim::Held {
+                        owner: Self::owner_of(kv.key(), kv.value())?,
+                        lease: kv.lease(),
+                    });
+                }
+            }
+        }
+        // Deleted between the compare and the read: as good as lost.
+        Ok(Claim::LeaseNotFound)
+    }
+
+    /// Deletes `action`'s endpoint key only if it is bound to `lease` (a
+    /// conditional delete: never someone else's key). Returns whether it
+    /// deleted it.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn delete_owned(&mut self, action: &str, lease: i64) -> Result<bool, EtcdError> {
+        let key = self.key(action);
+        let txn = Txn::new()
+            .when([Compare::lease(key.clone(), CompareOp::Equal, lease)])
+            .and_then([TxnOp::delete(key, None)]);
+        let call = self.client.txn(txn);
+        Ok(Self::timed(self.timeout, "delete an endpoint key", call)
+            .await?
+            .succeeded())
+    }
+
+    /// Deletes `action`'s endpoint key whoever holds it (OpenWhisk's
+    /// unconditional delete). Returns whether there was one.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn delete(&mut self, action: &str) -> Result<bool, EtcdError> {
+        let call = self.client.delete(self.key(action), None);
+        Ok(Self::timed(self.timeout, "delete an endpoint key", call)
+            .await?
+            .deleted()
+            > 0)
+    }
+
+    /// Who holds `action`'s endpoint key, and under which lease.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time, or the key holds what this runtime
+    /// does not write.
+    pub async fn lookup(&mut self, action: &str) -> Result<Option<(String, i64)>, EtcdError> {
+        let call = self.client.get(self.key(action), None);
+        let response = Self::timed(self.timeout, "look up an endpoint key", call).await?;
+        response
+            .kvs()
+            .first()
+            .map(|kv| Ok((Self::owner_of(kv.key(), kv.value())?, kv.lease())))
+            .transpose()
+    }
+
+    /// Every endpoint key, at the revision of the read.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time, or a key is corrupt.
+    pub async fn list(&mut self) -> Result<Listing, EtcdError> {
+        let call = self
+            .client
+            .get(self.queues(), Some(GetOptions::new().with_prefix()));
+        let response = Self::timed(self.timeout, "list the endpoint keys", call).await?;
+        let mut keys = response
+            .kvs()
+            .iter()
+            .map(|kv| {
+                Ok((
+                    self.action_of(kv.key())?,
+                    Self::owner_of(kv.key(), kv.value())?,
+                ))
+            })
+            .collect::<Result<Vec<_>, EtcdError>>()?;
+        keys.sort();
+        Ok(Listing {
+            revision: response.header().map_or(0, |h| h.revision()),
+            keys,
+        })
+    }
+
+    /// Watches the endpoint keys from revision `from` on.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn watch(&mut self, from: i64) -> Result<EndpointWatch, EtcdError> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(from)
+            .with_prev_key()
+            .with_progress_notify();
+        let call = self.client.watch(self.queues(), Some(options));
+        let stream = Self::timed(self.timeout, "watch the endpoint keys", call).await?;
+        Ok(EndpointWatch {
+            stream,
+            queues: self.queues(),
+        })
+    }
+}
+
+/// Whether etcd refused a call because a lease does not exist.
+fn is_lease_not_found(error: &etcd_client::Error) -> bool {
+    error.to_string().contains("requested lease not found")
+}
+
+/// A watch on the endpoint keys.
+pub struct EndpointWatch {
+    stream: WatchStream,
+    queues: String,
+}
+
+impl EndpointWatch {
+    /// The next report, waiting at most `deadline`: `Ok(None)` when nothing
+    /// came in time, which the caller may take for a stalled watch (etcd
+    /// sends a progress notification now and then on a quiet one).
+    ///
+    /// # Errors
+    ///
+    /// If the watch broke, or a key is corrupt.
+    pub async fn next(&mut self, deadline: Duration) -> Result<Option<Watched>, EtcdError> {
+        let stop = tokio::time::Instant::now() + deadline;
+        loop {
+            let message = tokio::time::timeout_at(stop, self.stream.message()).await;
+            let response = match message {
+                Err(_) => return Ok(None),
+                Ok(Err(source)) => {
+                    return Err(EtcdError::Request {
+                        operation: "watch the endpoint keys",
+                        source,
+                    })
+                }
+                Ok(Ok(None)) => {
+                    return Err(EtcdError::Request {
+                        operation: "watch the endpoint keys",
+                        source: etcd_client::Error::WatchError("the watch stream ended".into()),
+                    })
+                }
+                Ok(Ok(Some(response))) => response,
+            };
+            if response.compact_revision() > 0 {
+                return Ok(Some(Watched::Compacted {
+                    compact_revision: response.compact_revision(),
+                }));
+            }
+            // Creation confirmations and progress notifications carry no
+            // event.
+            let Some(first) = response.events().first().and_then(|e| e.kv()) else {
+                continue;
+            };
+            let revision = first.mod_revision();
+            let mut changes = Vec::new();
+            for event in response.events() {
+                let Some(kv) = event.kv() else { continue };
+                let key = String::from_utf8_lossy(kv.key()).into_owned();
+                let action = key
+                    .strip_prefix(&self.queues)
+                    .and_then(|rest| rest.strip_suffix("/leader"))
+                    .map(str::to_owned)
+                    .ok_or_else(|| EtcdError::Corrupt {
+                        key: key.clone(),
+                        reason: "not of the form <prefix>queue/<action>/leader".into(),
+                    })?;
+                let owner = match event.event_type() {
+                    EventType::Put => Some(Etcd::owner_of(kv.key(), kv.value())?),
+                    EventType::Delete => None,
+                };
+                changes.push((action, owner));
+            }
+            return Ok(Some(Watched::Changes { revision, changes }));
+        }
+    }
+}

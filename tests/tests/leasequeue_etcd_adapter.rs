@@ -1,0 +1,194 @@
+//! The leasequeue runtime's etcd adapter against Debian's etcd-server on
+//! loopback: every operation the roles' effects name, with its answers in
+//! the spec's terms, and a deadline on each when etcd is frozen.
+
+use std::time::{Duration, Instant};
+
+use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdError, EtcdOptions, Listing, Watched};
+use steadfast_tests::etcd_server::EtcdServer;
+
+async fn adapter(etcd: &EtcdServer) -> Etcd {
+    let options =
+        EtcdOptions::new([etcd.endpoint()]).with_request_timeout(Duration::from_millis(800));
+    Etcd::connect(&options).await.expect("the adapter connects")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let (a, b) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
+    assert!(
+        matches!(etcd.claim("hello", "scheduler-a", a).await.unwrap(), Claim::Won { create_revision } if create_revision > 0)
+    );
+    assert_eq!(
+        etcd.claim("hello", "scheduler-b", b).await.unwrap(),
+        Claim::Held {
+            owner: "scheduler-a".into(),
+            lease: a
+        },
+        "create-if-absent: the first claim keeps the key"
+    );
+    assert_eq!(
+        etcd.lookup("hello").await.unwrap(),
+        Some(("scheduler-a".into(), a))
+    );
+    etcd.revoke(b).await.unwrap();
+    etcd.revoke(b)
+        .await
+        .expect("revoking a lease already gone is no error");
+    assert_eq!(
+        etcd.claim("other", "scheduler-b", b).await.unwrap(),
+        Claim::LeaseNotFound
+    );
+    assert_eq!(etcd.lookup("other").await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_should_be_conditioned_on_the_owners_lease() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let (mine, theirs) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
+    etcd.claim("hello", "scheduler-a", theirs).await.unwrap();
+    assert!(
+        !etcd.delete_owned("hello", mine).await.unwrap(),
+        "not under my lease: kept"
+    );
+    assert!(etcd.lookup("hello").await.unwrap().is_some());
+    assert!(etcd.delete_owned("hello", theirs).await.unwrap());
+    assert!(etcd.lookup("hello").await.unwrap().is_none());
+    etcd.claim("again", "scheduler-a", mine).await.unwrap();
+    assert!(
+        etcd.delete("again").await.unwrap(),
+        "OpenWhisk's delete takes any key"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_should_say_when_the_lease_is_gone() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let lease = etcd.grant(60).await.unwrap();
+    assert!(etcd.keep_alive(lease).await.unwrap());
+    etcd.revoke(lease).await.unwrap();
+    assert!(
+        !etcd.keep_alive(lease).await.unwrap(),
+        "TTL 0 is no success (#5286)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let lease = etcd.grant(60).await.unwrap();
+    etcd.claim("b", "scheduler-a", lease).await.unwrap();
+    etcd.claim("a", "scheduler-a", lease).await.unwrap();
+    let Listing { revision, keys } = etcd.list().await.unwrap();
+    assert_eq!(
+        keys,
+        [
+            ("a".into(), "scheduler-a".into()),
+            ("b".into(), "scheduler-a".into())
+        ]
+    );
+
+    let mut watch = etcd.watch(revision + 1).await.unwrap();
+    assert_eq!(
+        watch.next(Duration::from_millis(300)).await.unwrap(),
+        None,
+        "a quiet watch reports nothing"
+    );
+    etcd.revoke(lease).await.unwrap();
+    let report = watch.next(Duration::from_secs(5)).await.unwrap();
+    let Some(Watched::Changes {
+        revision: deleted_at,
+        changes,
+    }) = report
+    else {
+        panic!("expected the deletions, got {report:?}");
+    };
+    assert_eq!(deleted_at, revision + 1);
+    let mut changes = changes;
+    changes.sort();
+    assert_eq!(
+        changes,
+        [("a".into(), None), ("b".into(), None)],
+        "both keys, one report"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_a_compacted_revision_should_say_so() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let lease = etcd.grant(60).await.unwrap();
+    let old = etcd.list().await.unwrap().revision;
+    for action in ["a", "b", "c"] {
+        etcd.claim(action, "scheduler-a", lease).await.unwrap();
+    }
+    let now = etcd.list().await.unwrap().revision;
+    let mut raw = server.client().await.unwrap();
+    raw.compact(now, None).await.unwrap();
+    let mut watch = etcd.watch(old + 1).await.unwrap();
+    assert_eq!(
+        watch.next(Duration::from_secs(5)).await.unwrap(),
+        Some(Watched::Compacted {
+            compact_revision: now
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let lease = etcd.grant(60).await.unwrap();
+    server.pause().unwrap();
+    let started = Instant::now();
+    let frozen = etcd.claim("hello", "scheduler-a", lease).await;
+    let waited = started.elapsed();
+    server.resume().unwrap();
+    assert!(
+        matches!(
+            frozen,
+            Err(EtcdError::Timeout { .. }) | Err(EtcdError::Request { .. })
+        ),
+        "{frozen:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(3),
+        "the call gave up after its deadline, not {waited:?}"
+    );
+    // The request may have reached etcd's socket before the freeze took
+    // it: once thawed, etcd can apply it although its caller gave up (seen
+    // here in one run of three), so a claim that timed out may have won.
+    // The retry must then read the key as its own: the spec's "applied with
+    // the reply lost".
+    let retried = etcd.claim("hello", "scheduler-a", lease).await.unwrap();
+    assert!(
+        matches!(&retried, Claim::Won { .. })
+            || retried
+                == Claim::Held {
+                    owner: "scheduler-a".into(),
+                    lease
+                },
+        "{retried:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let mut raw = server.client().await.unwrap();
+    raw.put(etcd.key("hello"), vec![0xff, 0xfe], None)
+        .await
+        .unwrap();
+    let error = etcd.lookup("hello").await.unwrap_err();
+    assert!(matches!(error, EtcdError::Corrupt { .. }), "{error}");
+    assert!(
+        error.to_string().contains("steadfast/queue/hello/leader"),
+        "{error}"
+    );
+}
