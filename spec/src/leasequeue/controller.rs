@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Variant};
+use super::{Domain, FailReason, Rule, Rules};
 
 /// The controller's watch on the endpoint keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -157,8 +157,10 @@ impl<D: Domain> Controller<D> {
         }
     }
 
-    /// Feeds one input.
-    pub fn step(&mut self, variant: Variant, input: Input<D>) -> Vec<Effect<D>> {
+    /// Feeds one input, following `rules` (a [`super::Variant`]'s, or
+    /// fewer).
+    pub fn step(&mut self, rules: impl Into<Rules>, input: Input<D>) -> Vec<Effect<D>> {
+        let rules = rules.into();
         match input {
             Input::Submit { id, action } => match self.route(&action).cloned() {
                 Some(to) => vec![Effect::Send { id, action, to }],
@@ -185,16 +187,16 @@ impl<D: Domain> Controller<D> {
                     },
                 }
             }
-            Input::GetFailed { id, action } => match variant {
-                Variant::OpenWhisk => vec![Effect::Fail {
+            Input::GetFailed { id, action } => {
+                if rules.has(Rule::Park) {
+                    self.parked.push((id, action));
+                    return Vec::new();
+                }
+                vec![Effect::Fail {
                     id,
                     reason: FailReason::NoSchedulerEndpoint,
-                }],
-                Variant::Steadfast => {
-                    self.parked.push((id, action));
-                    Vec::new()
-                }
-            },
+                }]
+            }
             Input::Changed { rev, changes } => {
                 let Watch::Active { next } = self.watch else {
                     return Vec::new();
@@ -205,7 +207,13 @@ impl<D: Domain> Controller<D> {
                 self.watch = Watch::Active {
                     next: D::next_revision(rev),
                 };
-                for (action, owner) in changes {
+                // Without the rule, only the first event of the response.
+                let taken = if rules.has(Rule::WholeResponses) {
+                    changes.len()
+                } else {
+                    1
+                };
+                for (action, owner) in changes.into_iter().take(taken) {
                     self.remember(action, owner);
                 }
                 Vec::new()
@@ -218,14 +226,14 @@ impl<D: Domain> Controller<D> {
             }
             Input::Reconnected { rev } => {
                 if let Watch::Broken { next } = self.watch {
-                    self.watch = match variant {
+                    self.watch = if rules.has(Rule::ResumeWatch) {
+                        Watch::Active { next }
+                    } else {
                         // A restarted watch starts from "now": changes
                         // during the gap are lost.
-                        Variant::OpenWhisk => Watch::Active {
+                        Watch::Active {
                             next: D::next_revision(rev),
-                        },
-                        // steadfast resumes where it stopped.
-                        Variant::Steadfast => Watch::Active { next },
+                        }
                     };
                 }
                 std::mem::take(&mut self.parked)
@@ -233,19 +241,17 @@ impl<D: Domain> Controller<D> {
                     .map(|(id, action)| Effect::Get { id, action })
                     .collect()
             }
-            Input::Compacted { rev } => match variant {
-                Variant::OpenWhisk => {
-                    self.watch = Watch::Active {
-                        next: D::next_revision(rev),
-                    };
-                    Vec::new()
-                }
+            Input::Compacted { rev } => {
                 // steadfast re-lists, then watches from the listing on.
-                Variant::Steadfast => {
+                if rules.has(Rule::Relist) {
                     self.watch = Watch::Listing;
-                    vec![Effect::List]
+                    return vec![Effect::List];
                 }
-            },
+                self.watch = Watch::Active {
+                    next: D::next_revision(rev),
+                };
+                Vec::new()
+            }
             Input::Listed { rev, keys } => {
                 self.cache = keys;
                 self.watch = Watch::Active {

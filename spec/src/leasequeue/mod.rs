@@ -99,6 +99,87 @@ impl std::fmt::Display for FailReason {
     }
 }
 
+/// One rule the roles may follow, by name, so that a test can take one
+/// away from the steadfast rules and show which property then fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Rule {
+    /// A keepalive answered with TTL 0 is lease loss, not success.
+    TtlZeroIsLoss,
+    /// No keepalive answer for nearly a TTL is lease loss: the scheduler
+    /// stops serving before etcd can expire the lease.
+    SilenceIsLoss,
+    /// After lease loss, every key the scheduler owned is claimed again
+    /// under its next lease.
+    Reregister,
+    /// Work is handed out only from a queue under the lease the scheduler
+    /// believes live.
+    ServeUnderLiveLease,
+    /// A scheduler without a queue for an activation elects itself by
+    /// create-if-absent, or forwards to the winner, instead of failing it.
+    SelfElection,
+    /// A retiring queue deletes its key only if it is still its owner's.
+    ConditionalDelete,
+    /// A controller that cannot reach etcd parks the activation instead of
+    /// failing it.
+    Park,
+    /// A restarted watch resumes from the next revision it wanted.
+    ResumeWatch,
+    /// A watch whose revision was compacted away re-lists.
+    Relist,
+    /// A controller takes in every event of a watch response (a lease's
+    /// loss deletes all its keys in one revision).
+    WholeResponses,
+}
+
+impl Rule {
+    /// Every rule.
+    pub const ALL: [Rule; 10] = [
+        Rule::TtlZeroIsLoss,
+        Rule::SilenceIsLoss,
+        Rule::Reregister,
+        Rule::ServeUnderLiveLease,
+        Rule::SelfElection,
+        Rule::ConditionalDelete,
+        Rule::Park,
+        Rule::ResumeWatch,
+        Rule::Relist,
+        Rule::WholeResponses,
+    ];
+
+    fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+/// The rules the roles follow: a variant's, or one of them with a rule
+/// taken away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rules(u16);
+
+impl Rules {
+    /// Whether `rule` is followed.
+    pub fn has(self, rule: Rule) -> bool {
+        self.0 & rule.bit() != 0
+    }
+
+    /// These rules without `rule`.
+    #[must_use]
+    pub fn without(self, rule: Rule) -> Self {
+        Rules(self.0 & !rule.bit())
+    }
+}
+
+impl From<Variant> for Rules {
+    /// Steadfast follows every rule; OpenWhisk only takes in whole watch
+    /// responses (its watch handler reads every event).
+    fn from(variant: Variant) -> Self {
+        match variant {
+            Variant::Steadfast => Rules(Rule::ALL.iter().fold(0, |bits, r| bits | r.bit())),
+            Variant::OpenWhisk => Rules(Rule::WholeResponses.bit()),
+        }
+    }
+}
+
 /// Which rules the roles follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Variant {

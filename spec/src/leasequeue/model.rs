@@ -13,7 +13,7 @@ use stateright::{Model, Property};
 use super::controller::{self, Controller, Watch};
 use super::etcd::{Etcd, Refused};
 use super::scheduler::{self, Scheduler};
-use super::{Domain, FailReason, Variant};
+use super::{Domain, FailReason, Rule, Rules, Variant};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
 
 /// The model's domain: small numbers for every identifier, so that its
@@ -244,11 +244,22 @@ pub const MAX_ROLES: u8 = 3;
 pub struct LeaseQueueModel {
     /// Its sizes and bounds.
     pub bounds: Bounds,
+    /// A rule of the variant taken away, to show what it is needed for.
+    pub without: Option<Rule>,
 }
 
 impl LeaseQueueModel {
-    fn variant(&self) -> Variant {
-        self.bounds.variant
+    /// The same model with `rule` taken away from the variant's rules.
+    #[must_use]
+    pub fn without(mut self, rule: Rule) -> Self {
+        self.without = Some(rule);
+        self
+    }
+
+    /// The rules the roles follow.
+    fn rules(&self) -> Rules {
+        let rules = Rules::from(self.bounds.variant);
+        self.without.map_or(rules, |rule| rules.without(rule))
     }
 
     fn probe(&self) -> Option<u8> {
@@ -273,7 +284,7 @@ impl LeaseQueueModel {
 
     fn feed_scheduler(&self, w: &mut World, s: u8, input: scheduler::Input<Small>) {
         let ttl = w.etcd.ttl;
-        let effects = w.schedulers[usize::from(s)].step(self.variant(), ttl, input);
+        let effects = w.schedulers[usize::from(s)].step(self.rules(), ttl, input);
         for effect in effects {
             match effect {
                 scheduler::Effect::KeepAlive { lease } => {
@@ -311,7 +322,7 @@ impl LeaseQueueModel {
     }
 
     fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input<Small>) {
-        let effects = w.controllers[usize::from(c)].step(self.variant(), input);
+        let effects = w.controllers[usize::from(c)].step(self.rules(), input);
         for effect in effects {
             match effect {
                 controller::Effect::Send { id, action, to } => {
@@ -438,8 +449,15 @@ impl Model for LeaseQueueModel {
         vec![World {
             schedulers: (0..b.schedulers).map(Scheduler::new).collect(),
             outbox: vec![Vec::new(); usize::from(b.schedulers)],
+            // Each controller knows the schedulers in an order of its own
+            // (controller c starts from scheduler c), so two controllers
+            // can place one new queue on different schedulers, whose
+            // elections then race for its key.
             controllers: (0..b.controllers)
-                .map(|_| Controller::new((0..b.schedulers).collect(), etcd.rev))
+                .map(|c| {
+                    let known = (0..b.schedulers).map(|s| (s + c) % b.schedulers.max(1));
+                    Controller::new(known.collect(), etcd.rev)
+                })
                 .collect(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
             cut: vec![false; usize::from(b.schedulers + b.controllers)],
@@ -667,7 +685,7 @@ impl Model for LeaseQueueModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             // □(the endpoint keys are strictly ordered by action): etcd never
             // holds two endpoint keys for one action.
             Property::always("one endpoint key per action", |_, w: &World| {
@@ -692,7 +710,26 @@ impl Model for LeaseQueueModel {
             Property::sometimes("the outage comes and goes", |_, w: &World| {
                 LeaseQueueModel::recovered_for_good(w)
             }),
-        ]
+        ];
+        if self.bounds.controllers > 1 && self.bounds.actions > 1 {
+            // Controllers that know the schedulers in different orders put
+            // two actions' queues on one scheduler; its lease's loss then
+            // deletes both keys in one revision, which every controller
+            // must take in whole.
+            properties.push(Property::sometimes(
+                "a lease's loss deletes two keys at once",
+                |_, w: &World| {
+                    let log = &w.etcd.log;
+                    log.iter().enumerate().any(|(i, c)| {
+                        c.owner.is_none()
+                            && log[i + 1..]
+                                .iter()
+                                .any(|o| o.owner.is_none() && o.rev == c.rev)
+                    })
+                },
+            ));
+        }
+        properties
     }
 }
 
@@ -873,6 +910,7 @@ pub mod scenarios {
                 retirements: 1,
                 leader_losses: 0,
             },
+            without: None,
         }
     }
 
@@ -905,6 +943,7 @@ pub mod scenarios {
                 retirements: 0,
                 leader_losses: 0,
             },
+            without: None,
         }
     }
 

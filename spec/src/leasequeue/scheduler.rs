@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Variant};
+use super::{Domain, FailReason, Rule, Rules};
 
 /// A queue this scheduler owns, and the lease its key was registered under.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -206,13 +206,15 @@ impl<D: Domain> Scheduler<D> {
         self.queues.iter().find(|q| q.action == *action)
     }
 
-    /// Feeds one input; `ttl` is the lease TTL the scheduler was configured
-    /// with (after etcd's floor), in ticks.
-    pub fn step(&mut self, variant: Variant, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
+    /// Feeds one input, following `rules` (a [`super::Variant`]'s, or
+    /// fewer); `ttl` is the lease TTL the scheduler was configured with
+    /// (after etcd's floor), in ticks.
+    pub fn step(&mut self, rules: impl Into<Rules>, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
+        let rules = rules.into();
         if let Input::Claimed { action, .. } = &input {
             self.electing.retain(|a| a != action);
         }
-        let effects = self.decide(variant, ttl, input);
+        let effects = self.decide(rules, ttl, input);
         for effect in &effects {
             if let Effect::Claim { action, .. } = effect {
                 insert_sorted(&mut self.electing, action.clone());
@@ -221,7 +223,7 @@ impl<D: Domain> Scheduler<D> {
         effects
     }
 
-    fn decide(&mut self, variant: Variant, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
+    fn decide(&mut self, rules: Rules, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
         match input {
             Input::Tick => match &self.lease {
                 LeaseState::Held { id, .. } => vec![Effect::KeepAlive { lease: id.clone() }],
@@ -233,40 +235,34 @@ impl<D: Domain> Scheduler<D> {
                     return Vec::new();
                 };
                 let id = id.clone();
-                match (variant, left) {
-                    // OpenWhisk maps the answer to its lease id: TTL 0 is
-                    // taken as success.
-                    (Variant::OpenWhisk, _) => {
-                        self.lease = LeaseState::Held { id, silent: 0 };
-                        Vec::new()
-                    }
-                    (Variant::Steadfast, 0) => self.lose_lease(id),
-                    (Variant::Steadfast, _) => {
-                        self.lease = LeaseState::Held { id, silent: 0 };
-                        Vec::new()
-                    }
+                // Without the rule (OpenWhisk), the answer is mapped to the
+                // lease id and TTL 0 is taken for success.
+                if left == 0 && rules.has(Rule::TtlZeroIsLoss) {
+                    return self.lose_lease(rules, id);
                 }
+                self.lease = LeaseState::Held { id, silent: 0 };
+                Vec::new()
             }
             Input::Unanswered => {
                 let LeaseState::Held { id, silent } = &self.lease else {
                     return Vec::new();
                 };
                 let (id, silent) = (id.clone(), *silent);
-                match variant {
-                    // OpenWhisk's keepalive future just waits for the
-                    // stream to come back.
-                    Variant::OpenWhisk => Vec::new(),
-                    // Fencing: stop serving one tick before etcd could
-                    // expire the lease.
-                    Variant::Steadfast if silent + 2 >= ttl => self.lose_lease(id),
-                    Variant::Steadfast => {
-                        self.lease = LeaseState::Held {
-                            id,
-                            silent: silent + 1,
-                        };
-                        Vec::new()
-                    }
+                // Without the rule (OpenWhisk), the keepalive just waits
+                // for the stream to come back.
+                if !rules.has(Rule::SilenceIsLoss) {
+                    return Vec::new();
                 }
+                // Fencing: stop serving one tick before etcd could expire
+                // the lease.
+                if silent + 2 >= ttl {
+                    return self.lose_lease(rules, id);
+                }
+                self.lease = LeaseState::Held {
+                    id,
+                    silent: silent + 1,
+                };
+                Vec::new()
             }
             Input::Granted { lease } => {
                 self.lease = LeaseState::Held {
@@ -295,8 +291,8 @@ impl<D: Domain> Scheduler<D> {
                 vec![Effect::Grant]
             }
             Input::Claimed { action, won, owner } => self.claimed(action, won, owner),
-            Input::Activation { id, action } => self.activation(variant, id, action),
-            Input::Resolved { id, action, owner } => self.resolved(variant, id, action, owner),
+            Input::Activation { id, action } => self.activation(rules, id, action),
+            Input::Resolved { id, action, owner } => self.resolved(rules, id, action, owner),
             Input::CreateQueue { action } => {
                 if self.queue(&action).is_some() {
                     return Vec::new();
@@ -315,10 +311,7 @@ impl<D: Domain> Scheduler<D> {
                     return Vec::new();
                 };
                 self.queues.retain(|q| q.action != action);
-                let owned_under = match variant {
-                    Variant::OpenWhisk => None,
-                    Variant::Steadfast => Some(queue.lease),
-                };
+                let owned_under = rules.has(Rule::ConditionalDelete).then_some(queue.lease);
                 vec![Effect::Delete {
                     action,
                     owned_under,
@@ -329,10 +322,12 @@ impl<D: Domain> Scheduler<D> {
 
     /// The lease is (or may be) gone: stop serving every queue, remember
     /// them to re-register, and revoke the old lease before taking a new one.
-    fn lose_lease(&mut self, id: D::Lease) -> Vec<Effect<D>> {
+    fn lose_lease(&mut self, rules: Rules, id: D::Lease) -> Vec<Effect<D>> {
         self.lease = LeaseState::Lost { id: id.clone() };
         for queue in std::mem::take(&mut self.queues) {
-            insert_sorted(&mut self.to_reclaim, queue.action);
+            if rules.has(Rule::Reregister) {
+                insert_sorted(&mut self.to_reclaim, queue.action);
+            }
         }
         vec![Effect::Revoke { lease: id }]
     }
@@ -388,21 +383,16 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
-    fn activation(
-        &mut self,
-        variant: Variant,
-        id: D::Activation,
-        action: D::Action,
-    ) -> Vec<Effect<D>> {
-        let serving = match (variant, self.queue(&action)) {
-            // OpenWhisk serves from its queue whatever became of its lease.
-            (Variant::OpenWhisk, Some(queue)) => Some(queue.lease.clone()),
+    fn activation(&mut self, rules: Rules, id: D::Activation, action: D::Action) -> Vec<Effect<D>> {
+        let serving = match self.queue(&action) {
             // steadfast serves only under the lease it believes live.
-            (Variant::Steadfast, Some(queue)) => self
+            Some(queue) if rules.has(Rule::ServeUnderLiveLease) => self
                 .live_lease()
                 .filter(|&lease| *lease == queue.lease)
                 .cloned(),
-            (_, None) => None,
+            // OpenWhisk serves from its queue whatever became of its lease.
+            Some(queue) => Some(queue.lease.clone()),
+            None => None,
         };
         match serving {
             Some(lease) => vec![Effect::Execute { id, action, lease }],
@@ -412,7 +402,7 @@ impl<D: Domain> Scheduler<D> {
 
     fn resolved(
         &mut self,
-        variant: Variant,
+        rules: Rules,
         id: D::Activation,
         action: D::Action,
         owner: Option<(D::Scheduler, D::Lease)>,
@@ -425,7 +415,7 @@ impl<D: Domain> Scheduler<D> {
                 return vec![Effect::Execute { id, action, lease }];
             }
         }
-        match (variant, owner) {
+        match (rules.has(Rule::SelfElection), owner) {
             (_, Some((other, _))) if other != self.id => vec![Effect::Forward {
                 id,
                 action,
@@ -433,7 +423,7 @@ impl<D: Domain> Scheduler<D> {
             }],
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
-            (Variant::OpenWhisk, Some((_, lease))) => {
+            (false, Some((_, lease))) => {
                 self.queues.push(Queue {
                     action: action.clone(),
                     lease: lease.clone(),
@@ -443,18 +433,18 @@ impl<D: Domain> Scheduler<D> {
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
             // election of its own; without one, the activation fails.
-            (Variant::OpenWhisk, None) if self.electing.contains(&action) && !was_retried => {
+            (false, None) if self.electing.contains(&action) && !was_retried => {
                 insert_sorted(&mut self.retried, id.clone());
                 vec![Effect::Resolve { id, action }]
             }
-            (Variant::OpenWhisk, None) => vec![Effect::Fail {
+            (false, None) => vec![Effect::Fail {
                 id,
                 reason: FailReason::NoQueueEndpoint,
             }],
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older
             // lease is retaken the same way once that lease is revoked.
-            (Variant::Steadfast, _) => {
+            (true, _) => {
                 self.waiting.push((id, action.clone()));
                 match self.live_lease().cloned() {
                     Some(lease) => vec![Effect::Claim { action, lease }],
