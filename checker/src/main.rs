@@ -16,6 +16,15 @@ use clap::{Parser, Subcommand};
 use steadfast_checker::registry::{self, Entry, RegistryError};
 use steadfast_checker::{CheckOptions, Interrupt, Progress, RenderedReport, Stuttering, Verdict};
 
+/// Writes a line to standard error. A closed or full stderr is ignored
+/// (`eprintln!` would panic): progress and notes are not the report.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod json;
 mod print;
 
@@ -157,7 +166,7 @@ fn main() -> ExitCode {
                 let variant = variant.unwrap_or_else(|| entry.variants()[0].0.to_string());
                 let scenario = scenario.unwrap_or_else(|| entry.scenarios()[0].0.to_string());
                 let serving = |address: SocketAddr| {
-                    eprintln!(
+                    say!(
                         "serving the Explorer for {model} (variant {variant}, scenario \
                          {scenario}) on http://{address}/"
                     );
@@ -173,7 +182,7 @@ fn main() -> ExitCode {
 }
 
 fn usage_error(error: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("error: {error}");
+    say!("error: {error}");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -287,7 +296,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         }
     });
     if let Err(error) = handler {
-        eprintln!("warning: Ctrl-C will end the check without a report: {error}");
+        say!("warning: Ctrl-C will end the check without a report: {error}");
     }
     let options = CheckOptions {
         threads: args

@@ -84,7 +84,7 @@ impl Meter {
                 };
                 if last.elapsed() >= LOG_EVERY {
                     *last = Instant::now();
-                    eprintln!("{}: {text}", self.title);
+                    say!("{}: {text}", self.title);
                 }
             }
         }
@@ -102,7 +102,7 @@ impl Meter {
             bar.finish_and_clear();
         }
         let stats = &report.stats;
-        eprintln!(
+        say!(
             "{}: {} states, {} edges, depth {}; explored in {:.2?}, liveness search {:.2?}",
             self.title,
             stats.unique_states,

@@ -267,6 +267,15 @@ fn hostile_inputs_should_get_an_exit_code_never_a_panic() {
         stderr(&output)
     );
 
+    // A full disk behind stderr: progress is lost, the report is not.
+    let output = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "mutex", "--scenario", "peterson"])
+        .stderr(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "stderr on /dev/full");
+    assert!(stdout(&output).contains("mutual exclusion"));
+
     for (args, says) in [
         (
             &["check", "mutex", "--timeout", "1e20"][..],

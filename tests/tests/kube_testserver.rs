@@ -1353,9 +1353,28 @@ async fn deleting_a_crd_should_stop_serving_its_type_and_remove_its_objects() {
         1
     );
 
+    let from = list_version(&gizmos).await;
+    let mut watch = gizmos
+        .watch(&WatchParams::default().disable_bookmarks(), &from)
+        .await
+        .unwrap()
+        .boxed();
     crds.delete("gizmos.tests.steadfast.dev", &DeleteParams::default())
         .await
         .unwrap();
+    let deleted = next_changes(&mut watch, 1).await;
+    assert_eq!(
+        (deleted[0].0, deleted[0].1.name_any()),
+        ("DELETED", "g".to_string()),
+        "its objects go with the CRD"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the watch ends");
+    assert!(
+        ended.is_none(),
+        "a watch of a type whose CRD is gone ends: {ended:?}"
+    );
     eventually("the type is no longer served", || async {
         matches!(gizmos.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 404)
     })

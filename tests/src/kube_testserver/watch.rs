@@ -124,12 +124,16 @@ async fn run(shared: Arc<Shared>, request: Request, lines: mpsc::Sender<Bytes>) 
         revisions.borrow_and_update();
         let read = {
             let store = shared.store();
+            let served = store
+                .types()
+                .iter()
+                .any(|t| t.key == request.scope.resource.key);
             store
                 .events_after(cursor, &request.scope, &request.filter)
-                .map(|events| (events, store.revision()))
+                .map(|events| (events, store.revision(), served))
         };
         match read {
-            Ok((events, revision)) => {
+            Ok((events, revision, served)) => {
                 for (kind, event) in events {
                     let name = match kind {
                         EventKind::Added => "ADDED",
@@ -141,6 +145,11 @@ async fn run(shared: Arc<Shared>, request: Request, lines: mpsc::Sender<Bytes>) 
                     }
                 }
                 cursor = cursor.max(revision);
+                // The type's CRD is gone (its objects' deletions were just
+                // sent): the real server ends such a watch.
+                if !served {
+                    return;
+                }
             }
             Err(expired) => {
                 let error = ApiError::expired(format!(
