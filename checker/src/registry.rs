@@ -373,7 +373,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 4] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 6] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (2) against a 3-tick outage",
@@ -385,6 +385,18 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 4] = [
         about: "seed5286 with a TTL of 5, longer than the outage (the reporter's workaround)",
         by_default: true,
         value: lq_scenarios::long_ttl,
+    },
+    Scenario {
+        name: "drift",
+        about: "seed5286 with etcd's clock running one tick ahead of the schedulers' once (within the fence's margin)",
+        by_default: true,
+        value: lq_scenarios::drift,
+    },
+    Scenario {
+        name: "drift-beyond",
+        about: "seed5286 with etcd's clock two ticks ahead: beyond the fence's margin, so fencing fails",
+        by_default: false,
+        value: lq_scenarios::drift_beyond,
     },
     Scenario {
         name: "general",

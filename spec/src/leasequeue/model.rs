@@ -80,6 +80,11 @@ pub struct Bounds {
     pub retirements: u8,
     /// Times etcd loses its leader (and elects a new one).
     pub leader_losses: u8,
+    /// Ticks by which etcd's clock may run ahead of the schedulers' (a
+    /// scheduler's clock running slow): leases run down that much more
+    /// between two keepalives. The steadfast fence keeps one tick in hand,
+    /// so 1 is within what it assumes and 2 is not.
+    pub drift: u8,
 }
 
 /// A message between roles.
@@ -160,6 +165,8 @@ pub struct World {
     pub retirements: u8,
     /// Leader losses left.
     pub leader_losses: u8,
+    /// Ticks etcd's clock may still run ahead.
+    pub drift: u8,
     /// What the properties read.
     pub ghost: Ghost,
 }
@@ -194,6 +201,9 @@ pub enum Action {
     EtcdLeaderLoss,
     /// etcd elects a leader, which extends every lease.
     EtcdLeaderElected,
+    /// etcd's clock ticks once more than the schedulers' do: leases run
+    /// down without a keepalive in between.
+    EtcdClockAhead,
     /// A scheduler crashes and restarts with nothing.
     SchedulerCrash(u8),
     /// A scheduler's queue retires, idle.
@@ -470,6 +480,7 @@ impl Model for LeaseQueueModel {
             compactions: b.compactions,
             retirements: b.retirements,
             leader_losses: b.leader_losses,
+            drift: b.drift,
             ghost: Ghost {
                 executions: vec![0; total],
                 outcomes: vec![0; total],
@@ -486,7 +497,8 @@ impl Model for LeaseQueueModel {
             || w.crashes > 0
             || w.compactions > 0
             || w.retirements > 0
-            || w.leader_losses > 0;
+            || w.leader_losses > 0
+            || w.drift > 0;
         if disturbable {
             actions.push(Action::UserIdle);
         }
@@ -539,6 +551,9 @@ impl Model for LeaseQueueModel {
         }
         if w.leader_losses > 0 && w.etcd.leader {
             actions.push(Action::EtcdLeaderLoss);
+        }
+        if w.drift > 0 && w.etcd.leader {
+            actions.push(Action::EtcdClockAhead);
         }
         if !w.etcd.leader {
             actions.push(Action::EtcdLeaderElected);
@@ -644,6 +659,10 @@ impl Model for LeaseQueueModel {
             Action::EtcdLeaderLoss => {
                 w.leader_losses -= 1;
                 w.etcd.leader = false;
+            }
+            Action::EtcdClockAhead => {
+                w.drift -= 1;
+                w.etcd.tick();
             }
             Action::EtcdLeaderElected => {
                 w.etcd.promote();
@@ -909,6 +928,7 @@ pub mod scenarios {
                 compactions: 0,
                 retirements: 1,
                 leader_losses: 0,
+                drift: 0,
             },
             without: None,
         }
@@ -942,6 +962,7 @@ pub mod scenarios {
                 compactions: 1,
                 retirements: 0,
                 leader_losses: 0,
+                drift: 0,
             },
             without: None,
         }
@@ -953,6 +974,25 @@ pub mod scenarios {
         let mut model = general(variant);
         model.bounds.crashes = 0;
         model.bounds.leader_losses = 1;
+        model
+    }
+
+    /// `seed5286` with etcd's clock running one tick ahead of the
+    /// schedulers' once: within the margin the steadfast fence keeps, and
+    /// what makes a keepalive answered with TTL 0 reach a scheduler that
+    /// believes its lease live.
+    pub fn drift(variant: Variant) -> LeaseQueueModel {
+        let mut model = seed5286(variant);
+        model.bounds.drift = 1;
+        model
+    }
+
+    /// `seed5286` with etcd's clock two ticks ahead: beyond the fence's
+    /// margin, so that even the steadfast scheduler serves under a lease
+    /// etcd has already expired. It shows what the fence assumes.
+    pub fn drift_beyond(variant: Variant) -> LeaseQueueModel {
+        let mut model = seed5286(variant);
+        model.bounds.drift = 2;
         model
     }
 
