@@ -42,16 +42,19 @@ fn check_should_exit_0_when_everything_holds() {
     );
 }
 
+/// A check that finds the lone contender's lasso.
+const VICTIM_ONLY: [&str; 6] = [
+    "check",
+    "mutex",
+    "--variant",
+    "victim-only",
+    "--scenario",
+    "peterson",
+];
+
 #[test]
 fn check_should_exit_1_and_print_the_lasso_when_violated() {
-    let output = steadfast(&[
-        "check",
-        "mutex",
-        "--variant",
-        "victim-only",
-        "--scenario",
-        "peterson",
-    ]);
+    let output = steadfast(&VICTIM_ONLY);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(text.contains("VIOLATED"), "{text}");
@@ -323,16 +326,7 @@ fn ctrl_c_should_stop_like_a_bound_and_keep_the_partial_report() {
 
 #[test]
 fn links_should_follow_the_explorer_given() {
-    let output = steadfast(&[
-        "check",
-        "mutex",
-        "--variant",
-        "victim-only",
-        "--scenario",
-        "peterson",
-        "--explorer",
-        "http://127.0.0.1:4321/",
-    ]);
+    let output = steadfast(&[&VICTIM_ONLY[..], &["--explorer", "http://127.0.0.1:4321/"]].concat());
     assert!(stdout(&output).contains("Explorer: http://127.0.0.1:4321/#/steps/0/1/0/0 "));
 }
 
