@@ -386,3 +386,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A runtime records every input and effect as JSON lines and replays
+    /// them: each must read back as it was written.
+    #[test]
+    fn every_input_and_effect_should_round_trip_through_json(
+        inputs in inputs(),
+        steadfast in any::<bool>(),
+    ) {
+        let variant = if steadfast { Variant::Steadfast } else { Variant::Kopf };
+        let config = scenarios::general(variant).config;
+        let mut engine = Engine::new();
+        for input in inputs {
+            let text = serde_json::to_string(&input).expect("an input serializes");
+            prop_assert_eq!(&serde_json::from_str::<Input>(&text).expect("it reads back"), &input);
+            for effect in engine.step(&config, input) {
+                let text = serde_json::to_string(&effect).expect("an effect serializes");
+                prop_assert_eq!(serde_json::from_str::<Effect>(&text).expect("it reads back"), effect);
+            }
+        }
+    }
+}
