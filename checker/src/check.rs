@@ -246,40 +246,32 @@ where
     let complete = explored.stopped.is_none();
     let graph = &explored.graph;
 
+    // The properties a state found on the way decides: the safety ones, and
+    // the deadlock check when asked for.
+    let deadlock =
+        options
+            .deadlock
+            .then_some((DEADLOCK_PROPERTY, PropertyKind::Deadlock, explored.deadlock));
+    let found_on_the_way = plan
+        .safety
+        .iter()
+        .zip(&explored.found)
+        .map(|(p, &found)| (p.name, p.kind, found))
+        .chain(deadlock);
     let mut properties = Vec::new();
-    for (property, found) in plan.safety.iter().zip(&explored.found) {
-        let evidence = found.map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0));
-        // What finding a target means, and what never finding one means.
-        let (hit, miss) = if property.kind == PropertyKind::Always {
-            (Verdict::Violated, Verdict::Holds)
+    for (name, kind, found) in found_on_the_way {
+        // A state found is an example of a `sometimes`, a counterexample of
+        // the others.
+        let hit = if kind == PropertyKind::Sometimes {
+            Verdict::Holds
         } else {
-            (Verdict::Holds, Verdict::Violated)
-        };
-        let verdict = match (found, complete) {
-            (Some(_), _) => hit,
-            (None, true) => miss,
-            (None, false) => Verdict::Unknown,
+            Verdict::Violated
         };
         properties.push(PropertyReport {
-            name: property.name,
-            kind: property.kind,
-            verdict,
-            evidence,
-        });
-    }
-
-    if options.deadlock {
-        properties.push(PropertyReport {
-            name: DEADLOCK_PROPERTY,
-            kind: PropertyKind::Deadlock,
-            verdict: match (explored.deadlock, complete) {
-                (Some(_), _) => Verdict::Violated,
-                (None, true) => Verdict::Holds,
-                (None, false) => Verdict::Unknown,
-            },
-            evidence: explored
-                .deadlock
-                .map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0)),
+            name,
+            kind,
+            verdict: verdict(found.is_some(), complete, hit),
+            evidence: found.map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0)),
         });
     }
 
@@ -313,15 +305,11 @@ where
         find_violations(graph, &formulas, rules, initial, options.threads)
     };
     for (property, lasso) in plan.liveness.iter().zip(lassos) {
-        let verdict = match (&lasso, complete && !options.safety_only) {
-            (Some(_), _) => Verdict::Violated,
-            (None, true) => Verdict::Holds,
-            (None, false) => Verdict::Unknown,
-        };
+        let searched = complete && !options.safety_only;
         properties.push(PropertyReport {
             name: property.name,
             kind: property.kind,
-            verdict,
+            verdict: verdict(lasso.is_some(), searched, Verdict::Violated),
             evidence: lasso.map(|lasso| materialize_lasso(model, graph, &lasso)),
         });
     }
@@ -341,6 +329,17 @@ where
             liveness_time: liveness_started.elapsed(),
         },
         stopped: explored.stopped,
+    }
+}
+
+/// The verdict on a property that `hit` decides when its witness was found,
+/// and the opposite decides when the whole graph was searched without one.
+fn verdict(found: bool, searched_all: bool, hit: Verdict) -> Verdict {
+    match (found, searched_all, hit) {
+        (true, _, hit) => hit,
+        (false, true, Verdict::Holds) => Verdict::Violated,
+        (false, true, _) => Verdict::Holds,
+        (false, false, _) => Verdict::Unknown,
     }
 }
 

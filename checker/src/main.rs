@@ -370,17 +370,19 @@ fn check(args: &CheckArgs) -> ExitCode {
                 report,
             })
             .collect();
-        out.write(&json::check(&options, &runs, exit_code_number(&code)));
+        out.write(&json::check(&options, &runs, code));
     }
-    out.finish(code)
+    out.finish(ExitCode::from(code))
 }
 
-fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>, interrupted: bool) -> ExitCode {
+/// The exit code of a check: 1 if something is violated, else 3 if it was
+/// incomplete, else 0.
+fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>, interrupted: bool) -> u8 {
     let mut incomplete = interrupted;
     for report in reports {
         for property in &report.properties {
             match property.verdict {
-                Verdict::Violated => return ExitCode::from(EXIT_VIOLATED),
+                Verdict::Violated => return EXIT_VIOLATED,
                 Verdict::Unknown => incomplete = true,
                 Verdict::Holds => {}
             }
@@ -388,16 +390,8 @@ fn exit_code<'a>(reports: impl Iterator<Item = &'a RenderedReport>, interrupted:
         incomplete |= report.stopped.is_some();
     }
     if incomplete {
-        ExitCode::from(EXIT_INCOMPLETE)
+        EXIT_INCOMPLETE
     } else {
-        ExitCode::SUCCESS
+        0
     }
-}
-
-/// The number behind an exit code this command made.
-fn exit_code_number(code: &ExitCode) -> u8 {
-    [0, EXIT_VIOLATED, EXIT_INCOMPLETE]
-        .into_iter()
-        .find(|&n| ExitCode::from(n) == *code)
-        .unwrap_or(EXIT_USAGE)
 }

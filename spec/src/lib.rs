@@ -13,4 +13,7 @@ pub mod lifecycle;
 pub mod mutex;
 pub mod temporal;
 
+#[cfg(test)]
+mod trace_json;
+
 pub use temporal::{Fairness, Formula, Liveness, StatePredicate, Strength, TemporalModel};

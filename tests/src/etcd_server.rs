@@ -258,31 +258,25 @@ impl EtcdCluster {
     }
 
     /// The index of the member that is leader now, if one is.
-    ///
-    /// # Errors
-    ///
-    /// If no member answers.
-    pub async fn leader(&self) -> Result<Option<usize>, EtcdError> {
-        for member in self.members.iter().filter(|m| m.child.is_some()) {
+    /// `None` while no member that answers knows of one.
+    pub async fn leader(&self) -> Option<usize> {
+        // Each live member's id, and the leader it knows of.
+        let mut seen = Vec::new();
+        for (i, member) in self.members.iter().enumerate() {
+            if member.child.is_none() {
+                continue;
+            }
             let Ok(mut client) = connect(&[member.endpoint()]).await else {
                 continue;
             };
-            let Ok(status) = client.status().await else {
-                continue;
-            };
-            let leader = status.leader();
-            for (i, m) in self.members.iter().enumerate() {
-                let Ok(mut c) = connect(&[m.endpoint()]).await else {
-                    continue;
-                };
-                if let Ok(s) = c.status().await {
-                    if s.header().map(|h| h.member_id()) == Some(leader) {
-                        return Ok(Some(i));
-                    }
-                }
+            if let Ok(status) = client.status().await {
+                let id = status.header().map(|h| h.member_id());
+                seen.push((i, id, status.leader()));
             }
         }
-        Ok(None)
+        seen.iter()
+            .find(|(_, id, _)| seen.iter().any(|(_, _, leader)| *id == Some(*leader)))
+            .map(|(i, _, _)| *i)
     }
 
     /// Freezes member `i` with SIGSTOP: it answers nothing, and its leases

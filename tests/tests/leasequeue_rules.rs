@@ -52,6 +52,19 @@ fn general_crash() -> LeaseQueueModel {
 }
 
 #[test]
+fn a_double_deletion_should_be_reached_only_where_a_lease_can_hold_two_keys() {
+    // The `sometimes` that keeps `WholeResponses` from being judged on a
+    // path never taken can fail: with one activation, no scheduler ever
+    // holds two actions' keys.
+    let name = "a lease's loss deletes two keys at once";
+    assert_eq!(
+        verdict(&run(&general_one_activation()), name),
+        Verdict::Violated
+    );
+    assert_eq!(verdict(&run(&general_crash()), name), Verdict::Holds);
+}
+
+#[test]
 fn a_keepalive_answered_with_ttl_zero_must_count_as_lease_loss() {
     let drift = || scenarios::drift(Variant::Steadfast);
     assert_needed(Rule::TtlZeroIsLoss, drift, "work only under a live lease");

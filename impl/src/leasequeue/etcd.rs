@@ -207,20 +207,6 @@ impl Etcd {
         format!("{}queue/", self.prefix)
     }
 
-    /// The action an endpoint key names.
-    fn action_of(&self, key: &[u8]) -> Result<String, EtcdError> {
-        let key = String::from_utf8_lossy(key).into_owned();
-        let action = key
-            .strip_prefix(&self.queues())
-            .and_then(|rest| rest.strip_suffix("/leader"))
-            .filter(|action| !action.is_empty())
-            .map(str::to_owned);
-        action.ok_or_else(|| EtcdError::Corrupt {
-            reason: "not of the form <prefix>queue/<action>/leader".into(),
-            key,
-        })
-    }
-
     fn owner_of(key: &[u8], value: &[u8]) -> Result<String, EtcdError> {
         String::from_utf8(value.to_vec()).map_err(|_| EtcdError::Corrupt {
             key: String::from_utf8_lossy(key).into_owned(),
@@ -333,8 +319,12 @@ impl Etcd {
                 }
             }
         }
-        // Deleted between the compare and the read: as good as lost.
-        Ok(Claim::LeaseNotFound)
+        // The compare and the read are one transaction: a key that failed
+        // the compare is there to read.
+        Err(EtcdError::Corrupt {
+            key,
+            reason: "the claim's transaction found the key taken, then could not read it".into(),
+        })
     }
 
     /// Deletes `action`'s endpoint key only if it is bound to `lease` (a
@@ -400,7 +390,7 @@ impl Etcd {
             .iter()
             .map(|kv| {
                 Ok((
-                    self.action_of(kv.key())?,
+                    action_of(&self.queues(), kv.key())?,
                     Self::owner_of(kv.key(), kv.value())?,
                 ))
             })
@@ -430,6 +420,20 @@ impl Etcd {
             queues: self.queues(),
         })
     }
+}
+
+/// The action an endpoint key under `queues` (`<prefix>queue/`) names.
+fn action_of(queues: &str, key: &[u8]) -> Result<String, EtcdError> {
+    let key = String::from_utf8_lossy(key).into_owned();
+    let action = key
+        .strip_prefix(queues)
+        .and_then(|rest| rest.strip_suffix("/leader"))
+        .filter(|action| !action.is_empty())
+        .map(str::to_owned);
+    action.ok_or_else(|| EtcdError::Corrupt {
+        reason: "not of the form <prefix>queue/<action>/leader".into(),
+        key,
+    })
 }
 
 /// Whether etcd refused a call because a lease does not exist.
@@ -485,15 +489,7 @@ impl EndpointWatch {
             let mut changes = Vec::new();
             for event in response.events() {
                 let Some(kv) = event.kv() else { continue };
-                let key = String::from_utf8_lossy(kv.key()).into_owned();
-                let action = key
-                    .strip_prefix(&self.queues)
-                    .and_then(|rest| rest.strip_suffix("/leader"))
-                    .map(str::to_owned)
-                    .ok_or_else(|| EtcdError::Corrupt {
-                        key: key.clone(),
-                        reason: "not of the form <prefix>queue/<action>/leader".into(),
-                    })?;
+                let action = action_of(&self.queues, kv.key())?;
                 let owner = match event.event_type() {
                     EventType::Put => Some(Etcd::owner_of(kv.key(), kv.value())?),
                     EventType::Delete => None,

@@ -149,6 +149,15 @@ impl<D: Domain> Controller<D> {
         self.cache.iter().find(|(a, _)| a == action).map(|(_, s)| s)
     }
 
+    /// The scheduler asked to create a queue for `action` when no key names
+    /// one: the action's number modulo the schedulers, in the order this
+    /// controller knows them (`None` when it knows none).
+    fn home(&self, action: &D::Action) -> Option<D::Scheduler> {
+        let known = self.schedulers.len() as u64;
+        let index = D::action_number(action).checked_rem(known)?;
+        self.schedulers.get(usize::try_from(index).ok()?).cloned()
+    }
+
     fn remember(&mut self, action: D::Action, owner: Option<D::Scheduler>) {
         self.cache.retain(|(a, _)| *a != action);
         if let Some(owner) = owner {
@@ -172,7 +181,7 @@ impl<D: Domain> Controller<D> {
                     Some(to) => vec![Effect::Send { id, action, to }],
                     // No key: the action's home scheduler is asked to create
                     // the queue, and sent the activation.
-                    None => match D::home(&action, &self.schedulers) {
+                    None => match self.home(&action) {
                         Some(to) => vec![
                             Effect::CreateQueue {
                                 action: action.clone(),

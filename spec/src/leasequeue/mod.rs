@@ -65,10 +65,9 @@ pub trait Domain:
     /// The revision after `rev`.
     fn next_revision(rev: Self::Revision) -> Self::Revision;
 
-    /// The scheduler a controller asks to create a queue for `action` when
-    /// no key names one: a fixed function of the action, so that
-    /// controllers agree (`None` only when there is no scheduler).
-    fn home(action: &Self::Action, schedulers: &[Self::Scheduler]) -> Option<Self::Scheduler>;
+    /// A number for `action`, the same in every process (a stable hash of
+    /// its name): the controller places a new queue by it.
+    fn action_number(action: &Self::Action) -> u64;
 }
 
 /// Why an activation failed for good: a named reason a caller can match on,

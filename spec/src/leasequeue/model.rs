@@ -34,10 +34,8 @@ impl Domain for Small {
         rev + 1
     }
 
-    /// Action `a` lives on scheduler `a mod n`.
-    fn home(action: &u8, schedulers: &[u8]) -> Option<u8> {
-        let n = schedulers.len();
-        (n > 0).then(|| schedulers[usize::from(*action) % n])
+    fn action_number(action: &u8) -> u64 {
+        u64::from(*action)
     }
 }
 

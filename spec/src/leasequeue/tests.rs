@@ -8,6 +8,7 @@ use super::etcd::{Etcd, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, LeaseState};
 use super::{FailReason, Variant};
+use crate::trace_json::round_trip;
 
 /// The roles as the model instantiates them.
 type Scheduler = scheduler::Scheduler<Small>;
@@ -418,15 +419,6 @@ proptest! {
     }
 }
 
-/// `value` written as JSON (as a runtime's trace records it) and read back.
-fn round_trip<T>(value: &T) -> T
-where
-    T: serde::Serialize + serde::de::DeserializeOwned,
-{
-    let text = serde_json::to_string(value).expect("it serializes");
-    serde_json::from_str(&text).expect("what was written reads back")
-}
-
 proptest! {
     #[test]
     fn every_input_and_effect_should_round_trip_through_json(
@@ -480,9 +472,8 @@ impl super::Domain for Real {
         rev + 1
     }
 
-    fn home(action: &String, schedulers: &[String]) -> Option<String> {
-        let n = schedulers.len();
-        (n > 0).then(|| schedulers[action.len() % n].clone())
+    fn action_number(action: &String) -> u64 {
+        action.len() as u64
     }
 }
 

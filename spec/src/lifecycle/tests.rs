@@ -6,6 +6,7 @@ use super::engine::{Effect, Engine, Input, Outcome, Patch, Phase};
 use super::handlers::{Config, HandlerSpec, On, SubPlan, Variant};
 use super::model::scenarios;
 use super::object::{Essence, Field, Final, Key, ObjectView, Progress};
+use crate::trace_json::round_trip;
 
 fn view(rv: u32, tick: u8) -> ObjectView {
     ObjectView {
@@ -399,11 +400,9 @@ proptest! {
         let config = scenarios::general(variant).config;
         let mut engine = Engine::new();
         for input in inputs {
-            let text = serde_json::to_string(&input).expect("an input serializes");
-            prop_assert_eq!(&serde_json::from_str::<Input>(&text).expect("it reads back"), &input);
+            prop_assert_eq!(&round_trip(&input), &input);
             for effect in engine.step(&config, input) {
-                let text = serde_json::to_string(&effect).expect("an effect serializes");
-                prop_assert_eq!(serde_json::from_str::<Effect>(&text).expect("it reads back"), effect);
+                prop_assert_eq!(round_trip(&effect), effect);
             }
         }
     }

@@ -34,7 +34,10 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     if uri.path() == FAULTS_PATH {
-        return respond(control(&shared, &method, &body), StatusCode::OK);
+        return match control(&shared, &method, &body) {
+            Ok(value) => respond(value, StatusCode::OK),
+            Err(error) => error_response(&error),
+        };
     }
     shared.unpaused().await;
     let (delay, injected_error) = {
@@ -195,7 +198,7 @@ async fn serve(
     };
     let get_only = |value: Value| {
         if method == Method::GET {
-            Ok(respond(Ok(value), StatusCode::OK))
+            Ok(respond(value, StatusCode::OK))
         } else {
             Err(ApiError::method_not_allowed(method.as_str()))
         }
@@ -278,14 +281,14 @@ fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
                 .shared
                 .store()
                 .list(&scope, &filter, limit, continue_token)?;
-            Ok(respond(Ok(list), StatusCode::OK))
+            Ok(respond(list, StatusCode::OK))
         }
         Method::POST if scope.namespace.is_some() || !scope.resource.namespaced => {
             let object = call.json()?;
             let created = call
                 .shared
                 .write_unless_dry(call.dry_run()?, |store| store.create(&scope, object))?;
-            Ok(respond(Ok(created), StatusCode::CREATED))
+            Ok(respond(created, StatusCode::CREATED))
         }
         _ => Err(ApiError::method_not_allowed(call.method.as_str())),
     }
@@ -360,7 +363,7 @@ fn object(
         }
         _ => return Err(ApiError::method_not_allowed(call.method.as_str())),
     };
-    Ok(respond(Ok(object), code))
+    Ok(respond(object, code))
 }
 
 /// What the real server answers for an immediate delete of a built-in object.
@@ -440,16 +443,13 @@ fn group_list(shared: &Shared, only: Option<&str>) -> Value {
     json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
 }
 
-fn respond(result: ApiResult<Value>, code: StatusCode) -> Response {
-    match result {
-        Ok(value) => (
-            code,
-            [(header::CONTENT_TYPE, "application/json")],
-            value.to_string(),
-        )
-            .into_response(),
-        Err(error) => error_response(&error),
-    }
+fn respond(value: Value, code: StatusCode) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
 }
 
 /// An error as the API server sends it: a `Status` body, and `Retry-After`
