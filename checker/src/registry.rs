@@ -373,16 +373,16 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 6] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 12] = [
     Scenario {
         name: "seed5286",
-        about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (2) against a 3-tick outage",
+        about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
         by_default: true,
         value: lq_scenarios::seed5286,
     },
     Scenario {
         name: "long-ttl",
-        about: "seed5286 with a TTL of 5, longer than the outage (the reporter's workaround)",
+        about: "seed5286 with a TTL of 6, longer than the outage and the fence's margin (the reporter's workaround)",
         by_default: true,
         value: lq_scenarios::long_ttl,
     },
@@ -399,14 +399,50 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 6] = [
         value: lq_scenarios::drift_beyond,
     },
     Scenario {
+        name: "late-delete",
+        about: "seed5286 with a request held up in the network: a delete that lands after a re-claim",
+        by_default: true,
+        value: lq_scenarios::late_delete,
+    },
+    Scenario {
+        name: "duplicate",
+        about: "2 schedulers, 1 controller, 1 action; a message sent twice and a crash",
+        by_default: true,
+        value: lq_scenarios::duplicate,
+    },
+    Scenario {
         name: "general",
-        about: "2 schedulers, 2 controllers, 2 actions; an outage, a scheduler crash, a compaction",
+        about: "2 schedulers, 2 controllers, 2 actions; an outage, a compaction, a queue retiring",
         by_default: true,
         value: lq_scenarios::general,
     },
     Scenario {
+        name: "contest",
+        about: "2 schedulers, 2 controllers, one action placed on both: a contested election; a queue retiring, a late request",
+        by_default: true,
+        value: lq_scenarios::contest,
+    },
+    Scenario {
+        name: "lossy",
+        about: "general's sizes; a request applied late, a reply lost, a crash, a queue retiring",
+        by_default: true,
+        value: lq_scenarios::lossy,
+    },
+    Scenario {
+        name: "redelivery",
+        about: "general's sizes; a message delivered twice, one reordered, a crash",
+        by_default: true,
+        value: lq_scenarios::redelivery,
+    },
+    Scenario {
+        name: "etcd-faults",
+        about: "general's sizes; an etcd leader loss, a stalled watch, etcd's clock a tick ahead",
+        by_default: true,
+        value: lq_scenarios::etcd_faults,
+    },
+    Scenario {
         name: "bench",
-        about: "general with an etcd leader loss and a probe: for benchmarks",
+        about: "general with a message sent twice besides: for benchmarks",
         by_default: false,
         value: lq_scenarios::bench,
     },

@@ -367,7 +367,7 @@ fn explore_should_print_the_address_it_really_bound() {
 }
 
 #[test]
-fn the_5286_counterexamples_should_be_short_and_print_each_cycle_once() {
+fn the_5286_counterexamples_should_be_short_and_take_each_transition_once() {
     let args = [
         "check",
         "leasequeue",
@@ -379,8 +379,9 @@ fn the_5286_counterexamples_should_be_short_and_print_each_cycle_once() {
     let text = steadfast(&args);
     assert_eq!(text.status.code(), Some(1));
     let lines = stdout(&text).lines().count();
-    // 824 lines before counterexamples were made readable.
-    assert!(lines <= 274, "{lines} lines:\n{}", stdout(&text));
+    // 824 lines before counterexamples were made readable; 270 then, 361
+    // once the world showed requests, acknowledgements and lease validity.
+    assert!(lines <= 380, "{lines} lines:\n{}", stdout(&text));
 
     let json = steadfast(&[&args[..], &["--json"]].concat());
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -398,14 +399,17 @@ fn the_5286_counterexamples_should_be_short_and_print_each_cycle_once() {
             steps[steps.len() - 1]["state"],
             "the cycle returns to its first state"
         );
-        let laps: Vec<&serde_json::Value> = steps[start..steps.len() - 1]
-            .iter()
-            .map(|s| &s["state"])
+        // A fair cycle may have to pass a state twice (to take one class,
+        // then come back by another way to take the next), but printed once
+        // it takes no transition twice.
+        let transitions: Vec<(&serde_json::Value, &serde_json::Value)> = steps[start..]
+            .windows(2)
+            .map(|w| (&w[0]["state"], &w[1]["state"]))
             .collect();
-        for (i, state) in laps.iter().enumerate() {
+        for (i, transition) in transitions.iter().enumerate() {
             assert!(
-                !laps[i + 1..].contains(state),
-                "\"{}\": the cycle passes a state twice",
+                !transitions[i + 1..].contains(transition),
+                "\"{}\": the cycle takes a transition twice",
                 property["name"]
             );
         }

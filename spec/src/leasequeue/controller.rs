@@ -6,6 +6,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{Domain, FailReason, Rule, Rules};
 
+/// How a controller is set up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Config<D: Domain> {
+    /// The rules it follows: a [`super::Variant`]'s, or fewer.
+    pub rules: Rules,
+    /// How often it wakes up: to look up parked activations again, to ask
+    /// its watch for progress, and to restart a watch that gave none.
+    pub wake_every: D::Duration,
+}
+
 /// The controller's watch on the endpoint keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Watch<R> {
@@ -13,19 +23,25 @@ pub enum Watch<R> {
     Active {
         /// The next revision it wants.
         next: R,
+        /// A progress request is out and nothing has arrived since: if it
+        /// is still so at the next wake-up, the watch has stalled.
+        probing: bool,
     },
-    /// Cut off from etcd; `next` is where it stopped.
-    Broken {
-        /// The next revision it wanted.
-        next: R,
+    /// A watch has been asked for and has not started yet; asked again at
+    /// every wake-up.
+    Starting {
+        /// The revision it starts from; `None`: from etcd's next one.
+        from: Option<R>,
     },
-    /// Its revisions were compacted away: re-listing the keys.
+    /// Re-listing the keys; asked again at every wake-up.
     Listing,
 }
 
 /// What the world tells the controller.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Input<D: Domain> {
+    /// A wake-up it asked for (or the first one, which starts it).
+    Wake,
     /// A user submitted an activation.
     Submit {
         /// Its id.
@@ -33,7 +49,7 @@ pub enum Input<D: Domain> {
         /// Its action.
         action: D::Action,
     },
-    /// A lookup of `action`'s key answered.
+    /// A lookup of `action`'s key for activation `id` answered.
     Got {
         /// The activation it is for.
         id: D::Activation,
@@ -42,12 +58,17 @@ pub enum Input<D: Domain> {
         /// The key's owner, if the key exists.
         owner: Option<D::Scheduler>,
     },
-    /// A lookup could not reach etcd.
+    /// A lookup for activation `id` could not reach etcd.
     GetFailed {
         /// The activation it is for.
         id: D::Activation,
         /// Its action.
         action: D::Action,
+    },
+    /// The watch asked for started; its first revision is `next`.
+    WatchStarted {
+        /// The first revision it reports.
+        next: D::Revision,
     },
     /// The watch reported every change of one revision, in one response
     /// (a lease's expiry deletes all its keys at one revision).
@@ -58,14 +79,14 @@ pub enum Input<D: Domain> {
         /// deletion.
         changes: Vec<(D::Action, Option<D::Scheduler>)>,
     },
-    /// etcd became unreachable: the watch is cut.
-    Disconnected,
-    /// etcd is reachable again; its revision is `rev`.
-    Reconnected {
-        /// etcd's current revision.
+    /// The watch answered a progress request: nothing it has not reported
+    /// happened up to `rev`.
+    Progress {
+        /// etcd's revision.
         rev: D::Revision,
     },
-    /// The watch's next revision was compacted away; etcd is at `rev`.
+    /// etcd cancelled the watch: its next revision was compacted away;
+    /// etcd is at `rev`.
     Compacted {
         /// etcd's current revision.
         rev: D::Revision,
@@ -82,6 +103,11 @@ pub enum Input<D: Domain> {
 /// What the controller asks of the world.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Effect<D: Domain> {
+    /// Wake it up ([`Input::Wake`]) after this long.
+    WakeIn {
+        /// How long from now.
+        after: D::Duration,
+    },
     /// Look up `action`'s key; answer with [`Input::Got`] or
     /// [`Input::GetFailed`].
     Get {
@@ -92,6 +118,16 @@ pub enum Effect<D: Domain> {
     },
     /// List every endpoint key; answer with [`Input::Listed`].
     List,
+    /// Watch the endpoint keys from revision `from` (`None`: from etcd's
+    /// next), with progress notifications, replacing any watch it had;
+    /// answer with [`Input::WatchStarted`].
+    Watch {
+        /// The first revision wanted.
+        from: Option<D::Revision>,
+    },
+    /// Ask the watch for a progress notification; answer with
+    /// [`Input::Progress`] (or changes).
+    RequestProgress,
     /// Send activation `id` to scheduler `to`.
     Send {
         /// The activation.
@@ -124,8 +160,10 @@ pub struct Controller<D: Domain> {
     pub cache: Vec<(D::Action, D::Scheduler)>,
     /// Its watch.
     pub watch: Watch<D::Revision>,
-    /// Activations waiting for etcd to be reachable (steadfast).
-    pub parked: Vec<(D::Activation, D::Action)>,
+    /// Activations whose action's key it is looking up (a steadfast
+    /// controller keeps those whose lookup failed here too), sent again at
+    /// every wake-up until answered.
+    pub lookups: Vec<(D::Activation, D::Action)>,
     /// The schedulers there are to create queues on.
     pub schedulers: Vec<D::Scheduler>,
 }
@@ -138,8 +176,9 @@ impl<D: Domain> Controller<D> {
             cache: Vec::new(),
             watch: Watch::Active {
                 next: D::next_revision(rev),
+                probing: false,
             },
-            parked: Vec::new(),
+            lookups: Vec::new(),
             schedulers,
         }
     }
@@ -166,16 +205,29 @@ impl<D: Domain> Controller<D> {
         }
     }
 
-    /// Feeds one input, following `rules` (a [`super::Variant`]'s, or
-    /// fewer).
-    pub fn step(&mut self, rules: impl Into<Rules>, input: Input<D>) -> Vec<Effect<D>> {
-        let rules = rules.into();
+    /// Takes activation `id` off the lookups; whether it was there.
+    fn answered(&mut self, id: &D::Activation) -> bool {
+        let before = self.lookups.len();
+        self.lookups.retain(|(i, _)| i != id);
+        self.lookups.len() != before
+    }
+
+    /// Feeds one input.
+    pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
+        let rules = config.rules;
         match input {
+            Input::Wake => self.wake(rules, config.wake_every),
             Input::Submit { id, action } => match self.route(&action).cloned() {
                 Some(to) => vec![Effect::Send { id, action, to }],
-                None => vec![Effect::Get { id, action }],
+                None => {
+                    self.lookups.push((id.clone(), action.clone()));
+                    vec![Effect::Get { id, action }]
+                }
             },
             Input::Got { id, action, owner } => {
+                if !self.answered(&id) {
+                    return Vec::new();
+                }
                 self.remember(action.clone(), owner.clone());
                 match owner {
                     Some(to) => vec![Effect::Send { id, action, to }],
@@ -196,9 +248,10 @@ impl<D: Domain> Controller<D> {
                     },
                 }
             }
-            Input::GetFailed { id, action } => {
-                if rules.has(Rule::Park) {
-                    self.parked.push((id, action));
+            // steadfast keeps it and looks it up again at its next wake-up.
+            Input::GetFailed { .. } if rules.has(Rule::Park) => Vec::new(),
+            Input::GetFailed { id, .. } => {
+                if !self.answered(&id) {
                     return Vec::new();
                 }
                 vec![Effect::Fail {
@@ -206,8 +259,17 @@ impl<D: Domain> Controller<D> {
                     reason: FailReason::NoSchedulerEndpoint,
                 }]
             }
+            Input::WatchStarted { next } => {
+                if let Watch::Starting { .. } = self.watch {
+                    self.watch = Watch::Active {
+                        next,
+                        probing: false,
+                    };
+                }
+                Vec::new()
+            }
             Input::Changed { rev, changes } => {
-                let Watch::Active { next } = self.watch else {
+                let Watch::Active { next, .. } = self.watch else {
                     return Vec::new();
                 };
                 if rev < next {
@@ -215,6 +277,7 @@ impl<D: Domain> Controller<D> {
                 }
                 self.watch = Watch::Active {
                     next: D::next_revision(rev),
+                    probing: false,
                 };
                 // Without the rule, only the first event of the response.
                 let taken = if rules.has(Rule::WholeResponses) {
@@ -227,47 +290,78 @@ impl<D: Domain> Controller<D> {
                 }
                 Vec::new()
             }
-            Input::Disconnected => {
-                if let Watch::Active { next } = self.watch {
-                    self.watch = Watch::Broken { next };
+            Input::Progress { .. } => {
+                if let Watch::Active { next, .. } = self.watch {
+                    self.watch = Watch::Active {
+                        next,
+                        probing: false,
+                    };
                 }
                 Vec::new()
             }
-            Input::Reconnected { rev } => {
-                if let Watch::Broken { next } = self.watch {
-                    self.watch = if rules.has(Rule::ResumeWatch) {
-                        Watch::Active { next }
-                    } else {
-                        // A restarted watch starts from "now": changes
-                        // during the gap are lost.
-                        Watch::Active {
-                            next: D::next_revision(rev),
-                        }
-                    };
+            Input::Compacted { .. } => {
+                if !matches!(self.watch, Watch::Active { .. }) {
+                    return Vec::new();
                 }
-                std::mem::take(&mut self.parked)
-                    .into_iter()
-                    .map(|(id, action)| Effect::Get { id, action })
-                    .collect()
-            }
-            Input::Compacted { rev } => {
-                // steadfast re-lists, then watches from the listing on.
+                // steadfast re-lists, then watches from the listing on;
+                // OpenWhisk watches again from "now".
                 if rules.has(Rule::Relist) {
                     self.watch = Watch::Listing;
                     return vec![Effect::List];
                 }
-                self.watch = Watch::Active {
-                    next: D::next_revision(rev),
-                };
-                Vec::new()
+                self.watch = Watch::Starting { from: None };
+                vec![Effect::Watch { from: None }]
             }
             Input::Listed { rev, keys } => {
+                if self.watch != Watch::Listing {
+                    return Vec::new();
+                }
                 self.cache = keys;
-                self.watch = Watch::Active {
-                    next: D::next_revision(rev),
-                };
-                Vec::new()
+                let from = Some(D::next_revision(rev));
+                self.watch = Watch::Starting { from };
+                vec![Effect::Watch { from }]
             }
         }
+    }
+
+    /// Looks up every activation not answered yet, and keeps the watch
+    /// going: a progress request, or a new watch when the last request got
+    /// no answer (a watch can stall without an error).
+    fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
+        let mut effects: Vec<Effect<D>> = self
+            .lookups
+            .iter()
+            .map(|(id, action)| Effect::Get {
+                id: id.clone(),
+                action: action.clone(),
+            })
+            .collect();
+        let watch = match self.watch {
+            Watch::Active {
+                next,
+                probing: false,
+            } => {
+                self.watch = Watch::Active {
+                    next,
+                    probing: true,
+                };
+                Effect::RequestProgress
+            }
+            // Stalled: steadfast resumes where it stopped; OpenWhisk starts
+            // from "now", and changes during the gap are lost.
+            Watch::Active {
+                next,
+                probing: true,
+            } => {
+                let from = rules.has(Rule::ResumeWatch).then_some(next);
+                self.watch = Watch::Starting { from };
+                Effect::Watch { from }
+            }
+            Watch::Starting { from } => Effect::Watch { from },
+            Watch::Listing => Effect::List,
+        };
+        effects.push(watch);
+        effects.push(Effect::WakeIn { after: wake_every });
+        effects
     }
 }

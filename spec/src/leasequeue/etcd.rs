@@ -4,9 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// etcd's smallest lease TTL at default settings (1.5 × the election
-/// timeout, rounded up): a shorter requested TTL is raised to it.
-pub const MIN_TTL: u8 = 2;
+/// The smallest lease TTL the model grants, in ticks: a tick is the
+/// keepalive period, and etcd-client keeps a lease alive every third of its
+/// TTL. A shorter requested TTL is raised to it, as etcd raises one below
+/// its own floor (1.5 × the election timeout).
+pub const MIN_TTL: u8 = 3;
 
 /// The endpoint key of one action's queue: `queue/<action>/leader`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -44,13 +46,8 @@ pub struct Change {
 /// Why a create-if-absent did not create the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Refused {
-    /// The key exists, owned by this scheduler under this lease.
-    Exists {
-        /// Its owner.
-        owner: u8,
-        /// Its lease.
-        lease: u8,
-    },
+    /// The key exists.
+    Exists(Endpoint),
     /// The lease named in the request does not exist (it expired).
     LeaseNotFound,
 }
@@ -134,10 +131,7 @@ impl Etcd {
         lease: u8,
     ) -> Result<Endpoint, Refused> {
         if let Some(key) = self.get(action) {
-            return Err(Refused::Exists {
-                owner: key.owner,
-                lease: key.lease,
-            });
+            return Err(Refused::Exists(key));
         }
         if !self.is_live(lease) {
             return Err(Refused::LeaseNotFound);
@@ -155,13 +149,13 @@ impl Etcd {
         Ok(key)
     }
 
-    /// Deletes `action`'s key; with `owned_by`, only if that scheduler owns
-    /// it under that lease. Returns whether a key was deleted.
-    pub fn delete(&mut self, action: u8, owned_by: Option<(u8, u8)>) -> bool {
+    /// Deletes `action`'s key; with `created`, only if that revision
+    /// created it. Returns whether a key was deleted.
+    pub fn delete(&mut self, action: u8, created: Option<u32>) -> bool {
         let Some(key) = self.get(action) else {
             return false;
         };
-        if owned_by.is_some_and(|(owner, lease)| (key.owner, key.lease) != (owner, lease)) {
+        if created.is_some_and(|rev| key.create_rev != rev) {
             return false;
         }
         self.keys.retain(|k| k.action != action);

@@ -11,6 +11,7 @@
 pub mod controller;
 pub mod etcd;
 pub mod model;
+pub mod reachable;
 pub mod scheduler;
 
 #[cfg(test)]
@@ -61,9 +62,16 @@ pub trait Domain:
     type Lease: Id;
     /// An etcd revision.
     type Revision: Id + Copy;
+    /// A span of time: the model counts ticks, a runtime milliseconds. The
+    /// roles never read a clock; every input comes with the time elapsed
+    /// since the one before, and they keep what is left of each deadline.
+    type Duration: Id + Copy + Default + std::ops::Add<Output = Self::Duration>;
 
     /// The revision after `rev`.
     fn next_revision(rev: Self::Revision) -> Self::Revision;
+
+    /// `a - b`, or zero when `b` is not less than `a`.
+    fn saturating_sub(a: Self::Duration, b: Self::Duration) -> Self::Duration;
 
     /// A number for `action`, the same in every process (a stable hash of
     /// its name): the controller places a new queue by it.
@@ -102,24 +110,30 @@ impl std::fmt::Display for FailReason {
 /// away from the steadfast rules and show which property then fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Rule {
-    /// A keepalive answered with TTL 0 is lease loss, not success.
+    /// Work is handed out only while the lease is valid: the send time of
+    /// the last keepalive etcd confirmed, plus the TTL it confirmed, less a
+    /// margin for clock drift. Without it, a scheduler serves whenever it
+    /// holds a queue.
+    Fence,
+    /// etcd saying the lease is gone (a keepalive answered with TTL 0, a
+    /// claim refused for want of the lease) is lease loss, not success.
     TtlZeroIsLoss,
-    /// No keepalive answer for nearly a TTL is lease loss: the scheduler
-    /// stops serving before etcd can expire the lease.
-    SilenceIsLoss,
-    /// After lease loss, every key the scheduler owned is claimed again
-    /// under its next lease.
-    Reregister,
-    /// Work is handed out only from a queue under the lease the scheduler
-    /// believes live.
-    ServeUnderLiveLease,
     /// A scheduler without a queue for an activation elects itself by
     /// create-if-absent, or forwards to the winner, instead of failing it.
     SelfElection,
-    /// A retiring queue deletes its key only if it is still its owner's.
+    /// A retiring queue deletes its key only if it is still the key it
+    /// created (compared on the key's create revision: a key deleted and
+    /// created again, even by the same scheduler under the same lease, is
+    /// another key).
     ConditionalDelete,
-    /// A controller that cannot reach etcd parks the activation instead of
-    /// failing it.
+    /// A scheduler ignores an activation it already holds or has settled
+    /// (delivery is at least once).
+    Deduplicate,
+    /// A scheduler acknowledges an activation only once it is settled
+    /// (executed, forwarded or failed), not on receipt.
+    AckAtSettlement,
+    /// A controller that cannot reach etcd keeps the activation and looks
+    /// it up again, instead of failing it.
     Park,
     /// A restarted watch resumes from the next revision it wanted.
     ResumeWatch,
@@ -133,12 +147,12 @@ pub enum Rule {
 impl Rule {
     /// Every rule.
     pub const ALL: [Rule; 10] = [
+        Rule::Fence,
         Rule::TtlZeroIsLoss,
-        Rule::SilenceIsLoss,
-        Rule::Reregister,
-        Rule::ServeUnderLiveLease,
         Rule::SelfElection,
         Rule::ConditionalDelete,
+        Rule::Deduplicate,
+        Rule::AckAtSettlement,
         Rule::Park,
         Rule::ResumeWatch,
         Rule::Relist,
@@ -185,14 +199,17 @@ pub enum Variant {
     /// OpenWhisk's rules (#5286): the endpoint cache is fed only by watch
     /// events and never re-listed; a restarted watch starts from "now"; a
     /// scheduler without a queue fails an activation whose key is missing; a
-    /// keepalive answer of TTL 0 counts as success; deletes are
-    /// unconditional.
+    /// keepalive answer of TTL 0 counts as success; a queue serves whatever
+    /// became of its lease; deletes are unconditional; activations are
+    /// committed on receipt and not deduplicated.
     OpenWhisk,
-    /// Lease loss detected (TTL 0, or no answer for nearly a TTL), the old
-    /// lease revoked, a new one granted and every owned key re-registered by
-    /// create-if-absent; a scheduler without a queue elects itself by
-    /// create-if-absent, or forwards to the winner; watches resume from the
-    /// next revision and re-list after compaction; deletes conditioned on
-    /// ownership; work handed out only under the lease believed live.
+    /// Every [`Rule`]: work handed out only while the lease is valid by the
+    /// scheduler's own clock; etcd's "no such lease" taken as loss, the old
+    /// lease revoked and a new one granted; a scheduler without a queue
+    /// elects itself by create-if-absent, or forwards to the winner; deletes
+    /// conditioned on ownership; duplicates ignored and activations
+    /// acknowledged at settlement; controllers park what they cannot route,
+    /// resume watches from the next revision, re-list after compaction and
+    /// take in whole watch responses.
     Steadfast,
 }

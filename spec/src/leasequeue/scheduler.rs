@@ -1,82 +1,171 @@
 //! The scheduler: it holds one lease at a time, owns the queues whose
 //! endpoint keys it registered under that lease, and executes or forwards
 //! the activations it is sent. A sans-I/O state machine.
+//!
+//! # Time and correlation
+//!
+//! The scheduler never reads a clock: every input comes with the time
+//! elapsed since the one before, and it keeps what is left of each span
+//! (how long its lease stays valid, how long its keepalive has waited). It
+//! asks to be woken with [`Effect::WakeIn`]; at every wake-up it sends again
+//! each request not yet answered, so a lost or late reply costs a retry,
+//! never a decision taken for it by the world. Every reply names what it
+//! answers (the lease, the action's key, the activation), and a reply the
+//! scheduler no longer waits for changes nothing.
+//!
+//! # Fencing
+//!
+//! Its lease is valid, by its own clock, until the send time of the last
+//! keepalive etcd confirmed plus the TTL etcd confirmed, less
+//! [`Config::margin`]. Before every hand-out ([`Effect::Execute`]) it checks
+//! that the queue's lease is the one it holds and that it is still valid. As
+//! long as etcd's clock runs at most `margin` ahead of the scheduler's over
+//! one TTL, etcd never expires a lease the scheduler still serves under.
 
 use serde::{Deserialize, Serialize};
 
 use super::{Domain, FailReason, Rule, Rules};
 
-/// A queue this scheduler owns, and the lease its key was registered under.
+/// How a scheduler is set up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Config<D: Domain> {
+    /// The rules it follows: a [`super::Variant`]'s, or fewer.
+    pub rules: Rules,
+    /// The lease TTL it asks etcd for.
+    pub ttl: D::Duration,
+    /// How much earlier than etcd could expire its lease it stops handing
+    /// out work under it: the most etcd's clock may run ahead of the
+    /// scheduler's over one TTL.
+    pub margin: D::Duration,
+    /// How often it wakes up: to keep its lease alive and to send again
+    /// every request not yet answered.
+    pub wake_every: D::Duration,
+}
+
+/// A queue this scheduler owns, and the key it was registered with.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Queue<D: Domain> {
     /// The action.
     pub action: D::Action,
     /// The lease its endpoint key is bound to.
     pub lease: D::Lease,
+    /// The revision that created its endpoint key: a key deleted and
+    /// created again, even by this scheduler under this lease, has another.
+    pub created: D::Revision,
+}
+
+/// An endpoint key as etcd holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Endpoint<D: Domain> {
+    /// The scheduler that owns the queue (the key's value).
+    pub owner: D::Scheduler,
+    /// The lease the key is bound to.
+    pub lease: D::Lease,
+    /// The revision that created the key.
+    pub created: D::Revision,
 }
 
 /// Where the scheduler's lease stands.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LeaseState<D: Domain> {
-    /// No lease yet: one must be granted.
-    None,
-    /// The lease it keeps alive; `silent` ticks since etcd last confirmed it.
+    /// No lease: a grant is asked for at every wake-up until one arrives.
+    Granting,
+    /// The lease it keeps alive.
     Held {
         /// The lease id.
         id: D::Lease,
-        /// Ticks without a positive keepalive answer.
-        silent: u8,
+        /// The TTL etcd granted it with.
+        ttl: D::Duration,
+        /// How long it may still hand out work under it (zero: suspended
+        /// until etcd confirms the lease again).
+        valid_for: D::Duration,
+        /// How long ago it sent the keepalive not answered yet, if one is.
+        keepalive: Option<D::Duration>,
     },
-    /// The lease is lost (or may be): it must be revoked, then replaced.
-    Lost {
+    /// The lease is gone: it is revoked at every wake-up until etcd
+    /// confirms, then replaced.
+    Revoking {
         /// The lost lease.
         id: D::Lease,
     },
 }
 
-/// What etcd (or a peer) tells the scheduler.
+/// What etcd found when asked to create an endpoint key if absent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ClaimResult<D: Domain> {
+    /// The key was created, for this scheduler under the lease asked, at
+    /// this revision.
+    Created {
+        /// The revision that created it.
+        created: D::Revision,
+    },
+    /// The key exists already.
+    Exists(Endpoint<D>),
+    /// The lease named in the request does not exist.
+    LeaseNotFound,
+}
+
+/// What the world tells the scheduler.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Input<D: Domain> {
-    /// A tick of time passed: a keepalive is due.
-    Tick,
-    /// etcd answered a keepalive with this TTL (0: no such lease).
-    KeptAlive {
-        /// The TTL left.
-        ttl: u8,
-    },
-    /// A keepalive got no answer (etcd unreachable).
-    Unanswered,
-    /// A lease was granted.
+    /// A wake-up it asked for (or the first one, which starts it).
+    Wake,
+    /// etcd granted a lease.
     Granted {
         /// Its id.
         lease: D::Lease,
+        /// Its TTL.
+        ttl: D::Duration,
     },
-    /// A lost lease was revoked (or found already gone).
-    Revoked,
-    /// A create-if-absent of `action`'s key under the current lease ended.
+    /// etcd answered a keepalive of `lease`.
+    KeptAlive {
+        /// The lease.
+        lease: D::Lease,
+        /// The TTL it was renewed for; zero when etcd has no such lease.
+        ttl: D::Duration,
+    },
+    /// etcd revoked `lease`, or found it gone already.
+    Revoked {
+        /// The lease.
+        lease: D::Lease,
+    },
+    /// A create-if-absent of `action`'s key under `lease` ended.
     Claimed {
         /// The action.
         action: D::Action,
-        /// Whether the key is now this scheduler's.
-        won: bool,
-        /// The owner when it is someone else's.
-        owner: Option<D::Scheduler>,
+        /// The lease the request named.
+        lease: D::Lease,
+        /// What etcd found.
+        result: ClaimResult<D>,
     },
-    /// An activation arrived (from a controller or a peer).
-    Activation {
-        /// Its id.
-        id: D::Activation,
-        /// Its action.
+    /// A delete of `action`'s key ended (whether or not it deleted one).
+    Deleted {
+        /// The action.
         action: D::Action,
     },
-    /// A lookup of `action`'s key for a waiting activation answered.
+    /// A lookup of `action`'s key for activation `id` answered.
     Resolved {
         /// The activation.
         id: D::Activation,
         /// Its action.
         action: D::Action,
-        /// The key's owner and lease, if the key exists.
-        owner: Option<(D::Scheduler, D::Lease)>,
+        /// The key, if it exists.
+        key: Option<Endpoint<D>>,
+    },
+    /// An activation arrived; it may be a copy of one that arrived before.
+    Activation {
+        /// Its id.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// A peer scheduler sent it on ([`Effect::Forward`]), rather than a
+        /// controller: one this scheduler forwarded may come back so.
+        forwarded: bool,
+    },
+    /// An activation it handed out finished executing.
+    Executed {
+        /// The activation.
+        id: D::Activation,
     },
     /// A controller asks for a queue for `action`.
     CreateQueue {
@@ -93,16 +182,25 @@ pub enum Input<D: Domain> {
 /// What the scheduler asks of the world.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Effect<D: Domain> {
-    /// Renew this lease; answer with [`Input::KeptAlive`] or
-    /// [`Input::Unanswered`].
+    /// Wake it up ([`Input::Wake`]) after this long.
+    WakeIn {
+        /// How long from now.
+        after: D::Duration,
+    },
+    /// Grant a lease of this TTL; answer with [`Input::Granted`].
+    Grant {
+        /// The TTL asked for.
+        ttl: D::Duration,
+    },
+    /// Renew this lease; answer with [`Input::KeptAlive`].
     KeepAlive {
         /// The lease.
         lease: D::Lease,
+        /// Open a new keepalive stream first: the answers still due on the
+        /// old one are worthless and must never arrive.
+        restart: bool,
     },
-    /// Grant a lease; answer with [`Input::Granted`] once etcd is reachable.
-    Grant,
-    /// Revoke this lease; answer with [`Input::Revoked`] once etcd is
-    /// reachable.
+    /// Revoke this lease; answer with [`Input::Revoked`].
     Revoke {
         /// The lease.
         lease: D::Lease,
@@ -115,23 +213,24 @@ pub enum Effect<D: Domain> {
         /// The lease to bind it to.
         lease: D::Lease,
     },
+    /// Delete `action`'s key; with `created`, only if it is the key that
+    /// revision created. Answer with [`Input::Deleted`].
+    Delete {
+        /// The action.
+        action: D::Action,
+        /// The key's create revision, for a conditional delete.
+        created: Option<D::Revision>,
+    },
     /// Look up `action`'s key for activation `id`; answer with
-    /// [`Input::Resolved`] once etcd is reachable.
+    /// [`Input::Resolved`].
     Resolve {
         /// The activation.
         id: D::Activation,
         /// Its action.
         action: D::Action,
     },
-    /// Delete `action`'s key; with `owned_under`, only if it is this
-    /// scheduler's under that lease.
-    Delete {
-        /// The action.
-        action: D::Action,
-        /// The lease the key must be bound to, for a conditional delete.
-        owned_under: Option<D::Lease>,
-    },
-    /// Run activation `id` from the queue registered under `lease`.
+    /// Run activation `id` from the queue registered under `lease`; answer
+    /// with [`Input::Executed`].
     Execute {
         /// The activation.
         id: D::Activation,
@@ -140,7 +239,7 @@ pub enum Effect<D: Domain> {
         /// The lease the queue's key was registered under.
         lease: D::Lease,
     },
-    /// Send activation `id` on to scheduler `to`.
+    /// Send activation `id` on to scheduler `to`, as forwarded.
     Forward {
         /// The activation.
         id: D::Activation,
@@ -156,6 +255,12 @@ pub enum Effect<D: Domain> {
         /// Why.
         reason: FailReason,
     },
+    /// Acknowledge activation `id` to the queue it came from: it is not
+    /// delivered again.
+    Ack {
+        /// The activation.
+        id: D::Activation,
+    },
 }
 
 /// One scheduler.
@@ -167,12 +272,27 @@ pub struct Scheduler<D: Domain> {
     pub lease: LeaseState<D>,
     /// The queues it owns, sorted.
     pub queues: Vec<Queue<D>>,
-    /// Actions whose keys it must re-register under its next lease.
-    pub to_reclaim: Vec<D::Action>,
-    /// Activations waiting for a claim of their action's key to end.
-    pub waiting: Vec<(D::Activation, D::Action)>,
-    /// Actions whose key it is claiming right now.
+    /// Actions whose key it wants to claim, sorted; the claim is sent (again)
+    /// at every wake-up while it holds a lease, until etcd answers it.
     pub electing: Vec<D::Action>,
+    /// Keys it is deleting, and the create revision each delete is
+    /// conditioned on, sorted; sent again at every wake-up until etcd
+    /// answers.
+    pub retiring: Vec<(D::Action, Option<D::Revision>)>,
+    /// Activations waiting for their action's queue: an election under way,
+    /// or a lease whose validity has run out.
+    pub waiting: Vec<(D::Activation, D::Action)>,
+    /// Activations whose action's key it is looking up, sent again at every
+    /// wake-up until etcd answers.
+    pub resolving: Vec<(D::Activation, D::Action)>,
+    /// Activations it handed out that have not finished.
+    pub running: Vec<D::Activation>,
+    /// Activations it settled, so that a copy delivered again is only
+    /// acknowledged (a runtime trims this with [`Scheduler::forget`]).
+    pub settled: Vec<D::Activation>,
+    /// Activations it forwarded, so that a copy from a controller is only
+    /// acknowledged, while one a peer sends back is taken in.
+    pub forwarded: Vec<D::Activation>,
     /// Activations whose lookup found no key during an election of its own
     /// and are looked up once more (OpenWhisk's retries, which last about
     /// 8 s, outlast one election).
@@ -180,24 +300,29 @@ pub struct Scheduler<D: Domain> {
 }
 
 impl<D: Domain> Scheduler<D> {
-    /// A scheduler that has just started: its first step asks for a lease.
+    /// A scheduler that has just started: its first [`Input::Wake`] asks for
+    /// a lease.
     pub fn new(id: D::Scheduler) -> Self {
         Scheduler {
             id,
-            lease: LeaseState::None,
+            lease: LeaseState::Granting,
             queues: Vec::new(),
-            to_reclaim: Vec::new(),
-            waiting: Vec::new(),
             electing: Vec::new(),
+            retiring: Vec::new(),
+            waiting: Vec::new(),
+            resolving: Vec::new(),
+            running: Vec::new(),
+            settled: Vec::new(),
+            forwarded: Vec::new(),
             retried: Vec::new(),
         }
     }
 
-    /// The lease it believes live, if any.
+    /// The lease it holds, valid or not.
     pub fn live_lease(&self) -> Option<&D::Lease> {
         match &self.lease {
             LeaseState::Held { id, .. } => Some(id),
-            LeaseState::None | LeaseState::Lost { .. } => None,
+            LeaseState::Granting | LeaseState::Revoking { .. } => None,
         }
     }
 
@@ -206,256 +331,487 @@ impl<D: Domain> Scheduler<D> {
         self.queues.iter().find(|q| q.action == *action)
     }
 
-    /// Feeds one input, following `rules` (a [`super::Variant`]'s, or
-    /// fewer); `ttl` is the lease TTL the scheduler was configured with
-    /// (after etcd's floor), in ticks.
-    pub fn step(&mut self, rules: impl Into<Rules>, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
-        let rules = rules.into();
-        if let Input::Claimed { action, .. } = &input {
-            self.electing.retain(|a| a != action);
-        }
-        let effects = self.decide(rules, ttl, input);
-        for effect in &effects {
-            if let Effect::Claim { action, .. } = effect {
-                insert_sorted(&mut self.electing, action.clone());
-            }
-        }
-        effects
+    /// Forgets that activation `id` was settled, so that an activation of
+    /// that id is new again: for a runtime that keeps only a window of
+    /// recent ids, and a model that reuses ids to stay finite.
+    pub fn forget(&mut self, id: &D::Activation) {
+        self.settled.retain(|s| s != id);
+        self.forwarded.retain(|s| s != id);
     }
 
-    fn decide(&mut self, rules: Rules, ttl: u8, input: Input<D>) -> Vec<Effect<D>> {
-        match input {
-            Input::Tick => match &self.lease {
-                LeaseState::Held { id, .. } => vec![Effect::KeepAlive { lease: id.clone() }],
-                LeaseState::None => vec![Effect::Grant],
-                LeaseState::Lost { id } => vec![Effect::Revoke { lease: id.clone() }],
-            },
-            Input::KeptAlive { ttl: left } => {
-                let LeaseState::Held { id, .. } = &self.lease else {
-                    return Vec::new();
-                };
-                let id = id.clone();
-                // Without the rule (OpenWhisk), the answer is mapped to the
-                // lease id and TTL 0 is taken for success.
-                if left == 0 && rules.has(Rule::TtlZeroIsLoss) {
-                    return self.lose_lease(rules, id);
-                }
-                self.lease = LeaseState::Held { id, silent: 0 };
-                Vec::new()
-            }
-            Input::Unanswered => {
-                let LeaseState::Held { id, silent } = &self.lease else {
-                    return Vec::new();
-                };
-                let (id, silent) = (id.clone(), *silent);
-                // Without the rule (OpenWhisk), the keepalive just waits
-                // for the stream to come back.
-                if !rules.has(Rule::SilenceIsLoss) {
-                    return Vec::new();
-                }
-                // Fencing: stop serving one tick before etcd could expire
-                // the lease.
-                if silent + 2 >= ttl {
-                    return self.lose_lease(rules, id);
-                }
-                self.lease = LeaseState::Held {
-                    id,
-                    silent: silent + 1,
-                };
-                Vec::new()
-            }
-            Input::Granted { lease } => {
-                self.lease = LeaseState::Held {
-                    id: lease.clone(),
-                    silent: 0,
-                };
-                // Queues under any other lease are not served under this one.
-                for queue in std::mem::take(&mut self.queues) {
-                    if queue.lease == lease {
-                        self.queues.push(queue);
-                    } else {
-                        insert_sorted(&mut self.to_reclaim, queue.action);
-                    }
-                }
-                // Every key it owned is claimed again under the new lease.
-                std::mem::take(&mut self.to_reclaim)
-                    .into_iter()
-                    .map(|action| Effect::Claim {
-                        action,
-                        lease: lease.clone(),
-                    })
-                    .collect()
-            }
-            Input::Revoked => {
-                self.lease = LeaseState::None;
-                vec![Effect::Grant]
-            }
-            Input::Claimed { action, won, owner } => self.claimed(action, won, owner),
-            Input::Activation { id, action } => self.activation(rules, id, action),
-            Input::Resolved { id, action, owner } => self.resolved(rules, id, action, owner),
-            Input::CreateQueue { action } => {
-                if self.queue(&action).is_some() {
-                    return Vec::new();
-                }
-                match self.live_lease().cloned() {
-                    Some(lease) => vec![Effect::Claim { action, lease }],
-                    // No lease yet: the election waits for one.
-                    None => {
-                        insert_sorted(&mut self.to_reclaim, action);
-                        Vec::new()
-                    }
-                }
-            }
-            Input::Idle { action } => {
-                let Some(queue) = self.queue(&action).cloned() else {
-                    return Vec::new();
-                };
-                self.queues.retain(|q| q.action != action);
-                let owned_under = rules.has(Rule::ConditionalDelete).then_some(queue.lease);
-                vec![Effect::Delete {
-                    action,
-                    owned_under,
-                }]
-            }
-        }
-    }
-
-    /// The lease is (or may be) gone: stop serving every queue, remember
-    /// them to re-register, and revoke the old lease before taking a new one.
-    fn lose_lease(&mut self, rules: Rules, id: D::Lease) -> Vec<Effect<D>> {
-        self.lease = LeaseState::Lost { id: id.clone() };
-        for queue in std::mem::take(&mut self.queues) {
-            if rules.has(Rule::Reregister) {
-                insert_sorted(&mut self.to_reclaim, queue.action);
-            }
-        }
-        vec![Effect::Revoke { lease: id }]
-    }
-
-    fn claimed(
+    /// Feeds one input that came `elapsed` after the one before.
+    pub fn step(
         &mut self,
-        action: D::Action,
-        won: bool,
-        owner: Option<D::Scheduler>,
+        config: &Config<D>,
+        elapsed: D::Duration,
+        input: Input<D>,
     ) -> Vec<Effect<D>> {
-        let waiting: Vec<D::Activation> = self
-            .waiting
-            .iter()
-            .filter(|(_, a)| *a == action)
-            .map(|(id, _)| id.clone())
-            .collect();
-        self.waiting.retain(|(_, a)| *a != action);
-        match (won, owner, self.live_lease().cloned()) {
-            (true, _, Some(lease)) => {
-                if self.queue(&action).is_none() {
-                    self.queues.push(Queue {
-                        action: action.clone(),
-                        lease: lease.clone(),
-                    });
-                    self.queues.sort_unstable();
+        self.advance(elapsed);
+        let mut out = Vec::new();
+        match input {
+            Input::Wake => self.wake(config, &mut out),
+            Input::Granted { lease, ttl } => self.granted(lease, ttl, &mut out),
+            Input::KeptAlive { lease, ttl } => self.kept_alive(config, lease, ttl, &mut out),
+            Input::Revoked { lease } => {
+                if matches!(&self.lease, LeaseState::Revoking { id } if *id == lease) {
+                    self.lease = LeaseState::Granting;
+                    out.push(Effect::Grant { ttl: config.ttl });
                 }
-                waiting
-                    .into_iter()
-                    .map(|id| Effect::Execute {
-                        id,
-                        action: action.clone(),
-                        lease: lease.clone(),
-                    })
-                    .collect()
             }
-            (false, Some(other), _) if other != self.id => waiting
-                .into_iter()
-                .map(|id| Effect::Forward {
-                    id,
-                    action: action.clone(),
-                    to: other.clone(),
-                })
-                .collect(),
-            // The claim failed for want of a live lease, or the key is ours
-            // under an older lease: ask again once the lease is settled.
-            _ => waiting
-                .into_iter()
-                .map(|id| Effect::Resolve {
-                    id,
-                    action: action.clone(),
-                })
-                .collect(),
+            Input::Claimed {
+                action,
+                lease,
+                result,
+            } => self.claimed(config, action, lease, result, &mut out),
+            Input::Deleted { action } => {
+                self.retiring.retain(|(a, _)| *a != action);
+                if let (true, Some(lease)) = (self.electing.contains(&action), self.live_lease()) {
+                    let lease = lease.clone();
+                    out.push(Effect::Claim { action, lease });
+                }
+            }
+            Input::Resolved { id, action, key } => self.resolved(config, id, action, key, &mut out),
+            Input::Activation {
+                id,
+                action,
+                forwarded,
+            } => self.activation(config, id, action, forwarded, &mut out),
+            Input::Executed { id } => {
+                if let Some(at) = self.running.iter().position(|r| *r == id) {
+                    self.running.remove(at);
+                    self.settle(config.rules, id, &mut out);
+                }
+            }
+            Input::CreateQueue { action } => {
+                if self.queue(&action).is_none() {
+                    self.elect(action, &mut out);
+                }
+            }
+            Input::Idle { action } => self.retire(config.rules, action, &mut out),
+        }
+        out
+    }
+
+    /// Time passed: the lease's validity runs down, the keepalive ages (up
+    /// to the TTL: older than that, its answer is worth nothing anyway).
+    fn advance(&mut self, elapsed: D::Duration) {
+        if let LeaseState::Held {
+            ttl,
+            valid_for,
+            keepalive,
+            ..
+        } = &mut self.lease
+        {
+            *valid_for = D::saturating_sub(*valid_for, elapsed);
+            if let Some(age) = keepalive {
+                *age = (*age + elapsed).min(*ttl);
+            }
         }
     }
 
-    fn activation(&mut self, rules: Rules, id: D::Activation, action: D::Action) -> Vec<Effect<D>> {
-        let serving = match self.queue(&action) {
-            // steadfast serves only under the lease it believes live.
-            Some(queue) if rules.has(Rule::ServeUnderLiveLease) => self
-                .live_lease()
-                .filter(|&lease| *lease == queue.lease)
-                .cloned(),
-            // OpenWhisk serves from its queue whatever became of its lease.
-            Some(queue) => Some(queue.lease.clone()),
-            None => None,
+    /// Sends every request not answered yet, and a keepalive: on a new
+    /// stream when the last one is still unanswered a whole period later
+    /// (so that its answer, if it ever comes, cannot be taken for the new
+    /// one's).
+    fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        match &mut self.lease {
+            LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
+            LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
+            LeaseState::Held { id, keepalive, .. } => {
+                let restart = keepalive.is_some_and(|age| age >= config.wake_every);
+                if keepalive.is_none() || restart {
+                    *keepalive = Some(D::Duration::default());
+                    out.push(Effect::KeepAlive {
+                        lease: id.clone(),
+                        restart,
+                    });
+                }
+                let lease = id.clone();
+                self.claim_electing(&lease, out);
+            }
+        }
+        for (action, created) in &self.retiring {
+            out.push(Effect::Delete {
+                action: action.clone(),
+                created: *created,
+            });
+        }
+        for (id, action) in &self.resolving {
+            out.push(Effect::Resolve {
+                id: id.clone(),
+                action: action.clone(),
+            });
+        }
+        out.push(Effect::WakeIn {
+            after: config.wake_every,
+        });
+    }
+
+    fn granted(&mut self, lease: D::Lease, ttl: D::Duration, out: &mut Vec<Effect<D>>) {
+        if self.lease != LeaseState::Granting {
+            // A grant it no longer waits for (a retried request answered
+            // twice): give the extra lease back.
+            out.push(Effect::Revoke { lease });
+            return;
+        }
+        // Valid only once a keepalive sent from now on is confirmed: when
+        // etcd granted it is not known.
+        self.lease = LeaseState::Held {
+            id: lease.clone(),
+            ttl,
+            valid_for: D::Duration::default(),
+            keepalive: Some(D::Duration::default()),
         };
-        match serving {
-            Some(lease) => vec![Effect::Execute { id, action, lease }],
-            None => vec![Effect::Resolve { id, action }],
+        out.push(Effect::KeepAlive {
+            lease: lease.clone(),
+            restart: true,
+        });
+        self.claim_electing(&lease, out);
+    }
+
+    /// Claims, under `lease`, every key it wants and is not deleting.
+    fn claim_electing(&self, lease: &D::Lease, out: &mut Vec<Effect<D>>) {
+        for action in &self.electing {
+            if !self.retiring.iter().any(|(a, _)| a == action) {
+                out.push(Effect::Claim {
+                    action: action.clone(),
+                    lease: lease.clone(),
+                });
+            }
         }
     }
 
-    fn resolved(
+    fn kept_alive(
+        &mut self,
+        config: &Config<D>,
+        lease: D::Lease,
+        renewed: D::Duration,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let LeaseState::Held {
+            id,
+            ttl,
+            valid_for,
+            keepalive,
+        } = &mut self.lease
+        else {
+            return;
+        };
+        let (true, Some(age)) = (*id == lease, *keepalive) else {
+            return;
+        };
+        *keepalive = None;
+        let renewed = if renewed != D::Duration::default() {
+            renewed
+        } else if config.rules.has(Rule::TtlZeroIsLoss) {
+            self.lose_lease(config.rules, out);
+            return;
+        } else {
+            // OpenWhisk maps the answer to its lease and takes it for a
+            // renewal of the TTL it was granted.
+            *ttl
+        };
+        *valid_for = D::saturating_sub(renewed, age + config.margin);
+        self.serve_waiting(config.rules, out);
+    }
+
+    /// The lease is gone: stop serving every queue and revoke it before
+    /// taking a new one; waiting activations are looked up again.
+    fn lose_lease(&mut self, rules: Rules, out: &mut Vec<Effect<D>>) {
+        let Some(id) = self.live_lease().cloned() else {
+            return;
+        };
+        self.lease = LeaseState::Revoking { id: id.clone() };
+        self.queues.clear();
+        out.push(Effect::Revoke { lease: id });
+        self.serve_waiting(rules, out);
+    }
+
+    /// The lease it would hand out `action`'s work under now, if any.
+    fn servable(&self, rules: Rules, action: &D::Action) -> Option<D::Lease> {
+        let queue = self.queue(action)?;
+        if !rules.has(Rule::Fence) {
+            // OpenWhisk serves from its queue whatever became of its lease.
+            return Some(queue.lease.clone());
+        }
+        match &self.lease {
+            LeaseState::Held { id, valid_for, .. }
+                if *id == queue.lease && *valid_for != D::Duration::default() =>
+            {
+                Some(id.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Hands out every waiting activation whose queue is servable now; one
+    /// whose action has neither a queue nor an election is looked up again.
+    fn serve_waiting(&mut self, rules: Rules, out: &mut Vec<Effect<D>>) {
+        for (id, action) in std::mem::take(&mut self.waiting) {
+            self.take_in(rules, id, action, out);
+        }
+    }
+
+    /// Hands activation `id` out if its queue is servable now; keeps it
+    /// waiting while its action has a queue or an election; else looks up
+    /// its action's key.
+    fn take_in(
         &mut self,
         rules: Rules,
         id: D::Activation,
         action: D::Action,
-        owner: Option<(D::Scheduler, D::Lease)>,
-    ) -> Vec<Effect<D>> {
-        let was_retried = self.retried.contains(&id);
-        self.retried.retain(|r| *r != id);
-        if let (Some(queue), Some(lease)) = (self.queue(&action), self.live_lease()) {
-            if queue.lease == *lease {
-                let lease = lease.clone();
-                return vec![Effect::Execute { id, action, lease }];
+        out: &mut Vec<Effect<D>>,
+    ) {
+        if let Some(lease) = self.servable(rules, &action) {
+            self.execute(id, action, lease, out);
+        } else if self.queue(&action).is_some() || self.electing.contains(&action) {
+            self.waiting.push((id, action));
+        } else {
+            self.resolve(id, action, out);
+        }
+    }
+
+    fn execute(
+        &mut self,
+        id: D::Activation,
+        action: D::Action,
+        lease: D::Lease,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        insert_sorted(&mut self.running, id.clone());
+        out.push(Effect::Execute { id, action, lease });
+    }
+
+    fn resolve(&mut self, id: D::Activation, action: D::Action, out: &mut Vec<Effect<D>>) {
+        self.resolving.push((id.clone(), action.clone()));
+        out.push(Effect::Resolve { id, action });
+    }
+
+    /// Wants `action`'s key: claims it now if it holds a lease and is not
+    /// deleting the key, else at the next chance.
+    fn elect(&mut self, action: D::Action, out: &mut Vec<Effect<D>>) {
+        if self.electing.contains(&action) {
+            return;
+        }
+        insert_sorted(&mut self.electing, action.clone());
+        if self.retiring.iter().any(|(a, _)| *a == action) {
+            return;
+        }
+        if let Some(lease) = self.live_lease().cloned() {
+            out.push(Effect::Claim { action, lease });
+        }
+    }
+
+    /// Activation `id` is done with here: remembered, and acknowledged if
+    /// it was not on receipt.
+    fn settle(&mut self, rules: Rules, id: D::Activation, out: &mut Vec<Effect<D>>) {
+        if rules.has(Rule::Deduplicate) {
+            insert_sorted(&mut self.settled, id.clone());
+        }
+        self.acknowledge(rules, id, out);
+    }
+
+    fn acknowledge(&mut self, rules: Rules, id: D::Activation, out: &mut Vec<Effect<D>>) {
+        if rules.has(Rule::AckAtSettlement) {
+            out.push(Effect::Ack { id });
+        }
+    }
+
+    /// Sends activation `id` on to `to`, the owner of its action's key.
+    fn forward(
+        &mut self,
+        rules: Rules,
+        id: D::Activation,
+        action: D::Action,
+        to: D::Scheduler,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        if rules.has(Rule::Deduplicate) {
+            insert_sorted(&mut self.forwarded, id.clone());
+        }
+        out.push(Effect::Forward {
+            id: id.clone(),
+            action,
+            to,
+        });
+        self.acknowledge(rules, id, out);
+    }
+
+    fn claimed(
+        &mut self,
+        config: &Config<D>,
+        action: D::Action,
+        lease: D::Lease,
+        result: ClaimResult<D>,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        if self.live_lease() != Some(&lease) {
+            return;
+        }
+        let electing = self.electing.contains(&action);
+        if !electing || self.retiring.iter().any(|(a, _)| *a == action) {
+            // A claim sent again, or held up in the network, answered
+            // after the queue retired: a key it created is not wanted (it
+            // would be kept alive with no queue behind it), and a key it
+            // found is being deleted (the claim is sent again once the
+            // delete is done).
+            if let (ClaimResult::Created { created }, false) = (result, electing) {
+                self.delete_key(config.rules, action, created, out);
+            }
+            return;
+        }
+        match result {
+            ClaimResult::Exists(key) if key.owner == self.id && key.lease != lease => {
+                // Its own key under an older lease, which is being revoked:
+                // claim again at the next wake-up.
+            }
+            ClaimResult::LeaseNotFound if config.rules.has(Rule::TtlZeroIsLoss) => {
+                self.lose_lease(config.rules, out);
+            }
+            // OpenWhisk claims again at the next wake-up.
+            ClaimResult::LeaseNotFound => {}
+            ClaimResult::Exists(key) if key.owner != self.id => {
+                self.electing.retain(|a| *a != action);
+                for (id, _) in extract(&mut self.waiting, &action) {
+                    self.forward(config.rules, id, action.clone(), key.owner.clone(), out);
+                }
+            }
+            ClaimResult::Created { created } | ClaimResult::Exists(Endpoint { created, .. }) => {
+                self.electing.retain(|a| *a != action);
+                self.open_queue(action, lease, created);
+                self.serve_waiting(config.rules, out);
             }
         }
-        match (rules.has(Rule::SelfElection), owner) {
-            (_, Some((other, _))) if other != self.id => vec![Effect::Forward {
-                id,
-                action,
-                to: other,
-            }],
+    }
+
+    fn activation(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        action: D::Action,
+        forwarded: bool,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let rules = config.rules;
+        if rules.has(Rule::Deduplicate) {
+            let sent_on = self.forwarded.contains(&id);
+            if self.settled.contains(&id) || (sent_on && !forwarded) {
+                out.push(Effect::Ack { id });
+                return;
+            }
+            // Sent back by the peer it was forwarded to: its owner now.
+            self.forwarded.retain(|f| *f != id);
+            let held = |list: &[(D::Activation, D::Action)]| list.iter().any(|(i, _)| *i == id);
+            if held(&self.waiting) || held(&self.resolving) || self.running.contains(&id) {
+                return;
+            }
+        }
+        if !rules.has(Rule::AckAtSettlement) {
+            // Committed on receipt: a crash from here on loses it.
+            out.push(Effect::Ack { id: id.clone() });
+        }
+        self.take_in(rules, id, action, out);
+    }
+
+    fn resolved(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        action: D::Action,
+        key: Option<Endpoint<D>>,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let Some(at) = self.resolving.iter().position(|(i, _)| *i == id) else {
+            return;
+        };
+        self.resolving.remove(at);
+        let rules = config.rules;
+        let was_retried = self.retried.contains(&id);
+        self.retried.retain(|r| *r != id);
+        if let Some(lease) = self.servable(rules, &action) {
+            return self.execute(id, action, lease, out);
+        }
+        match (rules.has(Rule::SelfElection), key) {
+            (_, Some(key)) if key.owner != self.id => {
+                self.forward(rules, id, action, key.owner, out)
+            }
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
-            (false, Some((_, lease))) => {
-                self.queues.push(Queue {
-                    action: action.clone(),
-                    lease: lease.clone(),
-                });
-                self.queues.sort_unstable();
-                vec![Effect::Execute { id, action, lease }]
+            (false, Some(key)) => {
+                self.open_queue(action.clone(), key.lease.clone(), key.created);
+                self.execute(id, action, key.lease, out);
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
             // election of its own; without one, the activation fails.
             (false, None) if self.electing.contains(&action) && !was_retried => {
                 insert_sorted(&mut self.retried, id.clone());
-                vec![Effect::Resolve { id, action }]
+                self.resolve(id, action, out);
             }
-            (false, None) => vec![Effect::Fail {
-                id,
-                reason: FailReason::NoQueueEndpoint,
-            }],
+            (false, None) => {
+                out.push(Effect::Fail {
+                    id: id.clone(),
+                    reason: FailReason::NoQueueEndpoint,
+                });
+                self.settle(rules, id, out);
+            }
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older
-            // lease is retaken the same way once that lease is revoked.
+            // lease, or one it is deleting, is retaken the same way once
+            // that lease is revoked or the delete is done.
             (true, _) => {
                 self.waiting.push((id, action.clone()));
-                match self.live_lease().cloned() {
-                    Some(lease) => vec![Effect::Claim { action, lease }],
-                    None => {
-                        insert_sorted(&mut self.to_reclaim, action);
-                        Vec::new()
-                    }
-                }
+                self.elect(action, out);
             }
         }
     }
+
+    /// Retires the idle queue of `action`, unless work is waiting on it.
+    fn retire(&mut self, rules: Rules, action: D::Action, out: &mut Vec<Effect<D>>) {
+        let busy = self.waiting.iter().any(|(_, a)| *a == action);
+        let Some(queue) = self.queue(&action).cloned().filter(|_| !busy) else {
+            return;
+        };
+        self.queues.retain(|q| q.action != action);
+        self.delete_key(rules, action, queue.created, out);
+    }
+
+    /// Deletes the key of `action` that revision `created` created: only
+    /// that key under [`Rule::ConditionalDelete`], whatever key is there
+    /// without it.
+    fn delete_key(
+        &mut self,
+        rules: Rules,
+        action: D::Action,
+        created: D::Revision,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let created = rules.has(Rule::ConditionalDelete).then_some(created);
+        self.retiring.retain(|(a, _)| *a != action);
+        self.retiring.push((action.clone(), created));
+        self.retiring.sort_unstable();
+        out.push(Effect::Delete { action, created });
+    }
+
+    /// Owns a queue for `action` from now on, unless it does already.
+    fn open_queue(&mut self, action: D::Action, lease: D::Lease, created: D::Revision) {
+        if self.queue(&action).is_none() {
+            self.queues.push(Queue {
+                action,
+                lease,
+                created,
+            });
+            self.queues.sort_unstable();
+        }
+    }
+}
+
+/// Takes out of `list` every entry for `action`.
+fn extract<A: PartialEq, T>(list: &mut Vec<(T, A)>, action: &A) -> Vec<(T, A)> {
+    let (taken, kept) = std::mem::take(list)
+        .into_iter()
+        .partition(|(_, a)| a == action);
+    *list = kept;
+    taken
 }
 
 /// Adds `item` to the sorted `list` unless it is there already.

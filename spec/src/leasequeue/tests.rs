@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use super::controller::{self, Watch};
 use super::etcd::{Etcd, Refused, MIN_TTL};
 use super::model::Small;
-use super::scheduler::{self, LeaseState};
-use super::{FailReason, Variant};
+use super::scheduler::{self, ClaimResult, Endpoint, LeaseState};
+use super::{FailReason, Rule, Rules, Variant};
 use crate::trace_json::round_trip;
 
 /// The roles as the model instantiates them.
@@ -16,22 +16,61 @@ type Input = scheduler::Input<Small>;
 type Effect = scheduler::Effect<Small>;
 type Controller = controller::Controller<Small>;
 type ControllerInput = controller::Input<Small>;
+type ControllerEffect = controller::Effect<Small>;
 
-/// A scheduler of id 0 that holds lease `lease` and a queue for action 0.
-fn serving(lease: u8) -> Scheduler {
+/// A scheduler's setup: a TTL of 3 ticks, a margin of 1, woken every tick.
+fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
+    scheduler::Config {
+        rules: rules.into(),
+        ttl: 3,
+        margin: 1,
+        wake_every: 1,
+    }
+}
+
+fn controller_config(rules: impl Into<Rules>) -> controller::Config<Small> {
+    controller::Config {
+        rules: rules.into(),
+        wake_every: 1,
+    }
+}
+
+/// Scheduler 0 with `rules`, holding lease `lease` confirmed just now (so
+/// valid for TTL 3 less the margin: 2 ticks) and a queue for action 0
+/// whose key revision 2 created.
+fn serving(rules: impl Into<Rules>, lease: u8) -> (Scheduler, scheduler::Config<Small>) {
+    let config = config(rules);
     let mut s = Scheduler::new(0);
-    s.step(Variant::Steadfast, 2, Input::Granted { lease });
-    s.step(Variant::Steadfast, 2, Input::CreateQueue { action: 0 });
+    s.step(&config, 0, Input::Wake);
+    s.step(&config, 0, Input::Granted { lease, ttl: 3 });
+    s.step(&config, 0, Input::KeptAlive { lease, ttl: 3 });
+    s.step(&config, 0, Input::CreateQueue { action: 0 });
+    let created = ClaimResult::Created { created: 2 };
     s.step(
-        Variant::Steadfast,
-        2,
+        &config,
+        0,
         Input::Claimed {
             action: 0,
-            won: true,
-            owner: Some(0),
+            lease,
+            result: created,
         },
     );
-    s
+    assert_eq!(s.queue(&0).map(|q| q.lease), Some(lease));
+    (s, config)
+}
+
+fn activation(id: u8) -> Input {
+    Input::Activation {
+        id,
+        action: 0,
+        forwarded: false,
+    }
+}
+
+fn executes(effects: &[Effect], id: u8) -> bool {
+    effects
+        .iter()
+        .any(|e| matches!(e, Effect::Execute { id: i, .. } if *i == id))
 }
 
 #[test]
@@ -42,7 +81,7 @@ fn etcd_should_raise_a_short_ttl_to_its_floor() {
 
 #[test]
 fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
-    let mut etcd = Etcd::new(2);
+    let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
     etcd.create_if_absent(0, 0, lease).unwrap();
     etcd.leader = false;
@@ -50,6 +89,7 @@ fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
     etcd.tick();
     assert!(etcd.is_live(lease), "no leader, no expiry");
     etcd.promote();
+    etcd.tick();
     etcd.tick();
     assert!(etcd.is_live(lease), "promote restores the full TTL");
     etcd.tick();
@@ -60,12 +100,12 @@ fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
 
 #[test]
 fn etcd_should_refuse_a_second_key_and_a_dead_lease() {
-    let mut etcd = Etcd::new(2);
+    let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    etcd.create_if_absent(0, 0, lease).unwrap();
+    let key = etcd.create_if_absent(0, 0, lease).unwrap();
     assert_eq!(
         etcd.create_if_absent(0, 1, lease),
-        Err(Refused::Exists { owner: 0, lease })
+        Err(Refused::Exists(key))
     );
     etcd.revoke(lease);
     assert_eq!(
@@ -75,19 +115,26 @@ fn etcd_should_refuse_a_second_key_and_a_dead_lease() {
 }
 
 #[test]
-fn etcd_should_delete_conditionally_only_for_the_owner() {
-    let mut etcd = Etcd::new(2);
+fn etcd_should_delete_conditionally_only_the_key_a_revision_created() {
+    let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    etcd.create_if_absent(0, 0, lease).unwrap();
-    assert!(!etcd.delete(0, Some((1, lease))));
-    assert!(etcd.delete(0, Some((0, lease))));
+    let first = etcd.create_if_absent(0, 0, lease).unwrap();
+    assert!(etcd.delete(0, Some(first.create_rev)));
+    // The same owner under the same lease: another key all the same.
+    let second = etcd.create_if_absent(0, 0, lease).unwrap();
+    assert!(!etcd.delete(0, Some(first.create_rev)));
+    assert_eq!(etcd.get(0), Some(second));
+    assert!(
+        etcd.delete(0, None),
+        "an unconditional delete takes any key"
+    );
 }
 
 #[test]
 fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     // Measured on etcd 3.4.23: a lease holding three keys, revoked, gave one
     // watch response of three DELETE events at one revision.
-    let mut etcd = Etcd::new(2);
+    let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
     for action in 0..3 {
         etcd.create_if_absent(action, 0, lease).unwrap();
@@ -107,242 +154,480 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
 #[test]
 fn controller_should_apply_every_change_of_one_response() {
     for variant in [Variant::OpenWhisk, Variant::Steadfast] {
+        let config = controller_config(variant);
         let mut c = Controller::new(vec![0, 1], 1);
+        c.watch = Watch::Listing;
         c.step(
-            variant,
-            controller::Input::Listed {
+            &config,
+            ControllerInput::Listed {
                 rev: 3,
                 keys: vec![(0, 0), (1, 0)],
             },
         );
-        let deletions = controller::Input::Changed {
+        c.step(&config, ControllerInput::WatchStarted { next: 4 });
+        let deletions = ControllerInput::Changed {
             rev: 4,
             changes: vec![(0, None), (1, None)],
         };
-        c.step(variant, deletions);
+        c.step(&config, deletions);
         assert_eq!(c.route(&0), None, "{variant:?}");
         assert_eq!(
             c.route(&1),
             None,
             "{variant:?}: the second event of the revision is not lost"
         );
-        assert_eq!(c.watch, Watch::Active { next: 5 });
+        assert_eq!(
+            c.watch,
+            Watch::Active {
+                next: 5,
+                probing: false
+            }
+        );
     }
 }
 
 #[test]
+fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_the_margin() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    // A keepalive sent at the wake-up and answered a tick later: valid for
+    // TTL 3 - age 1 - margin 1 = 1 tick from the answer.
+    let sent = s.step(&config, 1, Input::Wake);
+    assert!(sent.contains(&Effect::KeepAlive {
+        lease: 7,
+        restart: false
+    }));
+    s.step(&config, 1, Input::KeptAlive { lease: 7, ttl: 3 });
+    let LeaseState::Held { valid_for, .. } = s.lease else {
+        panic!("the lease is held");
+    };
+    assert_eq!(valid_for, 1);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    // A tick on, no longer valid: the activation waits.
+    let suspended = s.step(&config, 1, activation(2));
+    assert!(
+        !executes(&suspended, 2),
+        "served past the fence: {suspended:?}"
+    );
+    assert_eq!(s.waiting, [(2, 0)]);
+    // A keepalive sent now and confirmed at once serves it.
+    s.step(&config, 0, Input::Wake);
+    let served = s.step(&config, 0, Input::KeptAlive { lease: 7, ttl: 3 });
+    assert!(executes(&served, 2));
+}
+
+#[test]
+fn openwhisk_should_serve_from_its_queue_whatever_became_of_its_lease() {
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    assert!(executes(&s.step(&config, 5, activation(1)), 1));
+}
+
+#[test]
+fn an_unanswered_keepalive_should_be_sent_again_on_a_new_stream() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, Input::Wake);
+    // Not answered within a period: the next wake-up opens a new stream.
+    let again = s.step(&config, 1, Input::Wake);
+    assert!(again.contains(&Effect::KeepAlive {
+        lease: 7,
+        restart: true
+    }));
+}
+
+#[test]
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
-    let mut s = serving(7);
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    s.step(&config, 0, Input::Wake);
     assert!(s
-        .step(Variant::OpenWhisk, 2, Input::KeptAlive { ttl: 0 })
+        .step(&config, 0, Input::KeptAlive { lease: 7, ttl: 0 })
         .is_empty());
     assert_eq!(s.live_lease(), Some(&7));
 }
 
 #[test]
-fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_reclaim_its_keys() {
-    let mut s = serving(7);
-    let effects = s.step(Variant::Steadfast, 2, Input::KeptAlive { ttl: 0 });
-    assert_eq!(effects, vec![Effect::Revoke { lease: 7 }]);
-    assert!(s.queues.is_empty(), "no work without a live lease");
+fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_take_a_new_lease() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, Input::Wake);
+    let effects = s.step(&config, 0, Input::KeptAlive { lease: 7, ttl: 0 });
+    assert_eq!(effects, [Effect::Revoke { lease: 7 }]);
+    assert!(s.queues.is_empty(), "stops serving at once");
     assert_eq!(
-        s.step(Variant::Steadfast, 2, Input::Revoked),
-        vec![Effect::Grant]
-    );
-    let effects = s.step(Variant::Steadfast, 2, Input::Granted { lease: 8 });
-    assert_eq!(
-        effects,
-        vec![Effect::Claim {
-            action: 0,
-            lease: 8
-        }]
+        s.step(&config, 0, Input::Revoked { lease: 7 }),
+        [Effect::Grant { ttl: 3 }]
     );
 }
 
 #[test]
-fn steadfast_should_stop_serving_before_etcd_can_expire_its_lease() {
-    let mut s = serving(7);
-    assert!(s.step(Variant::Steadfast, 3, Input::Unanswered).is_empty());
-    assert_eq!(s.lease, LeaseState::Held { id: 7, silent: 1 });
+fn replies_nobody_waits_for_should_change_nothing() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    let before = s.clone();
+    let stale = [
+        Input::KeptAlive { lease: 6, ttl: 0 },
+        Input::KeptAlive { lease: 7, ttl: 0 },
+        Input::Revoked { lease: 7 },
+        Input::Claimed {
+            action: 1,
+            lease: 7,
+            result: ClaimResult::LeaseNotFound,
+        },
+        Input::Resolved {
+            id: 3,
+            action: 0,
+            key: None,
+        },
+        Input::Executed { id: 3 },
+    ];
+    for input in stale {
+        assert!(s.step(&config, 0, input.clone()).is_empty(), "{input:?}");
+        assert_eq!(s, before, "{input:?}");
+    }
+    // A grant it no longer waits for is given back.
+    let extra = s.step(&config, 0, Input::Granted { lease: 9, ttl: 3 });
+    assert_eq!(extra, [Effect::Revoke { lease: 9 }]);
+    assert_eq!(s.live_lease(), Some(&7));
+}
+
+#[test]
+fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
     assert_eq!(
-        s.step(Variant::Steadfast, 3, Input::Unanswered),
-        vec![Effect::Revoke { lease: 7 }]
+        s.step(&config, 0, activation(1)),
+        [Effect::Execute {
+            id: 1,
+            action: 0,
+            lease: 7
+        }],
+        "no acknowledgement before it is settled"
     );
+    assert!(
+        s.step(&config, 0, activation(1)).is_empty(),
+        "a copy while it runs"
+    );
+    assert_eq!(
+        s.step(&config, 0, Input::Executed { id: 1 }),
+        [Effect::Ack { id: 1 }]
+    );
+    assert_eq!(
+        s.step(&config, 0, activation(1)),
+        [Effect::Ack { id: 1 }],
+        "a copy after it settled is only acknowledged"
+    );
+    s.forget(&1);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+}
+
+#[test]
+fn openwhisk_should_acknowledge_on_receipt_and_execute_every_copy() {
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    let first = s.step(&config, 0, activation(1));
+    assert_eq!(first[0], Effect::Ack { id: 1 });
+    assert!(executes(&first, 1));
+    s.step(&config, 0, Input::Executed { id: 1 });
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
 }
 
 #[test]
 fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
-    let mut s = Scheduler::new(1);
-    s.step(Variant::OpenWhisk, 2, Input::Granted { lease: 3 });
     let resolved = Input::Resolved {
-        id: 4,
-        action: 0,
-        owner: None,
+        id: 1,
+        action: 1,
+        key: None,
     };
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
     assert_eq!(
-        s.step(Variant::OpenWhisk, 2, resolved.clone()),
-        vec![Effect::Fail {
-            id: 4,
+        s.step(
+            &config,
+            0,
+            Input::Activation {
+                id: 1,
+                action: 1,
+                forwarded: false,
+            }
+        ),
+        [Effect::Ack { id: 1 }, Effect::Resolve { id: 1, action: 1 }]
+    );
+    assert_eq!(
+        s.step(&config, 0, resolved.clone()),
+        [Effect::Fail {
+            id: 1,
             reason: FailReason::NoQueueEndpoint
         }]
     );
-    let mut s = Scheduler::new(1);
-    s.step(Variant::Steadfast, 2, Input::Granted { lease: 3 });
-    assert_eq!(
-        s.step(Variant::Steadfast, 2, resolved),
-        vec![Effect::Claim {
-            action: 0,
-            lease: 3
-        }]
-    );
-    let effects = s.step(
-        Variant::Steadfast,
-        2,
-        Input::Claimed {
-            action: 0,
-            won: true,
-            owner: Some(1),
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(
+        &config,
+        0,
+        Input::Activation {
+            id: 1,
+            action: 1,
+            forwarded: false,
         },
     );
     assert_eq!(
-        effects,
-        vec![Effect::Execute {
-            id: 4,
-            action: 0,
-            lease: 3
+        s.step(&config, 0, resolved),
+        [Effect::Claim {
+            action: 1,
+            lease: 7
         }]
     );
+    let won = s.step(
+        &config,
+        0,
+        Input::Claimed {
+            action: 1,
+            lease: 7,
+            result: ClaimResult::Created { created: 5 },
+        },
+    );
+    assert!(executes(&won, 1));
 }
 
 #[test]
 fn lost_election_should_forward_to_the_winner() {
-    let mut s = Scheduler::new(1);
-    s.step(Variant::Steadfast, 2, Input::Granted { lease: 3 });
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, Input::CreateQueue { action: 1 });
     s.step(
-        Variant::Steadfast,
-        2,
-        Input::Resolved {
-            id: 4,
-            action: 0,
-            owner: None,
+        &config,
+        0,
+        Input::Activation {
+            id: 1,
+            action: 1,
+            forwarded: false,
         },
     );
-    let effects = s.step(
-        Variant::Steadfast,
-        2,
+    let winner = Endpoint {
+        owner: 1,
+        lease: 3,
+        created: 4,
+    };
+    let lost = s.step(
+        &config,
+        0,
         Input::Claimed {
-            action: 0,
-            won: false,
-            owner: Some(0),
+            action: 1,
+            lease: 7,
+            result: ClaimResult::Exists(winner),
         },
     );
     assert_eq!(
-        effects,
-        vec![Effect::Forward {
-            id: 4,
+        lost,
+        [
+            Effect::Forward {
+                id: 1,
+                action: 1,
+                to: 1
+            },
+            Effect::Ack { id: 1 }
+        ]
+    );
+    assert!(s.queue(&1).is_none());
+}
+
+#[test]
+fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    let copy = |forwarded| Input::Activation {
+        id: 1,
+        action: 1,
+        forwarded,
+    };
+    s.step(&config, 0, copy(false));
+    let owner = Endpoint {
+        owner: 1,
+        lease: 3,
+        created: 4,
+    };
+    let resolved = Input::Resolved {
+        id: 1,
+        action: 1,
+        key: Some(owner),
+    };
+    assert_eq!(
+        s.step(&config, 0, resolved)[0],
+        Effect::Forward {
+            id: 1,
+            action: 1,
+            to: 1
+        }
+    );
+    // A copy from a controller: the peer has it already.
+    assert_eq!(s.step(&config, 0, copy(false)), [Effect::Ack { id: 1 }]);
+    // Sent back by the peer (which found this scheduler the owner): taken in.
+    assert_eq!(
+        s.step(&config, 0, copy(true)),
+        [Effect::Resolve { id: 1, action: 1 }]
+    );
+}
+
+#[test]
+fn retired_queue_should_be_claimed_again_only_after_its_delete() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert_eq!(
+        s.step(&config, 0, Input::Idle { action: 0 }),
+        [Effect::Delete {
             action: 0,
-            to: 0
+            created: Some(2)
+        }]
+    );
+    // Work for it meanwhile waits for the delete to be answered.
+    assert!(s
+        .step(&config, 0, Input::CreateQueue { action: 0 })
+        .is_empty());
+    assert_eq!(
+        s.step(&config, 0, Input::Deleted { action: 0 }),
+        [Effect::Claim {
+            action: 0,
+            lease: 7
+        }]
+    );
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    assert_eq!(
+        s.step(&config, 0, Input::Idle { action: 0 }),
+        [Effect::Delete {
+            action: 0,
+            created: None
         }]
     );
 }
 
 #[test]
-fn idle_queue_should_delete_its_key_conditionally_only_under_steadfast() {
-    let mut s = serving(7);
-    let effects = s.step(Variant::Steadfast, 2, Input::Idle { action: 0 });
-    assert_eq!(
-        effects,
-        vec![Effect::Delete {
-            action: 0,
-            owned_under: Some(7)
-        }]
-    );
-    let mut s = serving(7);
-    let effects = s.step(Variant::OpenWhisk, 2, Input::Idle { action: 0 });
-    assert_eq!(
-        effects,
-        vec![Effect::Delete {
-            action: 0,
-            owned_under: None
-        }]
-    );
-}
-
-#[test]
-fn restarted_watch_should_resume_under_steadfast_and_skip_under_openwhisk() {
-    for (variant, expected) in [(Variant::Steadfast, 3), (Variant::OpenWhisk, 10)] {
-        let mut c = Controller::new(vec![0, 1], 2);
-        c.step(variant, controller::Input::Disconnected);
-        c.step(variant, controller::Input::Reconnected { rev: 9 });
-        assert_eq!(c.watch, Watch::Active { next: expected }, "{variant:?}");
+fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwhisk() {
+    for (variant, from) in [(Variant::Steadfast, Some(2)), (Variant::OpenWhisk, None)] {
+        let config = controller_config(variant);
+        let mut c = Controller::new(vec![0, 1], 1);
+        assert!(c
+            .step(&config, ControllerInput::Wake)
+            .contains(&ControllerEffect::RequestProgress));
+        // No progress by the next wake-up: the watch has stalled.
+        let restart = c.step(&config, ControllerInput::Wake);
+        assert!(
+            restart.contains(&ControllerEffect::Watch { from }),
+            "{variant:?}"
+        );
+        assert_eq!(c.watch, Watch::Starting { from });
+        c.step(&config, ControllerInput::WatchStarted { next: 2 });
+        assert_eq!(
+            c.watch,
+            Watch::Active {
+                next: 2,
+                probing: false
+            }
+        );
     }
 }
 
 #[test]
 fn compacted_watch_should_relist_under_steadfast() {
-    let mut c = Controller::new(vec![0, 1], 2);
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![0, 1], 1);
     assert_eq!(
-        c.step(Variant::Steadfast, controller::Input::Compacted { rev: 9 }),
-        vec![controller::Effect::List]
+        c.step(&config, ControllerInput::Compacted { rev: 9 }),
+        [ControllerEffect::List]
     );
-    c.step(
-        Variant::Steadfast,
-        controller::Input::Listed {
+    let listed = c.step(
+        &config,
+        ControllerInput::Listed {
             rev: 9,
             keys: vec![(0, 1)],
         },
     );
+    assert_eq!(listed, [ControllerEffect::Watch { from: Some(10) }]);
     assert_eq!(c.route(&0), Some(&1));
-    assert_eq!(c.watch, Watch::Active { next: 10 });
 }
 
 #[test]
 fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
-    let failed = controller::Input::GetFailed { id: 1, action: 0 };
+    let failed = ControllerInput::GetFailed { id: 1, action: 0 };
+    let submit = ControllerInput::Submit { id: 1, action: 0 };
+    let config = controller_config(Variant::OpenWhisk);
     let mut c = Controller::new(vec![0, 1], 2);
-    assert!(matches!(
-        c.step(Variant::OpenWhisk, failed.clone())[..],
-        [controller::Effect::Fail { id: 1, .. }]
-    ));
-    let mut c = Controller::new(vec![0, 1], 2);
-    assert!(c.step(Variant::Steadfast, failed).is_empty());
-    c.step(Variant::Steadfast, controller::Input::Disconnected);
+    c.step(&config, submit.clone());
     assert_eq!(
-        c.step(
-            Variant::Steadfast,
-            controller::Input::Reconnected { rev: 3 }
-        ),
-        vec![controller::Effect::Get { id: 1, action: 0 }]
+        c.step(&config, failed.clone()),
+        [ControllerEffect::Fail {
+            id: 1,
+            reason: FailReason::NoSchedulerEndpoint
+        }]
     );
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![0, 1], 2);
+    c.step(&config, submit);
+    assert!(c.step(&config, failed).is_empty());
+    assert!(c
+        .step(&config, ControllerInput::Wake)
+        .contains(&ControllerEffect::Get { id: 1, action: 0 }));
 }
 
-fn scheduler_inputs() -> impl Strategy<Value = Vec<Input>> {
+#[test]
+fn every_rule_should_be_a_separate_bit() {
+    let all = Rules::from(Variant::Steadfast);
+    for rule in Rule::ALL {
+        let without = all.without(rule);
+        assert!(!without.has(rule));
+        assert!(Rule::ALL
+            .iter()
+            .filter(|r| **r != rule)
+            .all(|r| without.has(*r)));
+    }
+}
+
+fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
+    let key = (0u8..3, 1u8..5, 1u32..6).prop_map(|(owner, lease, created)| Endpoint {
+        owner,
+        lease,
+        created,
+    });
+    let result = prop_oneof![
+        (1u32..6).prop_map(|created| ClaimResult::Created { created }),
+        key.clone().prop_map(ClaimResult::Exists),
+        Just(ClaimResult::LeaseNotFound),
+    ];
     let input = prop_oneof![
-        Just(Input::Tick),
-        (0u8..4).prop_map(|ttl| Input::KeptAlive { ttl }),
-        Just(Input::Unanswered),
-        (1u8..5).prop_map(|lease| Input::Granted { lease }),
-        Just(Input::Revoked),
-        (0u8..2, any::<bool>(), prop::option::of(0u8..3))
-            .prop_map(|(action, won, owner)| Input::Claimed { action, won, owner }),
-        (0u8..4, 0u8..2).prop_map(|(id, action)| Input::Activation { id, action }),
-        (0u8..4, 0u8..2, prop::option::of((0u8..3, 1u8..5)))
-            .prop_map(|(id, action, owner)| Input::Resolved { id, action, owner }),
+        Just(Input::Wake),
+        (1u8..5, 0u8..4).prop_map(|(lease, ttl)| Input::KeptAlive { lease, ttl }),
+        (1u8..5).prop_map(|lease| Input::Granted { lease, ttl: 3 }),
+        (1u8..5).prop_map(|lease| Input::Revoked { lease }),
+        (0u8..2, 1u8..5, result).prop_map(|(action, lease, result)| Input::Claimed {
+            action,
+            lease,
+            result
+        }),
+        (0u8..2).prop_map(|action| Input::Deleted { action }),
+        (0u8..4, 0u8..2, any::<bool>()).prop_map(|(id, action, forwarded)| Input::Activation {
+            id,
+            action,
+            forwarded
+        }),
+        (0u8..4).prop_map(|id| Input::Executed { id }),
+        (0u8..4, 0u8..2, prop::option::of(key)).prop_map(|(id, action, key)| Input::Resolved {
+            id,
+            action,
+            key
+        }),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
     ];
-    prop::collection::vec(input, 0..40)
+    prop::collection::vec((0u8..2, input), 0..40)
 }
 
 proptest! {
     #[test]
-    fn steadfast_scheduler_should_serve_only_under_its_live_lease(inputs in scheduler_inputs()) {
+    fn steadfast_scheduler_should_serve_only_under_its_valid_lease_and_execute_once(
+        inputs in scheduler_inputs(),
+    ) {
+        let config = config(Variant::Steadfast);
         let mut s = Scheduler::new(0);
-        for input in inputs {
-            for effect in s.step(Variant::Steadfast, 3, input) {
+        let mut executed = Vec::new();
+        for (elapsed, input) in inputs {
+            for effect in s.step(&config, elapsed, input) {
                 match effect {
-                    Effect::Execute { lease, .. } => {
-                        prop_assert_eq!(Some(&lease), s.live_lease(), "served under a lease not held");
+                    Effect::Execute { id, lease, .. } => {
+                        let LeaseState::Held { id: held, valid_for, .. } = s.lease else {
+                            panic!("served without a lease");
+                        };
+                        prop_assert_eq!(lease, held, "served under a lease not held");
+                        prop_assert!(valid_for > 0, "served past the fence");
+                        prop_assert!(!executed.contains(&id), "executed {} twice", id);
+                        executed.push(id);
                     }
                     Effect::Claim { lease, .. } => {
                         prop_assert_eq!(Some(&lease), s.live_lease(), "claimed under a lease not held");
@@ -351,7 +636,7 @@ proptest! {
                     _ => {}
                 }
             }
-            prop_assert!(s.queues.iter().all(|q| Some(&q.lease) == s.live_lease()) || s.live_lease().is_none());
+            prop_assert!(s.queues.iter().all(|q| Some(&q.lease) == s.live_lease()));
             prop_assert!(s.queues.windows(2).all(|q| q[0].action < q[1].action), "one queue per action");
         }
     }
@@ -360,6 +645,7 @@ proptest! {
 fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
     use controller::Input as C;
     let input = prop_oneof![
+        Just(C::Wake),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::Submit { id, action }),
         (0u8..4, 0u8..2, prop::option::of(0u8..2)).prop_map(|(id, action, owner)| C::Got {
             id,
@@ -367,13 +653,13 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
             owner
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
+        (1u32..12).prop_map(|next| C::WatchStarted { next }),
         (
             1u32..12,
             prop::collection::vec((0u8..2, prop::option::of(0u8..2)), 1..3)
         )
             .prop_map(|(rev, changes)| C::Changed { rev, changes }),
-        Just(C::Disconnected),
-        (1u32..12).prop_map(|rev| C::Reconnected { rev }),
+        (1u32..12).prop_map(|rev| C::Progress { rev }),
         (1u32..12).prop_map(|rev| C::Compacted { rev }),
         (1u32..12, prop::collection::vec((0u8..2, 0u8..2), 0..2)).prop_map(|(rev, mut keys)| {
             keys.sort_unstable();
@@ -386,34 +672,29 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
 
 proptest! {
     #[test]
-    fn controller_should_route_only_to_schedulers_and_never_lose_a_parked_activation(
+    fn controller_should_route_only_to_schedulers_and_never_lose_an_activation(
         inputs in controller_inputs(),
         steadfast in any::<bool>(),
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
+        let config = controller_config(variant);
         let mut c = Controller::new(vec![0, 1], 1);
         for input in inputs {
-            let failed = matches!(input, controller::Input::GetFailed { .. });
-            let parked_before = c.parked.len();
-            let resuming = matches!(input, controller::Input::Reconnected { .. });
-            let effects = c.step(variant, input);
+            let lookups_before = c.lookups.len();
+            let failed = matches!(input, ControllerInput::GetFailed { .. });
+            let effects = c.step(&config, input);
             for effect in &effects {
                 match *effect {
-                    controller::Effect::Send { to, .. } | controller::Effect::CreateQueue { to, .. } => {
+                    ControllerEffect::Send { to, .. } | ControllerEffect::CreateQueue { to, .. } => {
                         prop_assert!(to < 2, "routed to scheduler {}, which does not exist", to);
                     }
-                    controller::Effect::Fail { .. } => prop_assert!(variant == Variant::OpenWhisk),
-                    controller::Effect::Get { .. } | controller::Effect::List => {}
+                    ControllerEffect::Fail { .. } => prop_assert!(variant == Variant::OpenWhisk),
+                    _ => {}
                 }
             }
             prop_assert!(c.cache.windows(2).all(|e| e[0].0 < e[1].0), "one cache entry per action");
-            if failed && variant == Variant::Steadfast {
-                prop_assert_eq!(c.parked.len(), parked_before + 1, "a failed lookup is parked");
-            }
-            if resuming {
-                let gets = effects.iter().filter(|e| matches!(e, controller::Effect::Get { .. })).count();
-                prop_assert_eq!(gets, parked_before, "every parked activation is looked up again");
-                prop_assert!(c.parked.is_empty());
+            if failed && steadfast {
+                prop_assert_eq!(c.lookups.len(), lookups_before, "a failed lookup is kept");
             }
         }
     }
@@ -427,17 +708,19 @@ proptest! {
         steadfast in any::<bool>(),
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
+        let config = config(variant);
         let mut s = Scheduler::new(0);
-        for input in scheduler_in {
+        for (elapsed, input) in scheduler_in {
             prop_assert_eq!(&round_trip(&input), &input);
-            for effect in s.step(variant, 3, input) {
+            for effect in s.step(&config, elapsed, input) {
                 prop_assert_eq!(round_trip(&effect), effect);
             }
         }
+        let config = controller_config(variant);
         let mut c = Controller::new(vec![0, 1], 1);
         for input in controller_in {
             prop_assert_eq!(&round_trip(&input), &input);
-            for effect in c.step(variant, input) {
+            for effect in c.step(&config, input) {
                 prop_assert_eq!(round_trip(&effect), effect);
             }
         }
@@ -457,7 +740,7 @@ fn fail_reasons_should_read_as_openwhisk_words() {
 }
 
 /// Identifiers as a runtime has them: names for actions, activations and
-/// schedulers, etcd's `i64` lease ids and revisions.
+/// schedulers, etcd's `i64` lease ids and revisions, milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Real;
 
@@ -467,9 +750,14 @@ impl super::Domain for Real {
     type Activation = String;
     type Lease = i64;
     type Revision = i64;
+    type Duration = u64;
 
     fn next_revision(rev: i64) -> i64 {
         rev + 1
+    }
+
+    fn saturating_sub(a: u64, b: u64) -> u64 {
+        a.saturating_sub(b)
     }
 
     fn action_number(action: &String) -> u64 {
@@ -482,11 +770,19 @@ fn roles_should_run_on_real_identifiers() {
     use scheduler::{Effect as E, Input as I};
     let name = |s: &str| s.to_string();
     let lease = 7_587_870_261_423_i64;
+    let config = scheduler::Config::<Real> {
+        rules: Variant::Steadfast.into(),
+        ttl: 10_000,
+        margin: 1_000,
+        wake_every: 3_000,
+    };
     let mut s = scheduler::Scheduler::<Real>::new(name("scheduler-a:8081"));
-    s.step(Variant::Steadfast, 2, I::Granted { lease });
+    assert_eq!(s.step(&config, 0, I::Wake)[0], E::Grant { ttl: 10_000 });
+    s.step(&config, 12, I::Granted { lease, ttl: 10_000 });
+    s.step(&config, 3, I::KeptAlive { lease, ttl: 10_000 });
     let claim = s.step(
-        Variant::Steadfast,
-        2,
+        &config,
+        0,
         I::CreateQueue {
             action: name("hello"),
         },
@@ -500,16 +796,17 @@ fn roles_should_run_on_real_identifiers() {
     );
     let won = I::Claimed {
         action: name("hello"),
-        won: true,
-        owner: None,
+        lease,
+        result: ClaimResult::Created { created: 1_042 },
     };
-    s.step(Variant::Steadfast, 2, won);
+    s.step(&config, 5, won);
     let run = s.step(
-        Variant::Steadfast,
-        2,
+        &config,
+        40,
         I::Activation {
             id: name("act-1"),
             action: name("hello"),
+            forwarded: false,
         },
     );
     let execute = E::Execute {
@@ -522,19 +819,35 @@ fn roles_should_run_on_real_identifiers() {
         serde_json::to_string(&execute).unwrap(),
         r#"{"Execute":{"id":"act-1","action":"hello","lease":7587870261423}}"#
     );
+    // 9 s after the keepalive was sent, the fence (10 s - 1 s) holds work.
+    let late = s.step(
+        &config,
+        8_952,
+        I::Activation {
+            id: name("act-2"),
+            action: name("hello"),
+            forwarded: false,
+        },
+    );
+    assert!(late.is_empty(), "{late:?}");
 
     use controller::{Effect as CE, Input as CI};
     let schedulers = vec![name("scheduler-a:8081"), name("scheduler-b:8081")];
+    let config = controller::Config::<Real> {
+        rules: Variant::Steadfast.into(),
+        wake_every: 3_000,
+    };
     let mut c = controller::Controller::<Real>::new(schedulers, 41);
+    c.step(&config, CI::Compacted { rev: 99 });
     c.step(
-        Variant::Steadfast,
+        &config,
         CI::Listed {
             rev: 100,
             keys: vec![(name("hello"), name("scheduler-b:8081"))],
         },
     );
     let routed = c.step(
-        Variant::Steadfast,
+        &config,
         CI::Submit {
             id: name("act-2"),
             action: name("hello"),
@@ -548,16 +861,30 @@ fn roles_should_run_on_real_identifiers() {
             to: name("scheduler-b:8081")
         }]
     );
+    c.step(&config, CI::WatchStarted { next: 101 });
     c.step(
-        Variant::Steadfast,
+        &config,
         CI::Changed {
             rev: 101,
             changes: vec![(name("hello"), None)],
         },
     );
-    assert_eq!(c.watch, Watch::Active { next: 102 });
+    assert_eq!(
+        c.watch,
+        Watch::Active {
+            next: 102,
+            probing: false
+        }
+    );
+    c.step(
+        &config,
+        CI::Submit {
+            id: name("act-3"),
+            action: name("hello"),
+        },
+    );
     let missing = c.step(
-        Variant::Steadfast,
+        &config,
         CI::Got {
             id: name("act-3"),
             action: name("hello"),

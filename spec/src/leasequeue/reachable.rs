@@ -1,0 +1,134 @@
+//! `sometimes` properties that show each fault and each path of interest is
+//! reached in a scenario that budgets it, so that no property holds only
+//! because its trigger never happens.
+//!
+//! Each comes with the condition on a scenario's bounds under which it must
+//! be reached; a scenario checks those whose condition holds (and a model
+//! built [`LeaseQueueModel::with_every_sometimes`] checks them all, to show
+//! that each can fail).
+
+use stateright::Property;
+
+use super::controller::Watch;
+use super::model::{Bounds, LeaseQueueModel, World};
+
+/// One `sometimes`: its name, when a scenario must reach it, and the
+/// condition.
+struct Reachable {
+    name: &'static str,
+    expected: fn(&Bounds) -> bool,
+    condition: fn(&LeaseQueueModel, &World) -> bool,
+}
+
+const REACHABLE: [Reachable; 12] = [
+    // Controllers that know the schedulers in different orders put two
+    // actions' queues on one scheduler; its lease's loss then deletes both
+    // keys in one revision, which every controller must take in whole.
+    Reachable {
+        name: "a lease's loss deletes two keys at once",
+        expected: |b| {
+            let lease_lost = b.outage_ticks > 0 || b.crashes > 0;
+            lease_lost && pairs(b).any(|(x, y)| x.1 != y.1 && placed(b, x) == placed(b, y))
+        },
+        condition: |_, w| {
+            let log = &w.etcd.log;
+            log.iter().enumerate().any(|(i, c)| {
+                c.owner.is_none()
+                    && log[i + 1..]
+                        .iter()
+                        .any(|o| o.owner.is_none() && o.rev == c.rev)
+            })
+        },
+    },
+    // Controllers that place one action on different schedulers make their
+    // elections race for its key.
+    Reachable {
+        name: "a scheduler loses an election and forwards",
+        expected: |b| pairs(b).any(|(x, y)| x.1 == y.1 && placed(b, x) != placed(b, y)),
+        condition: |_, w| w.ghost.contested,
+    },
+    Reachable {
+        name: "a compaction cancels a watch",
+        expected: |b| b.compactions > 0,
+        condition: |_, w| {
+            w.controllers
+                .iter()
+                .any(|c| c.watch == Watch::Listing || c.watch == Watch::Starting { from: None })
+        },
+    },
+    Reachable {
+        name: "a request is applied after its retry",
+        expected: |b| b.delays > 0,
+        condition: |_, w| w.late.iter().flatten().next().is_some() && w.budget.delays == 0,
+    },
+    Reachable {
+        name: "a reply is lost",
+        expected: |b| b.lost_replies > 0,
+        condition: |m, w| w.budget.lost_replies < m.bounds.lost_replies,
+    },
+    Reachable {
+        name: "a message is sent twice",
+        expected: |b| b.duplicates > 0,
+        condition: |m, w| w.budget.duplicates < m.bounds.duplicates,
+    },
+    Reachable {
+        name: "a message overtakes another",
+        expected: |b| b.reorders > 0,
+        condition: |m, w| w.budget.reorders < m.bounds.reorders,
+    },
+    Reachable {
+        name: "a stalled watch is restarted",
+        expected: |b| b.stalls > 0,
+        condition: |m, w| {
+            w.budget.stalls < m.bounds.stalls
+                && w.controllers
+                    .iter()
+                    .any(|c| matches!(c.watch, Watch::Starting { .. }))
+        },
+    },
+    Reachable {
+        name: "a scheduler crashes between executing and acknowledging",
+        expected: |b| b.crashes > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.excused.iter().any(|e| *e),
+    },
+    Reachable {
+        name: "a queue retires",
+        expected: |b| b.retirements > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.schedulers.iter().any(|s| !s.retiring.is_empty()),
+    },
+    Reachable {
+        name: "etcd's clock runs ahead",
+        expected: |b| b.drift > 0,
+        condition: |m, w| w.budget.drift < m.bounds.drift,
+    },
+    Reachable {
+        name: "etcd loses its leader",
+        expected: |b| b.leader_losses > 0,
+        condition: |_, w| !w.etcd.leader,
+    },
+];
+
+/// The scheduler controller `c` places a new queue for action `a` on: the
+/// action's number modulo the schedulers, in the order controller `c`
+/// knows them (it starts from scheduler `c`).
+fn placed(b: &Bounds, (c, a): (u8, u8)) -> u8 {
+    (a % b.schedulers + c) % b.schedulers
+}
+
+/// Every pair of submissions.
+fn pairs(b: &Bounds) -> impl Iterator<Item = ((u8, u8), (u8, u8))> + '_ {
+    let s = &b.submissions;
+    s.iter()
+        .enumerate()
+        .flat_map(move |(i, x)| s[i + 1..].iter().map(move |y| (*x, *y)))
+}
+
+/// The `sometimes` properties a scenario of `bounds` must reach; with
+/// `every`, all of them.
+pub fn sometimes(bounds: &Bounds, every: bool) -> Vec<Property<LeaseQueueModel>> {
+    REACHABLE
+        .iter()
+        .filter(|r| every || (r.expected)(bounds))
+        .map(|r| Property::sometimes(r.name, r.condition))
+        .collect()
+}

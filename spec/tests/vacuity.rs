@@ -1,0 +1,121 @@
+//! Every property can fail: for each, a deliberately broken configuration
+//! (a variant, a rule taken away, or a scenario that gives it no chance)
+//! in which the checker finds it violated, by name.
+
+mod vacuity {
+    mod leasequeue {
+        use steadfast_checker::{check, CheckOptions, Verdict};
+        use steadfast_spec::leasequeue::model::{scenarios, LeaseQueueModel};
+        use steadfast_spec::leasequeue::{Rule, Variant};
+
+        /// Asserts that checking `model` finds `property` violated.
+        fn assert_violated(model: &LeaseQueueModel, property: &str) {
+            let report = check(model, &CheckOptions::default()).expect("checkable");
+            let verdict = report
+                .property(property)
+                .unwrap_or_else(|| panic!("the model has no property {property:?}"))
+                .verdict;
+            assert_eq!(verdict, Verdict::Violated, "{property}");
+        }
+
+        fn steadfast(scenario: fn(Variant) -> LeaseQueueModel) -> LeaseQueueModel {
+            scenario(Variant::Steadfast)
+        }
+
+        /// `duplicate` with nothing submitted: no message is ever sent.
+        fn idle() -> LeaseQueueModel {
+            let mut model = steadfast(scenarios::duplicate);
+            model.bounds.submissions.clear();
+            model
+        }
+
+        #[test]
+        fn one_server_per_action_fails_under_openwhisk_in_a_contest() {
+            assert_violated(
+                &scenarios::contest(Variant::OpenWhisk),
+                "one scheduler serves an action under a live lease",
+            );
+        }
+
+        #[test]
+        fn executed_at_most_once_fails_without_deduplication() {
+            let model = steadfast(scenarios::duplicate).without(Rule::Deduplicate);
+            assert_violated(&model, "executed at most once");
+        }
+
+        #[test]
+        fn at_most_one_outcome_fails_under_openwhisk_with_a_duplicate() {
+            assert_violated(
+                &scenarios::duplicate(Variant::OpenWhisk),
+                "at most one outcome",
+            );
+        }
+
+        #[test]
+        fn fencing_fails_without_the_fence() {
+            let model = steadfast(scenarios::seed5286).without(Rule::Fence);
+            assert_violated(&model, "work only under a live lease");
+        }
+
+        #[test]
+        fn activations_end_fails_when_acknowledged_on_receipt() {
+            let model = steadfast(scenarios::duplicate).without(Rule::AckAtSettlement);
+            assert_violated(&model, "activations end");
+        }
+
+        #[test]
+        fn every_activation_executed_fails_without_self_election() {
+            let model = steadfast(scenarios::seed5286).without(Rule::SelfElection);
+            assert_violated(&model, "every activation submitted is executed");
+        }
+
+        #[test]
+        fn routing_restored_fails_when_a_watch_restarts_from_now() {
+            let model = steadfast(scenarios::seed5286).without(Rule::ResumeWatch);
+            assert_violated(&model, "routing restored");
+        }
+
+        #[test]
+        fn a_probe_executed_fails_under_openwhisk_in_seed5286() {
+            assert_violated(
+                &scenarios::seed5286(Variant::OpenWhisk),
+                "a probe submitted is executed",
+            );
+        }
+
+        #[test]
+        fn an_activation_executed_fails_when_nothing_is_submitted() {
+            assert_violated(&idle(), "an activation is executed");
+        }
+
+        #[test]
+        fn the_faults_go_fails_when_a_fault_can_never_happen() {
+            // No message is ever sent, so the duplicate is never spent.
+            assert_violated(&idle(), "the faults come and go");
+        }
+
+        #[test]
+        fn each_fault_and_path_sometimes_fails_where_it_has_no_chance() {
+            // seed5286 has one controller and one action, and of the faults
+            // only an outage and a queue retiring.
+            let model = steadfast(scenarios::seed5286).with_every_sometimes();
+            for property in [
+                "a lease's loss deletes two keys at once",
+                "a scheduler loses an election and forwards",
+                "a compaction cancels a watch",
+                "a request is applied after its retry",
+                "a reply is lost",
+                "a message is sent twice",
+                "a message overtakes another",
+                "a stalled watch is restarted",
+                "a scheduler crashes between executing and acknowledging",
+                "etcd's clock runs ahead",
+                "etcd loses its leader",
+            ] {
+                assert_violated(&model, property);
+            }
+            let model = steadfast(scenarios::duplicate).with_every_sometimes();
+            assert_violated(&model, "a queue retires");
+        }
+    }
+}
