@@ -436,7 +436,7 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 12] = [
     },
     Scenario {
         name: "etcd-faults",
-        about: "general's sizes; an etcd leader loss, a stalled watch, etcd's clock a tick ahead",
+        about: "general's sizes; an etcd leader loss, a stalled watch, etcd's clock a tick ahead, a write outside the endpoint keys",
         by_default: true,
         value: lq_scenarios::etcd_faults,
     },

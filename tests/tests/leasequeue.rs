@@ -139,6 +139,7 @@ fn the_steadfast_scenarios_should_contain_every_fault_kind_and_hold() {
                 "etcd loses its leader",
                 "a stalled watch is restarted",
                 "etcd's clock runs ahead",
+                "a watch skips a revision",
             ][..],
         ),
     ] {

@@ -129,6 +129,10 @@ pub struct Bounds {
     pub reorders: u8,
     /// Controller watches that stop delivering without an error.
     pub stalls: u8,
+    /// Writes of keys outside the endpoint keys (OpenWhisk registers its
+    /// schedulers and invokers in the same etcd): etcd's revision moves,
+    /// and a watch on the endpoint keys sees a gap.
+    pub foreign_writes: u8,
 }
 
 /// A message to a scheduler.
@@ -266,6 +270,8 @@ pub struct Budget {
     pub reorders: u8,
     /// Stalled watches.
     pub stalls: u8,
+    /// Writes outside the endpoint keys.
+    pub foreign_writes: u8,
 }
 
 impl Budget {
@@ -281,6 +287,7 @@ impl Budget {
             duplicates: b.duplicates,
             reorders: b.reorders,
             stalls: b.stalls,
+            foreign_writes: b.foreign_writes,
         }
     }
 
@@ -329,6 +336,8 @@ pub enum Action {
     WatchStall(u8),
     /// etcd compacts its history.
     EtcdCompact,
+    /// Another client writes a key outside the endpoint keys.
+    EtcdForeignWrite,
     /// etcd loses its leader.
     EtcdLeaderLoss,
     /// etcd elects a leader, which extends every lease.
@@ -338,7 +347,7 @@ pub enum Action {
     EtcdClockAhead,
     /// A scheduler crashes and restarts with nothing.
     SchedulerCrash(u8),
-    /// A scheduler's queue is idle long enough to retire.
+    /// The idle timer of a scheduler's queue fires.
     QueueIdle {
         /// The scheduler.
         scheduler: u8,
@@ -425,6 +434,7 @@ impl LeaseQueueModel {
             ttl: self.bounds.ttl,
             margin: MARGIN,
             wake_every: 1,
+            idle_after: 1,
         }
     }
 
@@ -468,8 +478,9 @@ impl LeaseQueueModel {
         let effects = w.schedulers[i].step(&self.scheduler_config(), elapsed, input);
         for effect in effects {
             match effect {
-                // The model wakes every role at every tick.
-                scheduler::Effect::WakeIn { .. } => {}
+                // The model wakes every role at every tick, and fires an
+                // idle timer when it is due, within the retirement budget.
+                scheduler::Effect::WakeIn { .. } | scheduler::Effect::IdleTimer { .. } => {}
                 scheduler::Effect::Execute { id, action, lease } => {
                     let owned = w
                         .etcd
@@ -604,6 +615,7 @@ impl LeaseQueueModel {
                 key: w.etcd.get(action).map(endpoint),
             },
             E::WakeIn { .. }
+            | E::IdleTimer { .. }
             | E::Execute { .. }
             | E::Forward { .. }
             | E::Fail { .. }
@@ -871,11 +883,15 @@ impl Model for LeaseQueueModel {
                 actions.push(Action::SchedulerCrash(s));
             }
             if w.budget.retirements > 0 {
+                let config = self.scheduler_config();
                 for queue in &w.schedulers[i].queues {
-                    actions.push(Action::QueueIdle {
-                        scheduler: s,
-                        action: queue.action,
-                    });
+                    // The timer the scheduler armed is due.
+                    if queue.idle_for >= config.idle_after {
+                        actions.push(Action::QueueIdle {
+                            scheduler: s,
+                            action: queue.action,
+                        });
+                    }
                 }
             }
         }
@@ -895,6 +911,9 @@ impl Model for LeaseQueueModel {
         }
         if w.budget.compactions > 0 {
             actions.push(Action::EtcdCompact);
+        }
+        if w.budget.foreign_writes > 0 && w.etcd.leader {
+            actions.push(Action::EtcdForeignWrite);
         }
         if w.budget.leader_losses > 0 && w.etcd.leader {
             actions.push(Action::EtcdLeaderLoss);
@@ -1029,6 +1048,10 @@ impl Model for LeaseQueueModel {
             Action::EtcdCompact => {
                 w.budget.compactions -= 1;
                 w.etcd.compact();
+            }
+            Action::EtcdForeignWrite => {
+                w.budget.foreign_writes -= 1;
+                w.etcd.rev += 1;
             }
             Action::EtcdLeaderLoss => {
                 w.budget.leader_losses -= 1;
@@ -1303,6 +1326,7 @@ pub mod scenarios {
             duplicates: 0,
             reorders: 0,
             stalls: 0,
+            foreign_writes: 0,
         }
     }
 
@@ -1394,13 +1418,15 @@ pub mod scenarios {
     }
 
     /// `general`'s sizes with etcd's own faults: a leader loss, a watch
-    /// that stalls without an error, and etcd's clock a tick ahead.
+    /// that stalls without an error, etcd's clock a tick ahead, and a write
+    /// outside the endpoint keys (a gap in the revisions a watch sees).
     pub fn etcd_faults(variant: Variant) -> LeaseQueueModel {
         model(Bounds {
             submissions: vec![(0, 0), (1, 1)],
             leader_losses: 1,
             stalls: 1,
             drift: 1,
+            foreign_writes: 1,
             ..quiet(variant, 2, 2, 2)
         })
     }

@@ -20,7 +20,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 12] = [
+const REACHABLE: [Reachable; 13] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -100,6 +100,20 @@ const REACHABLE: [Reachable; 12] = [
         name: "etcd's clock runs ahead",
         expected: |b| b.drift > 0,
         condition: |m, w| w.budget.drift < m.bounds.drift,
+    },
+    // A controller's watch passes a revision that changed no endpoint key.
+    Reachable {
+        name: "a watch skips a revision",
+        expected: |b| b.foreign_writes > 0,
+        condition: |_, w| {
+            let floor = w.etcd.compacted.max(1);
+            w.controllers.iter().any(|c| match c.watch {
+                Watch::Active { next, .. } => {
+                    (floor + 1..next).any(|rev| w.etcd.log.iter().all(|change| change.rev != rev))
+                }
+                _ => false,
+            })
+        },
     },
     Reachable {
         name: "etcd loses its leader",

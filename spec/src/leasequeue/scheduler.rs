@@ -40,6 +40,8 @@ pub struct Config<D: Domain> {
     /// How often it wakes up: to keep its lease alive and to send again
     /// every request not yet answered.
     pub wake_every: D::Duration,
+    /// How long a queue stays without a hand-out before it retires.
+    pub idle_after: D::Duration,
 }
 
 /// A queue this scheduler owns, and the key it was registered with.
@@ -52,6 +54,9 @@ pub struct Queue<D: Domain> {
     /// The revision that created its endpoint key: a key deleted and
     /// created again, even by this scheduler under this lease, has another.
     pub created: D::Revision,
+    /// How long since its last hand-out (or since it opened), up to
+    /// [`Config::idle_after`].
+    pub idle_for: D::Duration,
 }
 
 /// An endpoint key as etcd holds it.
@@ -172,7 +177,9 @@ pub enum Input<D: Domain> {
         /// The action.
         action: D::Action,
     },
-    /// The queue of `action` has been idle long enough to retire.
+    /// The idle timer of `action`'s queue fired ([`Effect::IdleTimer`]):
+    /// the queue retires unless it handed out work within
+    /// [`Config::idle_after`].
     Idle {
         /// The action.
         action: D::Action,
@@ -261,6 +268,14 @@ pub enum Effect<D: Domain> {
         /// The activation.
         id: D::Activation,
     },
+    /// Arm the idle timer of `action`'s queue: answer with [`Input::Idle`]
+    /// after this long (a timer armed again replaces the last).
+    IdleTimer {
+        /// The action.
+        action: D::Action,
+        /// How long from now.
+        after: D::Duration,
+    },
 }
 
 /// One scheduler.
@@ -346,7 +361,7 @@ impl<D: Domain> Scheduler<D> {
         elapsed: D::Duration,
         input: Input<D>,
     ) -> Vec<Effect<D>> {
-        self.advance(elapsed);
+        self.advance(config, elapsed);
         let mut out = Vec::new();
         match input {
             Input::Wake => self.wake(config, &mut out),
@@ -387,14 +402,18 @@ impl<D: Domain> Scheduler<D> {
                     self.elect(action, &mut out);
                 }
             }
-            Input::Idle { action } => self.retire(config.rules, action, &mut out),
+            Input::Idle { action } => self.retire(config, action, &mut out),
         }
         out
     }
 
     /// Time passed: the lease's validity runs down, the keepalive ages (up
-    /// to the TTL: older than that, its answer is worth nothing anyway).
-    fn advance(&mut self, elapsed: D::Duration) {
+    /// to the TTL: older than that, its answer is worth nothing anyway),
+    /// queues stay idle longer.
+    fn advance(&mut self, config: &Config<D>, elapsed: D::Duration) {
+        for queue in &mut self.queues {
+            queue.idle_for = (queue.idle_for + elapsed).min(config.idle_after);
+        }
         if let LeaseState::Held {
             ttl,
             valid_for,
@@ -578,6 +597,9 @@ impl<D: Domain> Scheduler<D> {
         lease: D::Lease,
         out: &mut Vec<Effect<D>>,
     ) {
+        if let Some(queue) = self.queues.iter_mut().find(|q| q.action == action) {
+            queue.idle_for = D::Duration::default();
+        }
         insert_sorted(&mut self.running, id.clone());
         out.push(Effect::Execute { id, action, lease });
     }
@@ -678,7 +700,7 @@ impl<D: Domain> Scheduler<D> {
             }
             ClaimResult::Created { created } | ClaimResult::Exists(Endpoint { created, .. }) => {
                 self.electing.retain(|a| *a != action);
-                self.open_queue(action, lease, created);
+                self.open_queue(config, action, lease, created, out);
                 self.serve_waiting(config.rules, out);
             }
         }
@@ -738,7 +760,7 @@ impl<D: Domain> Scheduler<D> {
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
             (false, Some(key)) => {
-                self.open_queue(action.clone(), key.lease.clone(), key.created);
+                self.open_queue(config, action.clone(), key.lease.clone(), key.created, out);
                 self.execute(id, action, key.lease, out);
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
@@ -765,14 +787,21 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
-    /// Retires the idle queue of `action`, unless work is waiting on it.
-    fn retire(&mut self, rules: Rules, action: D::Action, out: &mut Vec<Effect<D>>) {
-        let busy = self.waiting.iter().any(|(_, a)| *a == action);
-        let Some(queue) = self.queue(&action).cloned().filter(|_| !busy) else {
+    /// Retires the queue of `action` if it handed out nothing for
+    /// [`Config::idle_after`] and no work waits on it; else arms its idle
+    /// timer again for the rest of the span.
+    fn retire(&mut self, config: &Config<D>, action: D::Action, out: &mut Vec<Effect<D>>) {
+        let Some(queue) = self.queue(&action).cloned() else {
             return;
         };
+        let busy = self.waiting.iter().any(|(_, a)| *a == action);
+        if busy || queue.idle_for < config.idle_after {
+            let after = D::saturating_sub(config.idle_after, queue.idle_for);
+            out.push(Effect::IdleTimer { action, after });
+            return;
+        }
         self.queues.retain(|q| q.action != action);
-        self.delete_key(rules, action, queue.created, out);
+        self.delete_key(config.rules, action, queue.created, out);
     }
 
     /// Deletes the key of `action` that revision `created` created: only
@@ -792,16 +821,30 @@ impl<D: Domain> Scheduler<D> {
         out.push(Effect::Delete { action, created });
     }
 
-    /// Owns a queue for `action` from now on, unless it does already.
-    fn open_queue(&mut self, action: D::Action, lease: D::Lease, created: D::Revision) {
-        if self.queue(&action).is_none() {
-            self.queues.push(Queue {
-                action,
-                lease,
-                created,
-            });
-            self.queues.sort_unstable();
+    /// Owns a queue for `action` from now on, unless it does already, and
+    /// arms its idle timer.
+    fn open_queue(
+        &mut self,
+        config: &Config<D>,
+        action: D::Action,
+        lease: D::Lease,
+        created: D::Revision,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        if self.queue(&action).is_some() {
+            return;
         }
+        self.queues.push(Queue {
+            action: action.clone(),
+            lease,
+            created,
+            idle_for: D::Duration::default(),
+        });
+        self.queues.sort_unstable();
+        out.push(Effect::IdleTimer {
+            action,
+            after: config.idle_after,
+        });
     }
 }
 

@@ -18,13 +18,15 @@ type Controller = controller::Controller<Small>;
 type ControllerInput = controller::Input<Small>;
 type ControllerEffect = controller::Effect<Small>;
 
-/// A scheduler's setup: a TTL of 3 ticks, a margin of 1, woken every tick.
+/// A scheduler's setup: a TTL of 3 ticks, a margin of 1, woken every tick,
+/// queues retiring after 2 idle ticks.
 fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
     scheduler::Config {
         rules: rules.into(),
         ttl: 3,
         margin: 1,
         wake_every: 1,
+        idle_after: 2,
     }
 }
 
@@ -459,10 +461,29 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
 }
 
 #[test]
+fn a_queue_should_retire_only_after_idling_for_the_whole_span() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    // One tick idle, then work: the timer that fires a tick later finds
+    // the queue busy within the span, and is armed for the rest of it.
+    s.step(&config, 1, activation(1));
+    assert_eq!(
+        s.step(&config, 1, Input::Idle { action: 0 }),
+        [Effect::IdleTimer {
+            action: 0,
+            after: 1
+        }]
+    );
+    assert!(s.queue(&0).is_some());
+    let retired = s.step(&config, 1, Input::Idle { action: 0 });
+    assert!(matches!(retired[..], [Effect::Delete { action: 0, .. }]));
+    assert!(s.queue(&0).is_none());
+}
+
+#[test]
 fn retired_queue_should_be_claimed_again_only_after_its_delete() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     assert_eq!(
-        s.step(&config, 0, Input::Idle { action: 0 }),
+        s.step(&config, 2, Input::Idle { action: 0 }),
         [Effect::Delete {
             action: 0,
             created: Some(2)
@@ -481,7 +502,7 @@ fn retired_queue_should_be_claimed_again_only_after_its_delete() {
     );
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     assert_eq!(
-        s.step(&config, 0, Input::Idle { action: 0 }),
+        s.step(&config, 2, Input::Idle { action: 0 }),
         [Effect::Delete {
             action: 0,
             created: None
@@ -775,6 +796,7 @@ fn roles_should_run_on_real_identifiers() {
         ttl: 10_000,
         margin: 1_000,
         wake_every: 3_000,
+        idle_after: 60_000,
     };
     let mut s = scheduler::Scheduler::<Real>::new(name("scheduler-a:8081"));
     assert_eq!(s.step(&config, 0, I::Wake)[0], E::Grant { ttl: 10_000 });
