@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdError, EtcdOptions, Listing, Watched};
+use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdError, EtcdOptions, Holder, Listing, Watched};
 use steadfast_tests::etcd_server::EtcdServer;
 
 async fn adapter(etcd: &EtcdServer) -> Etcd {
@@ -18,21 +18,22 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
     let (a, b) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
-    assert!(
-        matches!(etcd.claim("hello", "scheduler-a", a).await.unwrap(), Claim::Won { create_revision } if create_revision > 0)
-    );
+    let Claim::Won { create_revision } = etcd.claim("hello", "scheduler-a", a).await.unwrap()
+    else {
+        panic!("the first claim wins");
+    };
+    assert!(create_revision > 0);
+    let holder = Holder {
+        owner: "scheduler-a".into(),
+        lease: a,
+        create_revision,
+    };
     assert_eq!(
         etcd.claim("hello", "scheduler-b", b).await.unwrap(),
-        Claim::Held {
-            owner: "scheduler-a".into(),
-            lease: a
-        },
+        Claim::Held(holder.clone()),
         "create-if-absent: the first claim keeps the key"
     );
-    assert_eq!(
-        etcd.lookup("hello").await.unwrap(),
-        Some(("scheduler-a".into(), a))
-    );
+    assert_eq!(etcd.lookup("hello").await.unwrap(), Some(holder));
     etcd.revoke(b).await.unwrap();
     etcd.revoke(b)
         .await
@@ -45,22 +46,37 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deletes_should_be_conditioned_on_the_owners_lease() {
+async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
     let (mine, theirs) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
-    etcd.claim("hello", "scheduler-a", theirs).await.unwrap();
+    let created = |claim: Claim| match claim {
+        Claim::Won { create_revision } => create_revision,
+        other => panic!("{other:?}"),
+    };
+    let first = created(etcd.claim("hello", "scheduler-a", mine).await.unwrap());
+    assert!(etcd.delete_created("hello", first).await.unwrap());
+    // Created again by the same scheduler under the same lease: another
+    // key, which a late copy of the first delete must not take.
+    let second = created(etcd.claim("hello", "scheduler-a", mine).await.unwrap());
+    assert!(second > first);
     assert!(
-        !etcd.delete_owned("hello", mine).await.unwrap(),
-        "not under my lease: kept"
+        !etcd.delete_created("hello", first).await.unwrap(),
+        "a key created since: kept"
     );
-    assert!(etcd.lookup("hello").await.unwrap().is_some());
-    assert!(etcd.delete_owned("hello", theirs).await.unwrap());
+    assert_eq!(
+        etcd.lookup("hello")
+            .await
+            .unwrap()
+            .map(|h| h.create_revision),
+        Some(second)
+    );
+    assert!(etcd.delete_created("hello", second).await.unwrap());
     assert!(etcd.lookup("hello").await.unwrap().is_none());
-    etcd.claim("again", "scheduler-a", mine).await.unwrap();
+    etcd.claim("hello", "scheduler-b", theirs).await.unwrap();
     assert!(
-        etcd.delete("again").await.unwrap(),
-        "OpenWhisk's delete takes any key"
+        etcd.delete("hello").await.unwrap(),
+        "OpenWhisk's delete takes any key, another scheduler's too"
     );
 }
 
@@ -167,12 +183,11 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     // the reply lost".
     let retried = etcd.claim("hello", "scheduler-a", lease).await.unwrap();
     assert!(
-        matches!(&retried, Claim::Won { .. })
-            || retried
-                == Claim::Held {
-                    owner: "scheduler-a".into(),
-                    lease
-                },
+        match &retried {
+            Claim::Won { .. } => true,
+            Claim::Held(holder) => holder.owner == "scheduler-a" && holder.lease == lease,
+            Claim::LeaseNotFound => false,
+        },
         "{retried:?}"
     );
 }

@@ -14,7 +14,7 @@
 //! let lease = etcd.grant(10).await?;
 //! match etcd.claim("hello", "scheduler-a:8081", lease).await? {
 //!     Claim::Won { .. } => println!("the queue of hello is ours"),
-//!     Claim::Held { owner, .. } => println!("forward to {owner}"),
+//!     Claim::Held(holder) => println!("forward to {}", holder.owner),
 //!     Claim::LeaseNotFound => println!("the lease is gone: take a new one"),
 //! }
 //! # Ok(())
@@ -127,14 +127,21 @@ pub enum Claim {
         create_revision: i64,
     },
     /// The key exists already.
-    Held {
-        /// Its owner.
-        owner: String,
-        /// The lease it is bound to.
-        lease: i64,
-    },
+    Held(Holder),
     /// The lease named does not exist (it expired or was revoked).
     LeaseNotFound,
+}
+
+/// An endpoint key as etcd holds it: the spec's `scheduler::Endpoint`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The scheduler that owns the queue (the key's value).
+    pub owner: String,
+    /// The lease the key is bound to.
+    pub lease: i64,
+    /// The revision that created the key: a key deleted and created again
+    /// has another, even with the same owner and lease.
+    pub create_revision: i64,
 }
 
 /// Every endpoint key, read at one revision.
@@ -312,10 +319,7 @@ impl Etcd {
         for op in response.op_responses() {
             if let TxnOpResponse::Get(get) = op {
                 if let Some(kv) = get.kvs().first() {
-                    return Ok(Claim::Held {
-                        owner: Self::owner_of(kv.key(), kv.value())?,
-                        lease: kv.lease(),
-                    });
+                    return Ok(Claim::Held(Self::holder(kv)?));
                 }
             }
         }
@@ -327,17 +331,25 @@ impl Etcd {
         })
     }
 
-    /// Deletes `action`'s endpoint key only if it is bound to `lease` (a
-    /// conditional delete: never someone else's key). Returns whether it
-    /// deleted it.
+    /// Deletes `action`'s endpoint key only if revision `create_revision`
+    /// created it (a conditional delete: never a key someone, or this
+    /// scheduler, created since). Returns whether it deleted it.
     ///
     /// # Errors
     ///
     /// If etcd does not answer in time.
-    pub async fn delete_owned(&mut self, action: &str, lease: i64) -> Result<bool, EtcdError> {
+    pub async fn delete_created(
+        &mut self,
+        action: &str,
+        create_revision: i64,
+    ) -> Result<bool, EtcdError> {
         let key = self.key(action);
         let txn = Txn::new()
-            .when([Compare::lease(key.clone(), CompareOp::Equal, lease)])
+            .when([Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                create_revision,
+            )])
             .and_then([TxnOp::delete(key, None)]);
         let call = self.client.txn(txn);
         Ok(Self::timed(self.timeout, "delete an endpoint key", call)
@@ -359,20 +371,25 @@ impl Etcd {
             > 0)
     }
 
-    /// Who holds `action`'s endpoint key, and under which lease.
+    /// Who holds `action`'s endpoint key, under which lease, since which
+    /// revision.
     ///
     /// # Errors
     ///
     /// If etcd does not answer in time, or the key holds what this runtime
     /// does not write.
-    pub async fn lookup(&mut self, action: &str) -> Result<Option<(String, i64)>, EtcdError> {
+    pub async fn lookup(&mut self, action: &str) -> Result<Option<Holder>, EtcdError> {
         let call = self.client.get(self.key(action), None);
         let response = Self::timed(self.timeout, "look up an endpoint key", call).await?;
-        response
-            .kvs()
-            .first()
-            .map(|kv| Ok((Self::owner_of(kv.key(), kv.value())?, kv.lease())))
-            .transpose()
+        response.kvs().first().map(Self::holder).transpose()
+    }
+
+    fn holder(kv: &etcd_client::KeyValue) -> Result<Holder, EtcdError> {
+        Ok(Holder {
+            owner: Self::owner_of(kv.key(), kv.value())?,
+            lease: kv.lease(),
+            create_revision: kv.create_revision(),
+        })
     }
 
     /// Every endpoint key, at the revision of the read.
