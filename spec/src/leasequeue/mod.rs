@@ -13,6 +13,7 @@ pub mod etcd;
 pub mod model;
 pub mod reachable;
 pub mod scheduler;
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

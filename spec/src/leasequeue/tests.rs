@@ -7,7 +7,8 @@ use super::controller::{self, Watch};
 use super::etcd::{Etcd, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState};
-use super::{FailReason, Rule, Rules, Variant};
+use super::trace::{Header, Named, Record, Replay, SchedulerRecord, Steps};
+use super::{Domain, FailReason, Rule, Rules, Variant};
 use crate::trace_json::round_trip;
 
 /// The roles as the model instantiates them.
@@ -760,29 +761,15 @@ fn fail_reasons_should_read_as_openwhisk_words() {
     );
 }
 
-/// Identifiers as a runtime has them: names for actions, activations and
-/// schedulers, etcd's `i64` lease ids and revisions, milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct Real;
-
-impl super::Domain for Real {
-    type Action = String;
-    type Scheduler = String;
-    type Activation = String;
-    type Lease = i64;
-    type Revision = i64;
-    type Duration = u64;
-
-    fn next_revision(rev: i64) -> i64 {
-        rev + 1
-    }
-
-    fn saturating_sub(a: u64, b: u64) -> u64 {
-        a.saturating_sub(b)
-    }
-
-    fn action_number(action: &String) -> u64 {
-        action.len() as u64
+/// A scheduler's setup as a runtime has it: a TTL of 10 s, a margin of
+/// 1 s, woken every 3 s, queues retiring after a minute idle.
+fn runtime_config() -> scheduler::Config<Named> {
+    scheduler::Config {
+        rules: Variant::Steadfast.into(),
+        ttl: 10_000,
+        margin: 1_000,
+        wake_every: 3_000,
+        idle_after: 60_000,
     }
 }
 
@@ -791,14 +778,8 @@ fn roles_should_run_on_real_identifiers() {
     use scheduler::{Effect as E, Input as I};
     let name = |s: &str| s.to_string();
     let lease = 7_587_870_261_423_i64;
-    let config = scheduler::Config::<Real> {
-        rules: Variant::Steadfast.into(),
-        ttl: 10_000,
-        margin: 1_000,
-        wake_every: 3_000,
-        idle_after: 60_000,
-    };
-    let mut s = scheduler::Scheduler::<Real>::new(name("scheduler-a:8081"));
+    let config = runtime_config();
+    let mut s = scheduler::Scheduler::<Named>::new(name("scheduler-a:8081"));
     assert_eq!(s.step(&config, 0, I::Wake)[0], E::Grant { ttl: 10_000 });
     s.step(&config, 12, I::Granted { lease, ttl: 10_000 });
     s.step(&config, 3, I::KeptAlive { lease, ttl: 10_000 });
@@ -855,11 +836,11 @@ fn roles_should_run_on_real_identifiers() {
 
     use controller::{Effect as CE, Input as CI};
     let schedulers = vec![name("scheduler-a:8081"), name("scheduler-b:8081")];
-    let config = controller::Config::<Real> {
+    let config = controller::Config::<Named> {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
     };
-    let mut c = controller::Controller::<Real>::new(schedulers, 41);
+    let mut c = controller::Controller::<Named>::new(schedulers, 41);
     c.step(&config, CI::Compacted { rev: 99 });
     c.step(
         &config,
@@ -926,5 +907,150 @@ fn roles_should_run_on_real_identifiers() {
                 to: name("scheduler-b:8081")
             },
         ]
+    );
+}
+
+#[test]
+fn a_runtimes_action_numbers_should_be_a_stable_hash_of_the_name() {
+    // FNV-1a of "hello": the same in every process and every build.
+    assert_eq!(
+        Named::action_number(&"hello".to_string()),
+        0xa430_d846_80aa_bd0b
+    );
+    assert_ne!(
+        Named::action_number(&"hello".to_string()),
+        Named::action_number(&"hellp".to_string())
+    );
+}
+
+/// Runs `inputs` through a scheduler and returns its trace: the header and
+/// one record per step.
+fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec<SchedulerRecord>) {
+    let config = runtime_config();
+    let id = "scheduler-a:8081".to_string();
+    let mut role = scheduler::Scheduler::<Named>::new(id.clone());
+    let records = inputs
+        .into_iter()
+        .map(|(elapsed, input)| Record {
+            elapsed,
+            effects: role.step(&config, elapsed, input.clone()),
+            input,
+        })
+        .collect();
+    (Header::Scheduler { id, config }, records)
+}
+
+fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
+    use scheduler::Input as I;
+    let action = || "hello".to_string();
+    vec![
+        (0, I::Wake),
+        (
+            12,
+            I::Granted {
+                lease: 7,
+                ttl: 10_000,
+            },
+        ),
+        (
+            3,
+            I::KeptAlive {
+                lease: 7,
+                ttl: 10_000,
+            },
+        ),
+        (0, I::CreateQueue { action: action() }),
+        (
+            5,
+            I::Claimed {
+                action: action(),
+                lease: 7,
+                result: ClaimResult::Created { created: 1_042 },
+            },
+        ),
+        (
+            40,
+            I::Activation {
+                id: "act-1".into(),
+                action: action(),
+                forwarded: false,
+            },
+        ),
+        (900, I::Executed { id: "act-1".into() }),
+        (2_000, I::Wake),
+    ]
+}
+
+#[test]
+fn a_recorded_run_should_replay_through_the_roles_step_from_json() {
+    let (header, records) = record_scheduler(a_scheduler_run());
+    // Written and read back as a driver's JSON lines would be.
+    let header: Header = round_trip(&header);
+    let records = records.iter().map(round_trip).collect();
+    assert_eq!(header.replay(Steps::Scheduler(records)), Replay::Agrees(8));
+}
+
+#[test]
+fn a_step_the_driver_decided_should_be_reported_where_it_diverged() {
+    let (header, mut records) = record_scheduler(a_scheduler_run());
+    // The driver executed the activation although the role did not ask.
+    let extra = scheduler::Effect::Execute {
+        id: "act-9".into(),
+        action: "hello".into(),
+        lease: 7,
+    };
+    records[6].effects.push(extra);
+    let Replay::SchedulerDiverged(divergence) = header.replay(Steps::Scheduler(records)) else {
+        panic!("the replay diverges");
+    };
+    assert_eq!(divergence.step, 6);
+    assert_eq!(divergence.recorded.len(), divergence.replayed.len() + 1);
+}
+
+#[test]
+fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
+    use controller::Input as CI;
+    let config = controller::Config::<Named> {
+        rules: Variant::Steadfast.into(),
+        wake_every: 3_000,
+    };
+    let schedulers = vec![
+        "scheduler-a:8081".to_string(),
+        "scheduler-b:8081".to_string(),
+    ];
+    let mut role = controller::Controller::<Named>::new(schedulers.clone(), 41);
+    let inputs = [
+        CI::Submit {
+            id: "act-1".into(),
+            action: "hello".into(),
+        },
+        CI::Got {
+            id: "act-1".into(),
+            action: "hello".into(),
+            owner: None,
+        },
+        CI::Wake,
+    ];
+    let records: Vec<_> = inputs
+        .into_iter()
+        .map(|input| Record {
+            elapsed: 0,
+            effects: role.step(&config, input.clone()),
+            input,
+        })
+        .collect();
+    let header = Header::Controller {
+        schedulers,
+        rev: 41,
+        config,
+    };
+    assert_eq!(
+        header.replay(Steps::Controller(records.clone())),
+        Replay::Agrees(3)
+    );
+    let (scheduler_header, _) = record_scheduler(Vec::new());
+    assert_eq!(
+        scheduler_header.replay(Steps::Controller(records)),
+        Replay::WrongRole
     );
 }
