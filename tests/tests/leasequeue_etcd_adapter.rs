@@ -18,19 +18,18 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
     let (a, b) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
-    let Claim::Won { create_revision } = etcd.claim("hello", "scheduler-a", a).await.unwrap()
-    else {
+    let Claim::Created { created } = etcd.claim("hello", "scheduler-a", a).await.unwrap() else {
         panic!("the first claim wins");
     };
-    assert!(create_revision > 0);
+    assert!(created > 0);
     let holder = Holder {
         owner: "scheduler-a".into(),
         lease: a,
-        create_revision,
+        created,
     };
     assert_eq!(
         etcd.claim("hello", "scheduler-b", b).await.unwrap(),
-        Claim::Held(holder.clone()),
+        Claim::Exists(holder.clone()),
         "create-if-absent: the first claim keeps the key"
     );
     assert_eq!(etcd.lookup("hello").await.unwrap(), Some(holder));
@@ -51,7 +50,7 @@ async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
     let mut etcd = adapter(&server).await;
     let (mine, theirs) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
     let created = |claim: Claim| match claim {
-        Claim::Won { create_revision } => create_revision,
+        Claim::Created { created } => created,
         other => panic!("{other:?}"),
     };
     let first = created(etcd.claim("hello", "scheduler-a", mine).await.unwrap());
@@ -65,10 +64,7 @@ async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
         "a key created since: kept"
     );
     assert_eq!(
-        etcd.lookup("hello")
-            .await
-            .unwrap()
-            .map(|h| h.create_revision),
+        etcd.lookup("hello").await.unwrap().map(|h| h.created),
         Some(second)
     );
     assert!(etcd.delete_created("hello", second).await.unwrap());
@@ -184,8 +180,8 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     let retried = etcd.claim("hello", "scheduler-a", lease).await.unwrap();
     assert!(
         match &retried {
-            Claim::Won { .. } => true,
-            Claim::Held(holder) => holder.owner == "scheduler-a" && holder.lease == lease,
+            Claim::Created { .. } => true,
+            Claim::Exists(holder) => holder.owner == "scheduler-a" && holder.lease == lease,
             Claim::LeaseNotFound => false,
         },
         "{retried:?}"

@@ -9,13 +9,14 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
 //! use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdOptions};
+//! use steadfast::spec::leasequeue::scheduler::ClaimResult;
 //!
 //! let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
 //! let lease = etcd.grant(10).await?;
 //! match etcd.claim("hello", "scheduler-a:8081", lease).await? {
-//!     Claim::Won { .. } => println!("the queue of hello is ours"),
-//!     Claim::Held(holder) => println!("forward to {}", holder.owner),
-//!     Claim::LeaseNotFound => println!("the lease is gone: take a new one"),
+//!     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
+//!     ClaimResult::Exists(key) => println!("forward to {}", key.owner),
+//!     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
 //! }
 //! # Ok(())
 //! # }
@@ -27,6 +28,8 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, WatchOptions, WatchStream,
 };
+use steadfast_spec::leasequeue::scheduler::{ClaimResult, Endpoint};
+use steadfast_spec::leasequeue::trace::Named;
 
 /// Where etcd is and how to talk to it.
 #[derive(Clone, Debug)]
@@ -118,31 +121,12 @@ pub enum EtcdError {
     },
 }
 
-/// How a create-if-absent of an endpoint key ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Claim {
-    /// The key was created for the claimant, at this revision.
-    Won {
-        /// The revision that created it.
-        create_revision: i64,
-    },
-    /// The key exists already.
-    Held(Holder),
-    /// The lease named does not exist (it expired or was revoked).
-    LeaseNotFound,
-}
+/// How a create-if-absent of an endpoint key ended, as the scheduler's
+/// [`steadfast_spec::leasequeue::scheduler::Input::Claimed`] carries it.
+pub type Claim = ClaimResult<Named>;
 
-/// An endpoint key as etcd holds it: the spec's `scheduler::Endpoint`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holder {
-    /// The scheduler that owns the queue (the key's value).
-    pub owner: String,
-    /// The lease the key is bound to.
-    pub lease: i64,
-    /// The revision that created the key: a key deleted and created again
-    /// has another, even with the same owner and lease.
-    pub create_revision: i64,
-}
+/// An endpoint key as etcd holds it: owner, lease and create revision.
+pub type Holder = Endpoint<Named>;
 
 /// Every endpoint key, read at one revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -313,13 +297,13 @@ impl Etcd {
                 Err(error) => return Err(error),
             };
         if response.succeeded() {
-            let create_revision = response.header().map_or(0, |h| h.revision());
-            return Ok(Claim::Won { create_revision });
+            let created = response.header().map_or(0, |h| h.revision());
+            return Ok(Claim::Created { created });
         }
         for op in response.op_responses() {
             if let TxnOpResponse::Get(get) = op {
                 if let Some(kv) = get.kvs().first() {
-                    return Ok(Claim::Held(Self::holder(kv)?));
+                    return Ok(Claim::Exists(Self::holder(kv)?));
                 }
             }
         }
@@ -388,7 +372,7 @@ impl Etcd {
         Ok(Holder {
             owner: Self::owner_of(kv.key(), kv.value())?,
             lease: kv.lease(),
-            create_revision: kv.create_revision(),
+            created: kv.create_revision(),
         })
     }
 

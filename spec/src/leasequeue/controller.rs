@@ -191,7 +191,7 @@ impl<D: Domain> Controller<D> {
     /// The scheduler asked to create a queue for `action` when no key names
     /// one: the action's number modulo the schedulers, in the order this
     /// controller knows them (`None` when it knows none).
-    fn home(&self, action: &D::Action) -> Option<D::Scheduler> {
+    pub fn home(&self, action: &D::Action) -> Option<D::Scheduler> {
         let known = self.schedulers.len() as u64;
         let index = D::action_number(action).checked_rem(known)?;
         self.schedulers.get(usize::try_from(index).ok()?).cloned()

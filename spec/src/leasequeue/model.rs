@@ -70,6 +70,15 @@ fn endpoint(key: super::etcd::Endpoint) -> scheduler::Endpoint<Small> {
 /// clock drift the steadfast scheduler assumes.
 pub const MARGIN: u8 = 1;
 
+/// Controller `c` as it starts, having listed no key at `rev`. Each
+/// controller knows the schedulers in an order of its own (controller `c`
+/// starts from scheduler `c`), so two controllers can place one new queue
+/// on different schedulers.
+pub fn controller_at_start(b: &Bounds, c: u8, rev: u32) -> Controller<Small> {
+    let known = (0..b.schedulers).map(|s| (s + c) % b.schedulers.max(1));
+    Controller::new(known.collect(), rev)
+}
+
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Client {
@@ -700,14 +709,18 @@ impl LeaseQueueModel {
 
     /// etcd answers scheduler `s`'s keepalive at once.
     fn keep_alive_now(&self, w: &mut World, s: u8) {
-        let outbox = &mut w.outbox[usize::from(s)];
-        let Some(at) = outbox
+        let keepalive = w.outbox[usize::from(s)]
             .iter()
-            .position(|r| matches!(r, scheduler::Effect::KeepAlive { .. }))
-        else {
-            return;
-        };
-        let request = outbox.remove(at);
+            .position(|r| matches!(r, scheduler::Effect::KeepAlive { .. }));
+        if let Some(at) = keepalive {
+            self.answer(w, s, at);
+        }
+    }
+
+    /// etcd applies request `at` of scheduler `s`'s outbox, and the reply
+    /// reaches it.
+    fn answer(&self, w: &mut World, s: u8, at: usize) {
+        let request = w.outbox[usize::from(s)].remove(at);
         if let Some(reply) = self.apply(w, s, request) {
             self.feed_scheduler(w, s, 0, reply);
         }
@@ -792,14 +805,8 @@ impl Model for LeaseQueueModel {
             late: vec![Vec::new(); schedulers],
             running: vec![Vec::new(); schedulers],
             unacked: vec![Vec::new(); schedulers],
-            // Each controller knows the schedulers in an order of its own
-            // (controller c starts from scheduler c), so two controllers
-            // can place one new queue on different schedulers.
             controllers: (0..b.controllers)
-                .map(|c| {
-                    let known = (0..b.schedulers).map(|s| (s + c) % b.schedulers.max(1));
-                    Controller::new(known.collect(), etcd.rev)
-                })
+                .map(|c| controller_at_start(b, c, etcd.rev))
                 .collect(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
             streams: vec![true; usize::from(b.controllers)],
@@ -886,7 +893,7 @@ impl Model for LeaseQueueModel {
                 let config = self.scheduler_config();
                 for queue in &w.schedulers[i].queues {
                     // The timer the scheduler armed is due.
-                    if queue.idle_for >= config.idle_after {
+                    if queue.idle_timer_due(&config) {
                         actions.push(Action::QueueIdle {
                             scheduler: s,
                             action: queue.action,
@@ -987,12 +994,7 @@ impl Model for LeaseQueueModel {
                     self.feed_controller(&mut w, c, controller::Input::Wake);
                 }
             }
-            Action::SchedulerEtcd(s) => {
-                let request = w.outbox[usize::from(s)].remove(0);
-                if let Some(reply) = self.apply(&mut w, s, request) {
-                    self.feed_scheduler(&mut w, s, 0, reply);
-                }
-            }
+            Action::SchedulerEtcd(s) => self.answer(&mut w, s, 0),
             Action::SchedulerLate(s) => {
                 let late = w.late[usize::from(s)].remove(0);
                 let reply = self.apply(&mut w, s, late.request);

@@ -10,7 +10,7 @@
 use stateright::Property;
 
 use super::controller::Watch;
-use super::model::{Bounds, LeaseQueueModel, World};
+use super::model::{controller_at_start, Bounds, LeaseQueueModel, World};
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
 /// condition.
@@ -122,11 +122,10 @@ const REACHABLE: [Reachable; 13] = [
     },
 ];
 
-/// The scheduler controller `c` places a new queue for action `a` on: the
-/// action's number modulo the schedulers, in the order controller `c`
-/// knows them (it starts from scheduler `c`).
-fn placed(b: &Bounds, (c, a): (u8, u8)) -> u8 {
-    (a % b.schedulers + c) % b.schedulers
+/// The scheduler controller `c` places a new queue for action `a` on, by
+/// the controller's own rule.
+fn placed(b: &Bounds, (c, a): (u8, u8)) -> Option<u8> {
+    controller_at_start(b, c, 1).home(&a)
 }
 
 /// Every pair of submissions.

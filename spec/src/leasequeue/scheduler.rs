@@ -59,6 +59,14 @@ pub struct Queue<D: Domain> {
     pub idle_for: D::Duration,
 }
 
+impl<D: Domain> Queue<D> {
+    /// Whether its idle timer is due: it handed out nothing for
+    /// [`Config::idle_after`].
+    pub fn idle_timer_due(&self, config: &Config<D>) -> bool {
+        self.idle_for >= config.idle_after
+    }
+}
+
 /// An endpoint key as etcd holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Endpoint<D: Domain> {
@@ -795,7 +803,7 @@ impl<D: Domain> Scheduler<D> {
             return;
         };
         let busy = self.waiting.iter().any(|(_, a)| *a == action);
-        if busy || queue.idle_for < config.idle_after {
+        if busy || !queue.idle_timer_due(config) {
             let after = D::saturating_sub(config.idle_after, queue.idle_for);
             out.push(Effect::IdleTimer { action, after });
             return;

@@ -62,10 +62,16 @@ fn serving(rules: impl Into<Rules>, lease: u8) -> (Scheduler, scheduler::Config<
     (s, config)
 }
 
+/// Activation `id` of action 0 from a controller.
 fn activation(id: u8) -> Input {
+    activation_of(id, 0)
+}
+
+/// Activation `id` of `action` from a controller.
+fn activation_of(id: u8, action: u8) -> Input {
     Input::Activation {
         id,
-        action: 0,
+        action,
         forwarded: false,
     }
 }
@@ -337,15 +343,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
     };
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     assert_eq!(
-        s.step(
-            &config,
-            0,
-            Input::Activation {
-                id: 1,
-                action: 1,
-                forwarded: false,
-            }
-        ),
+        s.step(&config, 0, activation_of(1, 1)),
         [Effect::Ack { id: 1 }, Effect::Resolve { id: 1, action: 1 }]
     );
     assert_eq!(
@@ -356,15 +354,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         }]
     );
     let (mut s, config) = serving(Variant::Steadfast, 7);
-    s.step(
-        &config,
-        0,
-        Input::Activation {
-            id: 1,
-            action: 1,
-            forwarded: false,
-        },
-    );
+    s.step(&config, 0, activation_of(1, 1));
     assert_eq!(
         s.step(&config, 0, resolved),
         [Effect::Claim {
@@ -388,15 +378,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
 fn lost_election_should_forward_to_the_winner() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, Input::CreateQueue { action: 1 });
-    s.step(
-        &config,
-        0,
-        Input::Activation {
-            id: 1,
-            action: 1,
-            forwarded: false,
-        },
-    );
+    s.step(&config, 0, activation_of(1, 1));
     let winner = Endpoint {
         owner: 1,
         lease: 3,
