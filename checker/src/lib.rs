@@ -32,6 +32,7 @@ mod liveness;
 mod memory;
 pub mod registry;
 mod render;
+pub mod replay;
 mod report;
 mod seen;
 

@@ -1,4 +1,5 @@
-//! `steadfast`: list, check and explore the registered models.
+//! `steadfast`: list, check and explore the registered models, and replay
+//! traces a runtime recorded.
 //!
 //! Exit codes of `check`: 0 every property holds; 1 a property is violated;
 //! 2 the command line or a model's declarations are wrong, or the report
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use steadfast_checker::registry::{self, Entry, RegistryError};
+use steadfast_checker::replay;
 use steadfast_checker::{CheckOptions, Interrupt, Progress, RenderedReport, Stuttering, Verdict};
 
 /// Writes a line to standard error. A closed or full stderr is ignored
@@ -62,6 +64,16 @@ enum Command {
         /// The address to serve on (port 0: any free port).
         #[arg(long, default_value = "127.0.0.1:3000")]
         bind: SocketAddr,
+    },
+    /// Replay leasequeue traces a runtime recorded: every role's steps
+    /// through its `step`, then the safety properties that span roles.
+    /// Exits 0 when every step agrees and every property holds, 1 when a
+    /// step diverges or a property is violated, 2 when a trace cannot be
+    /// read.
+    Replay {
+        /// The traces (JSON lines, one role's run each).
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
     },
 }
 
@@ -156,6 +168,7 @@ fn main() -> ExitCode {
             out.finish(ExitCode::SUCCESS)
         }
         Command::Check(args) => check(&args),
+        Command::Replay { files } => replay(&files),
         Command::Explore {
             model,
             variant,
@@ -179,6 +192,62 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn replay(files: &[std::path::PathBuf]) -> ExitCode {
+    let traces = match files
+        .iter()
+        .map(|path| replay::read(path))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(traces) => traces,
+        Err(error) => return usage_error(&error),
+    };
+    let mut out = Output::default();
+    let mut failed = false;
+    for trace in &traces {
+        let path = trace.path.display();
+        let role = trace.role();
+        match trace.replay() {
+            replay::Verdict::Agrees(steps) => {
+                out.write(&format!("{path}: {role}: {steps} steps agree\n"));
+            }
+            replay::Verdict::Diverged {
+                step,
+                line,
+                recorded,
+                replayed,
+            } => {
+                failed = true;
+                out.write(&format!(
+                    "{path}: {role}: step {step} (line {line}) diverges\n  recorded: \
+                     {recorded}\n  replayed: {replayed}\n"
+                ));
+            }
+        }
+    }
+    let violations = replay::cross_role(&traces);
+    for property in replay::CROSS_ROLE_PROPERTIES {
+        let broken: Vec<_> = violations
+            .iter()
+            .filter(|v| v.property() == property)
+            .collect();
+        if broken.is_empty() {
+            out.write(&format!("{property}: holds\n"));
+        } else {
+            failed = true;
+            out.write(&format!("{property}: VIOLATED\n"));
+            for violation in broken {
+                out.write(&format!("  {violation}\n"));
+            }
+        }
+    }
+    let code = if failed {
+        ExitCode::from(EXIT_VIOLATED)
+    } else {
+        ExitCode::SUCCESS
+    };
+    out.finish(code)
 }
 
 fn usage_error(error: &dyn std::fmt::Display) -> ExitCode {

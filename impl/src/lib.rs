@@ -6,7 +6,8 @@
 //! effects it returns. Every protocol decision lives in [`spec`], where the
 //! checker proves it.
 //!
-//! - [`leasequeue`]: the etcd adapter the leasequeue drivers will run on.
+//! - [`leasequeue`]: schedulers and controllers on etcd (OpenWhisk's
+//!   scheduler, without #5286).
 
 #![deny(missing_docs)]
 

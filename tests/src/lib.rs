@@ -1,12 +1,15 @@
 //! steadfast-tests: integration tests across the workspace. The tests live in
 //! `tests/`; this library holds what they share: [`kube_testserver`], the
 //! Kubernetes API server they run against; [`etcd_server`], real etcd on
-//! loopback with its faults; [`tcp_proxy`], network faults on loopback.
+//! loopback with its faults; [`tcp_proxy`], network faults on loopback;
+//! [`leasequeue_nodes`], leasequeue schedulers run as processes would be,
+//! and the replay of their traces.
 
 #![deny(missing_docs)]
 
 pub mod etcd_server;
 pub mod kube_testserver;
+pub mod leasequeue_nodes;
 pub mod tcp_proxy;
 
 use std::hash::Hash;

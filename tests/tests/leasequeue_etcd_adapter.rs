@@ -17,7 +17,10 @@ async fn adapter(etcd: &EtcdServer) -> Etcd {
 async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let (a, b) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
+    let (a, b) = (
+        etcd.grant(60).await.unwrap().id,
+        etcd.grant(60).await.unwrap().id,
+    );
     let Claim::Created { created } = etcd.claim("hello", "scheduler-a", a).await.unwrap() else {
         panic!("the first claim wins");
     };
@@ -48,7 +51,10 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
 async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let (mine, theirs) = (etcd.grant(60).await.unwrap(), etcd.grant(60).await.unwrap());
+    let (mine, theirs) = (
+        etcd.grant(60).await.unwrap().id,
+        etcd.grant(60).await.unwrap().id,
+    );
     let created = |claim: Claim| match claim {
         Claim::Created { created } => created,
         other => panic!("{other:?}"),
@@ -80,7 +86,7 @@ async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
 async fn keepalives_should_say_when_the_lease_is_gone() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let lease = etcd.grant(60).await.unwrap();
+    let lease = etcd.grant(60).await.unwrap().id;
     assert!(etcd.keep_alive(lease).await.unwrap());
     etcd.revoke(lease).await.unwrap();
     assert!(
@@ -93,7 +99,7 @@ async fn keepalives_should_say_when_the_lease_is_gone() {
 async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let lease = etcd.grant(60).await.unwrap();
+    let lease = etcd.grant(60).await.unwrap().id;
     etcd.claim("b", "scheduler-a", lease).await.unwrap();
     etcd.claim("a", "scheduler-a", lease).await.unwrap();
     let Listing { revision, keys } = etcd.list().await.unwrap();
@@ -134,7 +140,7 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
 async fn a_watch_from_a_compacted_revision_should_say_so() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let lease = etcd.grant(60).await.unwrap();
+    let lease = etcd.grant(60).await.unwrap().id;
     let old = etcd.list().await.unwrap().revision;
     for action in ["a", "b", "c"] {
         etcd.claim(action, "scheduler-a", lease).await.unwrap();
@@ -155,7 +161,7 @@ async fn a_watch_from_a_compacted_revision_should_say_so() {
 async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
-    let lease = etcd.grant(60).await.unwrap();
+    let lease = etcd.grant(60).await.unwrap().id;
     server.pause().unwrap();
     let started = Instant::now();
     let frozen = etcd.claim("hello", "scheduler-a", lease).await;

@@ -12,7 +12,7 @@
 //! use steadfast::spec::leasequeue::scheduler::ClaimResult;
 //!
 //! let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
-//! let lease = etcd.grant(10).await?;
+//! let lease = etcd.grant(10).await?.id;
 //! match etcd.claim("hello", "scheduler-a:8081", lease).await? {
 //!     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
 //!     ClaimResult::Exists(key) => println!("forward to {}", key.owner),
@@ -128,6 +128,16 @@ pub type Claim = ClaimResult<Named>;
 /// An endpoint key as etcd holds it: owner, lease and create revision.
 pub type Holder = Endpoint<Named>;
 
+/// A lease etcd granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// Its id.
+    pub id: i64,
+    /// The TTL it was granted with, in seconds: what each keepalive renews
+    /// it to.
+    pub ttl: i64,
+}
+
 /// Every endpoint key, read at one revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {
@@ -153,9 +163,17 @@ pub enum Watched {
         /// The oldest revision still kept.
         compact_revision: i64,
     },
+    /// A progress notification: nothing changed that the watch has not
+    /// reported, up to this revision.
+    Progress {
+        /// etcd's revision.
+        revision: i64,
+    },
 }
 
-/// A client of etcd for the leasequeue roles.
+/// A client of etcd for the leasequeue roles. Cloning it is cheap: clones
+/// share one connection, so that each effect can run as its own task.
+#[derive(Clone)]
 pub struct Etcd {
     client: Client,
     timeout: Duration,
@@ -221,15 +239,18 @@ impl Etcd {
         }
     }
 
-    /// Grants a lease of `ttl` seconds (etcd raises a TTL below its floor);
-    /// returns its id.
+    /// Grants a lease of `ttl` seconds (etcd raises a TTL below its floor).
     ///
     /// # Errors
     ///
     /// If etcd does not grant it in time.
-    pub async fn grant(&mut self, ttl: i64) -> Result<i64, EtcdError> {
+    pub async fn grant(&mut self, ttl: i64) -> Result<Lease, EtcdError> {
         let call = self.client.lease_grant(ttl, None);
-        Ok(Self::timed(self.timeout, "grant a lease", call).await?.id())
+        let granted = Self::timed(self.timeout, "grant a lease", call).await?;
+        Ok(Lease {
+            id: granted.id(),
+            ttl: granted.ttl(),
+        })
     }
 
     /// Renews `lease` once. `Ok(false)` when etcd no longer has it (etcd
@@ -376,6 +397,18 @@ impl Etcd {
         })
     }
 
+    /// etcd's current revision.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn revision(&mut self) -> Result<i64, EtcdError> {
+        let options = GetOptions::new().with_count_only();
+        let call = self.client.get(self.queues(), Some(options));
+        let response = Self::timed(self.timeout, "read etcd's revision", call).await?;
+        Ok(response.header().map_or(0, |h| h.revision()))
+    }
+
     /// Every endpoint key, at the revision of the read.
     ///
     /// # Errors
@@ -449,6 +482,22 @@ pub struct EndpointWatch {
 }
 
 impl EndpointWatch {
+    /// Asks etcd for a progress notification ([`Watched::Progress`]) on this
+    /// watch.
+    ///
+    /// # Errors
+    ///
+    /// If the watch is broken.
+    pub async fn request_progress(&mut self) -> Result<(), EtcdError> {
+        self.stream
+            .request_progress()
+            .await
+            .map_err(|source| EtcdError::Request {
+                operation: "ask the watch for progress",
+                source,
+            })
+    }
+
     /// The next report, waiting at most `deadline`: `Ok(None)` when nothing
     /// came in time, which the caller may take for a stalled watch (etcd
     /// sends a progress notification now and then on a quiet one).
@@ -481,10 +530,21 @@ impl EndpointWatch {
                     compact_revision: response.compact_revision(),
                 }));
             }
-            // Creation confirmations and progress notifications carry no
-            // event.
+            // A creation confirmation carries no event; a progress
+            // notification neither, and is not one.
             let Some(first) = response.events().first().and_then(|e| e.kv()) else {
-                continue;
+                if response.canceled() {
+                    let reason = response.cancel_reason().to_owned();
+                    return Err(EtcdError::Request {
+                        operation: "watch the endpoint keys",
+                        source: etcd_client::Error::WatchError(reason),
+                    });
+                }
+                if response.created() {
+                    continue;
+                }
+                let revision = response.header().map_or(0, |h| h.revision());
+                return Ok(Some(Watched::Progress { revision }));
             };
             let revision = first.mod_revision();
             let mut changes = Vec::new();

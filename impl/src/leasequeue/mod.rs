@@ -1,7 +1,59 @@
-//! The leasequeue runtime: what a scheduler and a controller need to run the
-//! spec's roles against real etcd.
+//! The leasequeue runtime: schedulers and controllers that run the spec's
+//! roles against real etcd and talk to each other over TCP.
 //!
-//! - [`etcd`]: the etcd adapter, the etcd operations the roles' effects name,
-//!   each under a deadline, with etcd's answers read back in the spec's terms.
+//! - [`SchedulerBuilder`] starts a [`Scheduler`]: it keeps a lease, owns
+//!   queues under it, and runs the activations it is handed through an
+//!   [`Executor`].
+//! - [`ControllerBuilder`] starts a [`Controller`]: it routes each
+//!   [`Controller::submit`]ted activation to the scheduler that owns its
+//!   action's queue, and resolves it exactly once.
+//! - [`etcd`]: the etcd adapter, the etcd operations the roles' effects
+//!   name, each under a deadline.
+//! - [`wire`]: the messages between nodes.
+//!
+//! Every protocol decision is the roles' (`steadfast_spec::leasequeue`);
+//! the drivers turn real events into the roles' inputs and carry out their
+//! effects. Each driver can record its trace for `steadfast replay`.
 
+mod controller;
 pub mod etcd;
+mod network;
+mod node;
+mod scheduler;
+pub mod wire;
+
+use std::time::Duration;
+
+pub use controller::{Controller, ControllerBuilder, SubmitError};
+pub use node::TraceError;
+pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
+pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
+
+/// Why a scheduler or a controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A setting is out of range; the message says which and what to do.
+    #[error("invalid setting: {0}")]
+    Config(String),
+    /// etcd could not be reached.
+    #[error(transparent)]
+    Etcd(#[from] etcd::EtcdError),
+    /// The address to listen on could not be bound.
+    #[error("failed to listen on {address}: {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The trace file could not be written.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+/// `duration` in whole milliseconds, the runtime's unit of time in the
+/// roles.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

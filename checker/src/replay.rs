@@ -1,0 +1,404 @@
+//! Replay of recorded leasequeue runs: each role's trace through its
+//! `step`, then the safety properties that span roles, over every trace
+//! together.
+//!
+//! A trace is what a driver of the `steadfast` runtime records (JSON lines:
+//! a [`Header`], then one record per step). [`read`] parses one;
+//! [`Trace::replay`] re-runs it and reports the first step whose effects
+//! differ: the driver decided something the role did not, or the trace was
+//! edited. [`cross_role`] then checks what no single role can see:
+//!
+//! - **executed at most once**: at most one execution of an activation is
+//!   settled and acknowledged (an execution whose scheduler died before
+//!   acknowledging it is delivered again, as the spec allows);
+//! - **one end per activation**: no activation both fails and is executed
+//!   (settled), or fails twice;
+//! - **one owner per key**: no two schedulers serve an action from queues
+//!   on the same endpoint key (the key its create revision names).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use steadfast_spec::leasequeue::scheduler::{ClaimResult, Effect, Input};
+use steadfast_spec::leasequeue::trace::{Header, Replay, SchedulerRecord, Steps};
+use steadfast_spec::leasequeue::{controller, trace::ControllerRecord};
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file could not be read.
+    #[error("failed to read the trace {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file holds no header.
+    #[error(
+        "{}: empty; a trace starts with a header line naming its role (`\"role\": \
+         \"scheduler\"` or `\"controller\"`)",
+        path.display()
+    )]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A line is not what its place in the trace asks for.
+    #[error("{}:{line}: not a {what}: {source}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// The line, counted from 1.
+        line: usize,
+        /// What the line should be.
+        what: &'static str,
+        /// Where the JSON went wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// One role's recorded run.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The role and its setup.
+    pub header: Header,
+    /// Its steps.
+    pub steps: Steps,
+}
+
+/// Reads the trace in `path`.
+///
+/// # Errors
+///
+/// If the file cannot be read, is empty, or a line is not a header (the
+/// first) or a record of the role the header names (the others); blank
+/// lines are skipped.
+pub fn read(path: &Path) -> Result<Trace, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty());
+    let first = lines.next().ok_or_else(|| TraceError::Empty {
+        path: path.to_owned(),
+    })?;
+    let header: Header = parse(path, first, "trace header")?;
+    let steps = match header {
+        Header::Scheduler { .. } => Steps::Scheduler(
+            lines
+                .map(|line| parse(path, line, "scheduler record"))
+                .collect::<Result<_, _>>()?,
+        ),
+        Header::Controller { .. } => Steps::Controller(
+            lines
+                .map(|line| parse(path, line, "controller record"))
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Ok(Trace {
+        path: path.to_owned(),
+        header,
+        steps,
+    })
+}
+
+/// Line `index` (from 0) of `path`, which should be a `what`.
+fn parse<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    (index, line): (usize, &str),
+    what: &'static str,
+) -> Result<T, TraceError> {
+    serde_json::from_str(line).map_err(|source| TraceError::Line {
+        path: path.to_owned(),
+        line: index + 1,
+        what,
+        source,
+    })
+}
+
+/// Where a trace's replay stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every step returned the effects recorded; this many steps.
+    Agrees(usize),
+    /// A step returned other effects.
+    Diverged {
+        /// The step, counted from 0 after the header.
+        step: usize,
+        /// Its line in the file (blank lines aside).
+        line: usize,
+        /// The effects recorded, as JSON.
+        recorded: String,
+        /// The effects `step` returns, as JSON.
+        replayed: String,
+    },
+}
+
+impl Trace {
+    /// The role and its name, for reports: `scheduler 127.0.0.1:7001`.
+    pub fn role(&self) -> String {
+        match &self.header {
+            Header::Scheduler { id, .. } => format!("scheduler {id}"),
+            Header::Controller { .. } => "controller".into(),
+        }
+    }
+
+    /// Re-runs every step through the role's `step`.
+    pub fn replay(&self) -> Verdict {
+        let diverged = |step: usize, recorded: String, replayed: String| Verdict::Diverged {
+            step,
+            line: step + 2,
+            recorded,
+            replayed,
+        };
+        match self.header.replay(self.steps.clone()) {
+            Replay::Agrees(count) => Verdict::Agrees(count),
+            Replay::SchedulerDiverged(d) => {
+                diverged(d.step, to_json(&d.recorded), to_json(&d.replayed))
+            }
+            Replay::ControllerDiverged(d) => {
+                diverged(d.step, to_json(&d.recorded), to_json(&d.replayed))
+            }
+            // `read` parses the steps of the role the header names.
+            Replay::WrongRole => unreachable!("a trace's steps are of its header's role"),
+        }
+    }
+
+    fn scheduler(&self) -> Option<(&str, &[SchedulerRecord])> {
+        match (&self.header, &self.steps) {
+            (Header::Scheduler { id, .. }, Steps::Scheduler(records)) => Some((id, records)),
+            _ => None,
+        }
+    }
+
+    fn controller(&self) -> Option<&[ControllerRecord]> {
+        match &self.steps {
+            Steps::Controller(records) => Some(records),
+            Steps::Scheduler(_) => None,
+        }
+    }
+}
+
+/// `value` as JSON, for a report.
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| format!("<{error}>"))
+}
+
+/// A place in the traces: a file and a step of it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct At {
+    /// The trace's file.
+    pub path: PathBuf,
+    /// The step, counted from 0 after the header.
+    pub step: usize,
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} step {}", self.path.display(), self.step)
+    }
+}
+
+/// A safety property that spans roles, violated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Two executions of one activation were both settled and
+    /// acknowledged.
+    ExecutedTwice {
+        /// The activation.
+        id: String,
+        /// Where each execution was handed out.
+        executions: Vec<At>,
+    },
+    /// An activation ended twice: failed and executed, or failed twice.
+    EndedTwice {
+        /// The activation.
+        id: String,
+        /// Where each end was recorded.
+        ends: Vec<At>,
+    },
+    /// Two schedulers served one action from queues on the same key.
+    SharedKey {
+        /// The action.
+        action: String,
+        /// The key's create revision.
+        created: i64,
+        /// The schedulers.
+        schedulers: Vec<String>,
+    },
+}
+
+impl Violation {
+    /// The property violated, by name.
+    pub fn property(&self) -> &'static str {
+        match self {
+            Violation::ExecutedTwice { .. } => "executed at most once",
+            Violation::EndedTwice { .. } => "one end per activation",
+            Violation::SharedKey { .. } => "one owner per key",
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |places: &[At]| {
+            places
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Violation::ExecutedTwice { id, executions } => write!(
+                f,
+                "activation {id} was executed and acknowledged more than once: {}",
+                list(executions)
+            ),
+            Violation::EndedTwice { id, ends } => {
+                write!(f, "activation {id} ended more than once: {}", list(ends))
+            }
+            Violation::SharedKey {
+                action,
+                created,
+                schedulers,
+            } => write!(
+                f,
+                "schedulers {} all served action {action} from the key created at revision \
+                 {created}",
+                schedulers.join(" and ")
+            ),
+        }
+    }
+}
+
+/// The names of the properties [`cross_role`] checks.
+pub const CROSS_ROLE_PROPERTIES: [&str; 3] = [
+    "executed at most once",
+    "one end per activation",
+    "one owner per key",
+];
+
+/// Checks the safety properties that span roles over `traces` together.
+pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
+    let mut settled: BTreeMap<String, Vec<At>> = BTreeMap::new();
+    let mut ends: BTreeMap<String, Vec<At>> = BTreeMap::new();
+    let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
+    for trace in traces {
+        let at = |step| At {
+            path: trace.path.clone(),
+            step,
+        };
+        if let Some((id, records)) = trace.scheduler() {
+            scheduler_facts(id, records, |fact, step| match fact {
+                Fact::Settled(activation) => {
+                    ends.entry(activation.clone()).or_default().push(at(step));
+                    settled.entry(activation).or_default().push(at(step));
+                }
+                Fact::Failed(activation) => ends.entry(activation).or_default().push(at(step)),
+                Fact::Served(action, created) => {
+                    owners
+                        .entry((action, created))
+                        .or_default()
+                        .insert(id.to_owned());
+                }
+            });
+        }
+        for (step, record) in trace.controller().unwrap_or_default().iter().enumerate() {
+            for effect in &record.effects {
+                if let controller::Effect::Fail { id, .. } = effect {
+                    ends.entry(id.clone()).or_default().push(at(step));
+                }
+            }
+        }
+    }
+    let twice = |places: &Vec<At>| places.len() > 1;
+    let executed = settled
+        .into_iter()
+        .filter(|(_, places)| twice(places))
+        .map(|(id, executions)| Violation::ExecutedTwice { id, executions });
+    let ended = ends
+        .into_iter()
+        .filter(|(_, places)| twice(places))
+        .map(|(id, ends)| Violation::EndedTwice { id, ends });
+    let shared = owners
+        .into_iter()
+        .filter(|(_, schedulers)| schedulers.len() > 1)
+        .map(|((action, created), schedulers)| Violation::SharedKey {
+            action,
+            created,
+            schedulers: schedulers.into_iter().collect(),
+        });
+    executed.chain(ended).chain(shared).collect()
+}
+
+/// What a scheduler's trace says that a cross-role property reads.
+enum Fact {
+    /// An execution of this activation was settled and acknowledged: it
+    /// ended, executed.
+    Settled(String),
+    /// This activation failed for good.
+    Failed(String),
+    /// Work of this action was handed out from the key created at this
+    /// revision.
+    Served(String, i64),
+}
+
+/// Walks scheduler `me`'s records and reports each [`Fact`] with its step.
+fn scheduler_facts(me: &str, records: &[SchedulerRecord], mut report: impl FnMut(Fact, usize)) {
+    // The key each (action, lease) queue was opened on, from the replies
+    // that open queues.
+    let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
+    // Activations whose execution finished and is not acknowledged yet.
+    let mut finished: BTreeSet<String> = BTreeSet::new();
+    for (step, record) in records.iter().enumerate() {
+        match &record.input {
+            Input::Claimed {
+                action,
+                lease,
+                result,
+            } => {
+                let created = match result {
+                    ClaimResult::Created { created } => Some(*created),
+                    ClaimResult::Exists(key) if key.owner == me => Some(key.created),
+                    ClaimResult::Exists(_) | ClaimResult::LeaseNotFound => None,
+                };
+                if let Some(created) = created {
+                    keys.insert((action.clone(), *lease), created);
+                }
+            }
+            Input::Resolved {
+                action,
+                key: Some(key),
+                ..
+            } if key.owner == me => {
+                keys.insert((action.clone(), key.lease), key.created);
+            }
+            Input::Executed { id } => {
+                finished.insert(id.clone());
+            }
+            _ => {}
+        }
+        for effect in &record.effects {
+            match effect {
+                Effect::Execute { action, lease, .. } => {
+                    if let Some(created) = keys.get(&(action.clone(), *lease)) {
+                        report(Fact::Served(action.clone(), *created), step);
+                    }
+                }
+                Effect::Ack { id } if finished.remove(id) => {
+                    report(Fact::Settled(id.clone()), step);
+                }
+                Effect::Fail { id, .. } => report(Fact::Failed(id.clone()), step),
+                _ => {}
+            }
+        }
+    }
+}

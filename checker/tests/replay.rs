@@ -1,0 +1,175 @@
+//! `steadfast replay` as a user runs it on traces: each role's steps through
+//! its `step`, the cross-role properties, and exit codes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use steadfast_spec::leasequeue::scheduler::{self, ClaimResult, Input, Scheduler};
+use steadfast_spec::leasequeue::trace::{Header, Named, Record};
+use steadfast_spec::leasequeue::Variant;
+
+fn replay(files: &[PathBuf]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .arg("replay")
+        .args(files)
+        .output()
+        .expect("the steadfast binary runs")
+}
+
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+}
+
+/// A file of this test's own under the target directory.
+fn file(name: &str, contents: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// The trace of scheduler `id`, run by the spec's own role: it takes lease
+/// `lease`, wins the key of action `hello` at revision `created`, and runs
+/// activation `a-1` to its end.
+fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
+    let config = scheduler::Config::<Named> {
+        rules: Variant::Steadfast.into(),
+        ttl: 2000,
+        margin: 500,
+        wake_every: 600,
+        idle_after: 60_000,
+    };
+    let action = || "hello".to_string();
+    let inputs = [
+        Input::Wake,
+        Input::Granted { lease, ttl: 2000 },
+        Input::KeptAlive { lease, ttl: 2000 },
+        Input::CreateQueue { action: action() },
+        Input::Claimed {
+            action: action(),
+            lease,
+            result: ClaimResult::Created { created },
+        },
+        Input::Activation {
+            id: "a-1".into(),
+            action: action(),
+            forwarded: false,
+        },
+        Input::Executed { id: "a-1".into() },
+    ];
+    let header = Header::Scheduler {
+        id: id.into(),
+        config: config.clone(),
+    };
+    let mut lines = vec![serde_json::to_string(&header).unwrap()];
+    let mut role = Scheduler::<Named>::new(id.into());
+    for input in inputs {
+        let effects = role.step(&config, 5, input.clone());
+        let record = Record {
+            elapsed: 5,
+            input,
+            effects,
+        };
+        lines.push(serde_json::to_string(&record).unwrap());
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn a_faithful_trace_should_replay_with_exit_0() {
+    let path = file("faithful.jsonl", &scheduler_trace("127.0.0.1:7001", 1, 10));
+    let output = replay(&[path]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let text = text(&output);
+    assert!(
+        text.contains("scheduler 127.0.0.1:7001: 7 steps agree"),
+        "{text}"
+    );
+    for property in [
+        "executed at most once: holds",
+        "one end per activation: holds",
+        "one owner per key: holds",
+    ] {
+        assert!(text.contains(property), "{property} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn an_edited_effect_should_exit_1_naming_its_step() {
+    let trace = scheduler_trace("127.0.0.1:7001", 1, 10);
+    assert!(trace.contains(r#"{"Execute":{"id":"a-1""#), "{trace}");
+    // The driver ran another activation than the role handed out.
+    let edited = trace.replacen(r#"{"Execute":{"id":"a-1""#, r#"{"Execute":{"id":"a-2""#, 1);
+    let output = replay(&[file("edited.jsonl", &edited)]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let text = text(&output);
+    assert!(text.contains("step 5 (line 7) diverges"), "{text}");
+    assert!(
+        text.contains(r#"recorded: [{"Execute":{"id":"a-2""#),
+        "{text}"
+    );
+}
+
+#[test]
+fn two_schedulers_settling_one_activation_should_violate_at_most_once() {
+    // Each trace replays faithfully; together they say that two schedulers
+    // ran and acknowledged a-1, from the same key.
+    let one = file("one.jsonl", &scheduler_trace("127.0.0.1:7001", 1, 10));
+    let two = file("two.jsonl", &scheduler_trace("127.0.0.1:7002", 2, 10));
+    let output = replay(&[one, two]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let text = text(&output);
+    assert_eq!(text.matches("7 steps agree").count(), 2, "{text}");
+    assert!(text.contains("executed at most once: VIOLATED"), "{text}");
+    assert!(text.contains("one end per activation: VIOLATED"), "{text}");
+    assert!(text.contains("one owner per key: VIOLATED"), "{text}");
+    assert!(
+        text.contains("schedulers 127.0.0.1:7001 and 127.0.0.1:7002 all served action hello"),
+        "{text}"
+    );
+}
+
+#[test]
+fn keys_of_different_revisions_should_not_count_as_shared() {
+    let one = file("rev-one.jsonl", &scheduler_trace("127.0.0.1:7001", 1, 10));
+    let two = file("rev-two.jsonl", &scheduler_trace("127.0.0.1:7002", 2, 20));
+    let text = text(&replay(&[one, two]));
+    assert!(text.contains("one owner per key: holds"), "{text}");
+}
+
+#[test]
+fn unreadable_traces_should_exit_2_naming_the_file_and_line() {
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-trace.jsonl");
+    let output = replay(std::slice::from_ref(&missing));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).contains("no-such-trace.jsonl"),
+        "{}",
+        text(&output)
+    );
+
+    let empty = file("empty.jsonl", "\n");
+    let output = replay(&[empty]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("empty"), "{}", text(&output));
+
+    let trace = scheduler_trace("127.0.0.1:7001", 1, 10);
+    let broken: Vec<&str> = trace.lines().collect();
+    let cut = format!("{}\n{}\n{{\"elapsed\":", broken[0], broken[1]);
+    let output = replay(&[file("cut.jsonl", &cut)]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = text(&output);
+    assert!(
+        text.contains("cut.jsonl:3: not a scheduler record"),
+        "{text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn replay_should_need_a_file() {
+    let output = replay(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("FILES"), "{}", text(&output));
+}

@@ -1,0 +1,563 @@
+//! The controller's driver: it runs the spec's
+//! [`controller::Controller`](steadfast_spec::leasequeue::controller::Controller)
+//! against etcd and the network, and resolves each submission exactly once.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use steadfast::leasequeue::etcd::EtcdOptions;
+//! use steadfast::leasequeue::ControllerBuilder;
+//!
+//! let controller = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
+//!     .schedulers(["127.0.0.1:7001", "127.0.0.1:7002"])
+//!     .start()
+//!     .await?;
+//! let result = controller.submit("hello", serde_json::json!({"name": "world"})).await?;
+//! println!("hello returned {result}");
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+use steadfast_spec::leasequeue::controller::{self, Config, Effect, Input};
+use steadfast_spec::leasequeue::trace::{Header, Named};
+use steadfast_spec::leasequeue::{FailReason, Rules, Variant};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
+use super::network::Network;
+use super::node::{sleep_until, Recorder, Timers, Unacked};
+use super::wire::{Message, Outcome};
+use super::{millis, StartError};
+
+/// Why a submission did not return a result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// The activation failed for good, for the spec's named reason.
+    #[error("activation {id} failed: {reason}")]
+    Failed {
+        /// The activation.
+        id: String,
+        /// Why.
+        reason: FailReason,
+    },
+    /// The controller stopped before the activation ended: whether it ran
+    /// is not known.
+    #[error("the controller stopped before activation {id} ended")]
+    Stopped {
+        /// The activation.
+        id: String,
+    },
+}
+
+/// Sets a controller up; [`ControllerBuilder::start`] runs it.
+#[derive(Clone, Debug)]
+pub struct ControllerBuilder {
+    etcd: EtcdOptions,
+    rules: Rules,
+    schedulers: Vec<String>,
+    wake_every: Duration,
+    listen: String,
+    redeliver_every: Duration,
+    trace: Option<PathBuf>,
+}
+
+impl ControllerBuilder {
+    /// A controller on the etcd `etcd` names, following the steadfast
+    /// rules, waking up every second, listening on a free port of
+    /// 127.0.0.1. It needs at least one scheduler
+    /// ([`ControllerBuilder::schedulers`]).
+    pub fn new(etcd: EtcdOptions) -> Self {
+        ControllerBuilder {
+            etcd,
+            rules: Variant::Steadfast.into(),
+            schedulers: Vec::new(),
+            wake_every: Duration::from_secs(1),
+            listen: "127.0.0.1:0".into(),
+            redeliver_every: Duration::from_secs(1),
+            trace: None,
+        }
+    }
+
+    /// Follows `variant`'s rules (OpenWhisk's reproduces #5286).
+    #[must_use]
+    pub fn variant(self, variant: Variant) -> Self {
+        self.rules(variant.into())
+    }
+
+    /// Follows exactly `rules`.
+    #[must_use]
+    pub fn rules(mut self, rules: Rules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// The schedulers' addresses: where a queue for an action that has none
+    /// is created (the action's hash picks one, the same in every
+    /// controller given the same list in the same order).
+    #[must_use]
+    pub fn schedulers<S: Into<String>>(mut self, schedulers: impl IntoIterator<Item = S>) -> Self {
+        self.schedulers = schedulers.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How often it wakes up: to look up parked activations again and to
+    /// check that its watch still answers.
+    #[must_use]
+    pub fn wake_every(mut self, every: Duration) -> Self {
+        self.wake_every = every;
+        self
+    }
+
+    /// The address to listen on for acknowledgements and outcomes
+    /// (`host:port`, port 0 for a free one); schedulers must reach it.
+    #[must_use]
+    pub fn listen(mut self, address: impl Into<String>) -> Self {
+        self.listen = address.into();
+        self
+    }
+
+    /// How often activations not acknowledged yet are sent again.
+    #[must_use]
+    pub fn redeliver_every(mut self, every: Duration) -> Self {
+        self.redeliver_every = every;
+        self
+    }
+
+    /// Records its trace to `path` (JSON lines, for `steadfast replay`).
+    #[must_use]
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
+        self
+    }
+
+    /// Connects to etcd, reads its revision, listens, and starts the
+    /// controller.
+    ///
+    /// # Errors
+    ///
+    /// No scheduler named, a period of zero, etcd unreachable, the address
+    /// not bindable, the trace not writable.
+    pub async fn start(self) -> Result<Controller, StartError> {
+        if self.schedulers.is_empty() {
+            return Err(StartError::Config(
+                "no scheduler named: give the schedulers' addresses with .schedulers([...])".into(),
+            ));
+        }
+        if self.wake_every.is_zero() || self.redeliver_every.is_zero() {
+            return Err(StartError::Config(
+                "wake_every and redeliver_every must be above zero".into(),
+            ));
+        }
+        let config = Config {
+            rules: self.rules,
+            wake_every: millis(self.wake_every),
+        };
+        let mut etcd = Etcd::connect(&self.etcd).await?;
+        let rev = etcd.revision().await?;
+        let (inbox, messages) = mpsc::unbounded_channel();
+        let network =
+            Network::bind(&self.listen, inbox)
+                .await
+                .map_err(|source| StartError::Listen {
+                    address: self.listen.clone(),
+                    source,
+                })?;
+        let address = network.address().to_owned();
+        let recorder = match &self.trace {
+            Some(path) => Some(Recorder::create(
+                path,
+                &Header::Controller {
+                    schedulers: self.schedulers.clone(),
+                    rev,
+                    config: config.clone(),
+                },
+            )?),
+            None => None,
+        };
+        let (events, inputs) = mpsc::unbounded_channel();
+        let (submit, submissions) = mpsc::unbounded_channel();
+        let driver = Driver {
+            role: controller::Controller::new(self.schedulers.clone(), rev),
+            config,
+            etcd,
+            network,
+            timers: Timers::new(),
+            events,
+            pending: HashMap::new(),
+            sends: Unacked::new(),
+            watches: 0,
+            progress: None,
+            recorder,
+            redeliver_every: millis(self.redeliver_every),
+        };
+        let task = tokio::spawn(driver.run(rev + 1, inputs, messages, submissions));
+        tracing::info!(%address, "controller started");
+        Ok(Controller {
+            address,
+            submit,
+            task,
+        })
+    }
+}
+
+/// A running controller. Dropping it stops it; submissions still pending
+/// end with [`SubmitError::Stopped`].
+pub struct Controller {
+    address: String,
+    submit: mpsc::UnboundedSender<Submission>,
+    task: JoinHandle<()>,
+}
+
+impl Controller {
+    /// Its address, where outcomes come back.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Submits an activation of `action` with `payload`. The future resolves
+    /// exactly once: with what the action returned, or with why it failed
+    /// for good. An activation that cannot be routed yet (etcd unreachable)
+    /// waits, under the steadfast rules, until it can.
+    pub fn submit(
+        &self,
+        action: impl Into<String>,
+        payload: Value,
+    ) -> impl Future<Output = Result<Value, SubmitError>> + Send + 'static {
+        let id = uuid::Uuid::new_v4().to_string();
+        let (reply, outcome) = oneshot::channel();
+        let sent = self.submit.send(Submission {
+            id: id.clone(),
+            action: action.into(),
+            payload,
+            reply,
+        });
+        async move {
+            if sent.is_err() {
+                return Err(SubmitError::Stopped { id });
+            }
+            outcome.await.unwrap_or(Err(SubmitError::Stopped { id }))
+        }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An activation submitted and not ended yet.
+struct Submission {
+    id: String,
+    action: String,
+    payload: Value,
+    reply: oneshot::Sender<Result<Value, SubmitError>>,
+}
+
+/// What the driver's loop reacts to, besides messages, submissions and
+/// timers.
+enum Event {
+    /// An etcd answer, as the role's input.
+    Input(Input<Named>),
+    /// A watch asked for has started.
+    WatchOpened {
+        /// Which of the watches asked for.
+        generation: u64,
+        next: i64,
+        watch: EndpointWatch,
+    },
+    /// A report of a watch, as the role's input.
+    Watched {
+        /// Which watch reported it.
+        generation: u64,
+        input: Input<Named>,
+    },
+}
+
+/// The driver's timers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Timer {
+    Wake,
+    Redeliver,
+}
+
+struct Driver {
+    role: controller::Controller<Named>,
+    config: Config<Named>,
+    etcd: Etcd,
+    network: Network,
+    timers: Timers<Timer>,
+    events: mpsc::UnboundedSender<Event>,
+    /// Submissions not ended yet, by id.
+    pending: HashMap<String, Submission>,
+    sends: Unacked,
+    /// The watch reports are taken from: reports of older ones are dropped
+    /// (a new watch replaces the one before).
+    watches: u64,
+    /// Asks the current watch for progress.
+    progress: Option<mpsc::UnboundedSender<()>>,
+    recorder: Option<Recorder>,
+    redeliver_every: u64,
+}
+
+impl Driver {
+    async fn run(
+        mut self,
+        from: i64,
+        mut inputs: mpsc::UnboundedReceiver<Event>,
+        mut messages: mpsc::UnboundedReceiver<Message>,
+        mut submissions: mpsc::UnboundedReceiver<Submission>,
+    ) {
+        // The role starts watching from after its first listing.
+        self.open_watch(Some(from));
+        self.timers.set(Timer::Redeliver, self.redeliver_every);
+        self.feed(Input::Wake);
+        loop {
+            tokio::select! {
+                Some(event) = inputs.recv() => self.event(event),
+                Some(message) = messages.recv() => self.message(message),
+                Some(submission) = submissions.recv() => {
+                    let input = Input::Submit {
+                        id: submission.id.clone(),
+                        action: submission.action.clone(),
+                    };
+                    self.pending.insert(submission.id.clone(), submission);
+                    self.feed(input);
+                }
+                () = sleep_until(self.timers.next()) => {
+                    for timer in self.timers.take_due() {
+                        match timer {
+                            Timer::Wake => self.feed(Input::Wake),
+                            Timer::Redeliver => {
+                                self.sends.resend(&self.network);
+                                self.timers.set(Timer::Redeliver, self.redeliver_every);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Input(input) => self.feed(input),
+            Event::WatchOpened {
+                generation,
+                next,
+                watch,
+            } => {
+                if generation != self.watches {
+                    return;
+                }
+                let (progress, requests) = mpsc::unbounded_channel();
+                self.progress = Some(progress);
+                tokio::spawn(pump(generation, watch, requests, self.events.clone()));
+                self.feed(Input::WatchStarted { next });
+            }
+            Event::Watched { generation, input } => {
+                if generation == self.watches {
+                    self.feed(input);
+                }
+            }
+        }
+    }
+
+    fn message(&mut self, message: Message) {
+        match message {
+            Message::Ack { id } => self.sends.acked(&id),
+            Message::Outcome { id, outcome, from } => {
+                self.network
+                    .send(&from, &Message::OutcomeAck { id: id.clone() });
+                self.sends.acked(&id);
+                let result = match outcome {
+                    Outcome::Executed { result } => Ok(result),
+                    Outcome::Failed { reason } => Err(SubmitError::Failed {
+                        id: id.clone(),
+                        reason,
+                    }),
+                };
+                self.end(&id, result);
+            }
+            Message::Activation { id, .. } | Message::OutcomeAck { id } => {
+                tracing::warn!(%id, "a controller was sent a scheduler's message; dropped");
+            }
+            Message::CreateQueue { action } => {
+                tracing::warn!(%action, "a controller was asked to create a queue; dropped");
+            }
+        }
+    }
+
+    /// Ends submission `id` with `result`, unless it ended already (an
+    /// outcome delivered again).
+    fn end(&mut self, id: &str, result: Result<Value, SubmitError>) {
+        if let Some(submission) = self.pending.remove(id) {
+            let _ = submission.reply.send(result);
+        }
+    }
+
+    /// One step of the role, recorded, and its effects carried out.
+    fn feed(&mut self, input: Input<Named>) {
+        let effects = self.role.step(&self.config, input.clone());
+        tracing::trace!(?input, ?effects, "controller step");
+        Recorder::record(&mut self.recorder, 0, &input, &effects);
+        for effect in effects {
+            self.perform(effect);
+        }
+    }
+
+    /// Runs `call` against etcd as a task of its own; its answer comes back
+    /// as the role's input.
+    fn ask<F, Fut>(&self, call: F)
+    where
+        F: FnOnce(Etcd) -> Fut + Send + 'static,
+        Fut: Future<Output = Option<Event>> + Send,
+    {
+        let etcd = self.etcd.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            if let Some(event) = call(etcd).await {
+                let _ = events.send(event);
+            }
+        });
+    }
+
+    /// Replaces the watch with one from `from` (`None`: from etcd's next
+    /// revision).
+    fn open_watch(&mut self, from: Option<i64>) {
+        self.watches += 1;
+        self.progress = None;
+        let generation = self.watches;
+        self.ask(move |mut etcd| async move {
+            let next = match from {
+                Some(from) => from,
+                None => etcd.revision().await.ok()? + 1,
+            };
+            match etcd.watch(next).await {
+                Ok(watch) => Some(Event::WatchOpened {
+                    generation,
+                    next,
+                    watch,
+                }),
+                Err(error) => {
+                    tracing::debug!(%error, "failed to start a watch");
+                    None
+                }
+            }
+        });
+    }
+
+    fn perform(&mut self, effect: Effect<Named>) {
+        match effect {
+            Effect::WakeIn { after } => self.timers.set(Timer::Wake, after),
+            Effect::Get { id, action } => self.ask(move |mut etcd| async move {
+                let input = match etcd.lookup(&action).await {
+                    Ok(key) => Input::Got {
+                        id,
+                        action,
+                        owner: key.map(|key| key.owner),
+                    },
+                    Err(error) => {
+                        tracing::debug!(%error, %action, "failed to look up an endpoint key");
+                        Input::GetFailed { id, action }
+                    }
+                };
+                Some(Event::Input(input))
+            }),
+            Effect::List => self.ask(|mut etcd| async move {
+                match etcd.list().await {
+                    Ok(listing) => Some(Event::Input(Input::Listed {
+                        rev: listing.revision,
+                        keys: listing.keys,
+                    })),
+                    Err(error) => {
+                        tracing::debug!(%error, "failed to list the endpoint keys");
+                        None
+                    }
+                }
+            }),
+            Effect::Watch { from } => self.open_watch(from),
+            Effect::RequestProgress => {
+                if let Some(progress) = &self.progress {
+                    let _ = progress.send(());
+                }
+            }
+            Effect::Send { id, action, to } => {
+                let Some(submission) = self.pending.get(&id) else {
+                    tracing::error!(%id, "the role sent an activation nobody submitted");
+                    return;
+                };
+                let address = self.network.address().to_owned();
+                let message = Message::Activation {
+                    id: id.clone(),
+                    action,
+                    payload: submission.payload.clone(),
+                    forwarded: false,
+                    from: address.clone(),
+                    reply_to: address,
+                };
+                self.sends.send(&self.network, id, to, message);
+            }
+            Effect::CreateQueue { action, to } => {
+                self.network.send(&to, &Message::CreateQueue { action });
+            }
+            Effect::Fail { id, reason } => {
+                tracing::info!(%id, %reason, "activation failed");
+                let error = SubmitError::Failed {
+                    id: id.clone(),
+                    reason,
+                };
+                self.end(&id, Err(error));
+            }
+        }
+    }
+}
+
+/// Reads watch `generation` into the driver's events, and asks it for
+/// progress when the driver does; ends when the watch breaks or the driver
+/// replaces it.
+async fn pump(
+    generation: u64,
+    mut watch: EndpointWatch,
+    mut progress: mpsc::UnboundedReceiver<()>,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    loop {
+        let report = tokio::select! {
+            request = progress.recv() => {
+                if request.is_none() {
+                    return;
+                }
+                if let Err(error) = watch.request_progress().await {
+                    tracing::debug!(%error, "failed to ask the watch for progress");
+                }
+                continue;
+            }
+            report = watch.next(Duration::from_secs(3600)) => report,
+        };
+        let input = match report {
+            Ok(None) => continue,
+            Ok(Some(Watched::Changes { revision, changes })) => Input::Changed {
+                rev: revision,
+                changes,
+            },
+            Ok(Some(Watched::Compacted { compact_revision })) => Input::Compacted {
+                rev: compact_revision,
+            },
+            Ok(Some(Watched::Progress { revision })) => Input::Progress { rev: revision },
+            Err(error) => {
+                tracing::debug!(%error, "the watch broke");
+                return;
+            }
+        };
+        if events.send(Event::Watched { generation, input }).is_err() {
+            return;
+        }
+    }
+}

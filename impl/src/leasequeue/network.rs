@@ -1,0 +1,149 @@
+//! The network between nodes: a listener that turns lines into
+//! [`Message`]s, and one outgoing link per peer address.
+//!
+//! Sending never blocks and never fails: a line that cannot be written (the
+//! peer is down, the connection broke) is dropped and logged. Delivery
+//! guarantees are the drivers': what must arrive is sent again until
+//! acknowledged.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::wire::Message;
+
+/// How long connecting to a peer may take before the line is dropped.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A node's side of the network: its address, and its links to peers.
+pub struct Network {
+    address: String,
+    links: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+    listener: JoinHandle<()>,
+}
+
+impl Network {
+    /// Listens on `listen` (`host:port`; port 0 picks a free one) and hands
+    /// every message that arrives to `inbox`.
+    ///
+    /// # Errors
+    ///
+    /// If the address cannot be bound.
+    pub async fn bind(
+        listen: &str,
+        inbox: mpsc::UnboundedSender<Message>,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
+        let address = listener.local_addr()?.to_string();
+        let listener = tokio::spawn(serve(listener, inbox));
+        Ok(Network {
+            address,
+            links: Mutex::new(HashMap::new()),
+            listener,
+        })
+    }
+
+    /// The address it listens on: the node's name.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Sends `message` to the node at `to`, if it can be reached.
+    pub fn send(&self, to: &str, message: &Message) {
+        let line = message.to_line();
+        let mut links = self.links.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(link) = links.get(to) {
+            if link.send(line.clone()).is_ok() {
+                return;
+            }
+        }
+        let (link, lines) = mpsc::unbounded_channel();
+        // The receiver is alive: the task below holds it.
+        let _ = link.send(line);
+        tokio::spawn(carry(to.to_owned(), lines));
+        links.insert(to.to_owned(), link);
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        // Stops listening and closes every incoming connection; the links'
+        // tasks end with their senders.
+        self.listener.abort();
+    }
+}
+
+/// Accepts connections and reads lines from each until the node stops.
+async fn serve(listener: TcpListener, inbox: mpsc::UnboundedSender<Message>) {
+    let mut readers = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    readers.spawn(read(stream, peer.to_string(), inbox.clone()));
+                }
+                Err(error) => tracing::warn!(%error, "failed to accept a connection"),
+            },
+            Some(_) = readers.join_next() => {}
+        }
+    }
+}
+
+/// Reads one connection's lines into `inbox`.
+async fn read(stream: TcpStream, peer: String, inbox: mpsc::UnboundedSender<Message>) {
+    let mut lines = BufReader::new(stream).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => match Message::from_line(&line) {
+                Ok(message) => {
+                    if inbox.send(message).is_err() {
+                        return;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%peer, %error, line, "dropped a line that is not a message");
+                }
+            },
+            Ok(None) => return,
+            Err(error) => {
+                tracing::debug!(%peer, %error, "connection broke");
+                return;
+            }
+        }
+    }
+}
+
+/// Writes the lines for `to`, connecting (again) when needed; a line that
+/// cannot be written is dropped.
+async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>) {
+    let mut stream: Option<TcpStream> = None;
+    while let Some(line) = lines.recv().await {
+        if stream.is_none() {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&to)).await {
+                Ok(Ok(connected)) => {
+                    let _ = connected.set_nodelay(true);
+                    stream = Some(connected);
+                }
+                Ok(Err(error)) => {
+                    tracing::debug!(%to, %error, "peer unreachable; message dropped");
+                    continue;
+                }
+                Err(_) => {
+                    tracing::debug!(%to, "connecting timed out; message dropped");
+                    continue;
+                }
+            }
+        }
+        if let Some(connected) = &mut stream {
+            if let Err(error) = connected.write_all(line.as_bytes()).await {
+                tracing::debug!(%to, %error, "connection broke; message dropped");
+                stream = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,646 @@
+//! The scheduler's driver: it runs the spec's
+//! [`scheduler::Scheduler`](steadfast_spec::leasequeue::scheduler::Scheduler)
+//! against etcd and the network, and runs activations through the
+//! [`Executor`] the user supplies.
+//!
+//! One loop: a real event (an etcd answer, a message, a timer, an
+//! activation that finished) becomes the role's input, `step` returns the
+//! effects, and the driver carries them out: etcd calls and executions as
+//! tasks of their own whose results come back as events, messages through
+//! the network, timers as the effects ask. The driver decides nothing the
+//! role does not; it only correlates (which payload an activation carries,
+//! who is owed an acknowledgement).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), steadfast::leasequeue::StartError> {
+//! use std::time::Duration;
+//! use steadfast::leasequeue::etcd::EtcdOptions;
+//! use steadfast::leasequeue::{Invocation, SchedulerBuilder};
+//!
+//! let scheduler = SchedulerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
+//!     .ttl(Duration::from_secs(10))
+//!     .listen("127.0.0.1:0")
+//!     .start(|invocation: Invocation| async move {
+//!         serde_json::json!({ "hello": invocation.payload })
+//!     })
+//!     .await?;
+//! println!("serving queues at {}", scheduler.address());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input};
+use steadfast_spec::leasequeue::trace::{Header, Named};
+use steadfast_spec::leasequeue::{Rules, Variant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::etcd::{Etcd, EtcdOptions};
+use super::network::Network;
+use super::node::{sleep_until, Clock, Recorder, Timers, Unacked};
+use super::wire::{Message, Outcome};
+use super::{millis, StartError};
+
+/// One activation to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invocation {
+    /// Its id.
+    pub id: String,
+    /// Its action.
+    pub action: String,
+    /// What it was submitted with.
+    pub payload: Value,
+}
+
+/// Runs activations: what the user's scheduler does with the work it is
+/// handed. What it returns is the activation's result (an action's own
+/// error is a result too: the activation ran).
+///
+/// A closure `Fn(Invocation) -> impl Future<Output = Value>` is one:
+///
+/// ```
+/// use steadfast::leasequeue::{Executor, Invocation};
+///
+/// fn takes(_: impl Executor) {}
+/// takes(|invocation: Invocation| async move { invocation.payload });
+/// ```
+pub trait Executor: Send + Sync + 'static {
+    /// Runs `invocation` to its end.
+    fn execute(&self, invocation: Invocation) -> impl Future<Output = Value> + Send;
+}
+
+impl<F, Fut> Executor for F
+where
+    F: Fn(Invocation) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Value> + Send,
+{
+    fn execute(&self, invocation: Invocation) -> impl Future<Output = Value> + Send {
+        self(invocation)
+    }
+}
+
+/// Sets a scheduler up; [`SchedulerBuilder::start`] runs it.
+#[derive(Clone, Debug)]
+pub struct SchedulerBuilder {
+    etcd: EtcdOptions,
+    rules: Rules,
+    ttl: Duration,
+    margin: Duration,
+    wake_every: Option<Duration>,
+    idle_after: Duration,
+    listen: String,
+    redeliver_every: Duration,
+    trace: Option<PathBuf>,
+}
+
+impl SchedulerBuilder {
+    /// A scheduler on the etcd `etcd` names, following the steadfast
+    /// rules, with a lease TTL of 10 s, a fencing margin of 500 ms, a
+    /// wake-up every third of the TTL, queues retired after 60 s without
+    /// work, listening on a free port of 127.0.0.1.
+    pub fn new(etcd: EtcdOptions) -> Self {
+        SchedulerBuilder {
+            etcd,
+            rules: Variant::Steadfast.into(),
+            ttl: Duration::from_secs(10),
+            margin: Duration::from_millis(500),
+            wake_every: None,
+            idle_after: Duration::from_secs(60),
+            listen: "127.0.0.1:0".into(),
+            redeliver_every: Duration::from_secs(1),
+            trace: None,
+        }
+    }
+
+    /// Follows `variant`'s rules (OpenWhisk's reproduces #5286).
+    #[must_use]
+    pub fn variant(self, variant: Variant) -> Self {
+        self.rules(variant.into())
+    }
+
+    /// Follows exactly `rules`.
+    #[must_use]
+    pub fn rules(mut self, rules: Rules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// The lease TTL asked of etcd, in whole seconds (etcd raises one below
+    /// its floor, 1.5 × its election timeout).
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How much earlier than etcd could expire the lease it stops handing
+    /// out work: the most etcd's clock may run ahead over one TTL.
+    #[must_use]
+    pub fn margin(mut self, margin: Duration) -> Self {
+        self.margin = margin;
+        self
+    }
+
+    /// How often it wakes up to keep its lease alive and retry what is
+    /// unanswered (a third of the TTL unless set).
+    #[must_use]
+    pub fn wake_every(mut self, every: Duration) -> Self {
+        self.wake_every = Some(every);
+        self
+    }
+
+    /// How long a queue stays without work before it retires.
+    #[must_use]
+    pub fn idle_after(mut self, after: Duration) -> Self {
+        self.idle_after = after;
+        self
+    }
+
+    /// The address to listen on (`host:port`, port 0 for a free one). The
+    /// address bound is the scheduler's name: its endpoint keys hold it, so
+    /// it must be one controllers and peers can reach.
+    #[must_use]
+    pub fn listen(mut self, address: impl Into<String>) -> Self {
+        self.listen = address.into();
+        self
+    }
+
+    /// How often forwarded activations and outcomes not acknowledged yet
+    /// are sent again.
+    #[must_use]
+    pub fn redeliver_every(mut self, every: Duration) -> Self {
+        self.redeliver_every = every;
+        self
+    }
+
+    /// Records its trace to `path` (JSON lines, for `steadfast replay`).
+    #[must_use]
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
+        self
+    }
+
+    fn config(&self) -> Result<Config<Named>, StartError> {
+        let ttl = millis(self.ttl);
+        if ttl < 1000 {
+            return Err(StartError::Config(format!(
+                "the lease TTL is {:?}; etcd counts TTLs in whole seconds: set ttl to 1 s or more",
+                self.ttl
+            )));
+        }
+        let wake_every = self.wake_every.map_or(ttl / 3, millis);
+        if wake_every == 0 || wake_every >= ttl {
+            return Err(StartError::Config(format!(
+                "wake_every is {wake_every} ms for a TTL of {ttl} ms: the lease would expire \
+                 between keepalives; set it above 0 and below the TTL (a third of it by default)"
+            )));
+        }
+        let margin = millis(self.margin);
+        if margin >= ttl {
+            return Err(StartError::Config(format!(
+                "the margin is {margin} ms for a TTL of {ttl} ms: no work could ever be handed \
+                 out; set it below the TTL"
+            )));
+        }
+        if self.redeliver_every.is_zero() {
+            return Err(StartError::Config(
+                "redeliver_every is zero: set how often unacknowledged messages are sent again"
+                    .into(),
+            ));
+        }
+        Ok(Config {
+            rules: self.rules,
+            ttl,
+            margin,
+            wake_every,
+            idle_after: millis(self.idle_after),
+        })
+    }
+
+    /// Connects to etcd, listens, and starts the scheduler: it takes a lease
+    /// and serves until the returned handle is dropped or killed.
+    ///
+    /// # Errors
+    ///
+    /// A setting out of range, etcd unreachable, the address not bindable,
+    /// the trace not writable.
+    pub async fn start<E: Executor>(self, executor: E) -> Result<Scheduler, StartError> {
+        let config = self.config()?;
+        let etcd = Etcd::connect(&self.etcd).await?;
+        let (inbox, messages) = mpsc::unbounded_channel();
+        let network =
+            Network::bind(&self.listen, inbox)
+                .await
+                .map_err(|source| StartError::Listen {
+                    address: self.listen.clone(),
+                    source,
+                })?;
+        let address = network.address().to_owned();
+        let recorder = match &self.trace {
+            Some(path) => Some(Recorder::create(
+                path,
+                &Header::Scheduler {
+                    id: address.clone(),
+                    config: config.clone(),
+                },
+            )?),
+            None => None,
+        };
+        let (events, inputs) = mpsc::unbounded_channel();
+        let driver = Driver {
+            role: scheduler::Scheduler::new(address.clone()),
+            config,
+            etcd,
+            network,
+            executor: Arc::new(executor),
+            clock: Clock::new(),
+            timers: Timers::new(),
+            events,
+            held: HashMap::new(),
+            senders: HashMap::new(),
+            forwards: Unacked::new(),
+            outcomes: Unacked::new(),
+            ttls: HashMap::new(),
+            keepalives: 0,
+            recorder,
+            redeliver_every: millis(self.redeliver_every),
+        };
+        let task = tokio::spawn(driver.run(inputs, messages));
+        tracing::info!(%address, "scheduler started");
+        Ok(Scheduler { address, task })
+    }
+}
+
+/// A running scheduler. Dropping it (or [`Scheduler::kill`]) stops it at
+/// once, as a crash would: its lease is left to expire, and what it held
+/// unacknowledged is delivered again by its senders.
+pub struct Scheduler {
+    address: String,
+    task: JoinHandle<()>,
+}
+
+impl Scheduler {
+    /// Its address, which is its name in etcd.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Stops it at once, as a crash would.
+    pub fn kill(self) {}
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the driver's loop reacts to, besides messages and timers.
+enum Event {
+    /// An etcd answer, as the role's input.
+    Input(Input<Named>),
+    /// A keepalive answered: `alive` unless etcd has no such lease.
+    KeptAlive {
+        /// The keepalive stream it was sent on.
+        stream: u64,
+        lease: i64,
+        alive: bool,
+    },
+    /// An activation finished running.
+    Executed {
+        id: String,
+        reply_to: String,
+        result: Value,
+    },
+}
+
+/// The driver's timers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Timer {
+    Wake,
+    Idle(String),
+    Redeliver,
+}
+
+/// An activation the scheduler was sent and may still have to run,
+/// forward or fail.
+struct Held {
+    action: String,
+    payload: Value,
+    reply_to: String,
+}
+
+struct Driver<E> {
+    role: scheduler::Scheduler<Named>,
+    config: Config<Named>,
+    etcd: Etcd,
+    network: Network,
+    executor: Arc<E>,
+    clock: Clock,
+    timers: Timers<Timer>,
+    events: mpsc::UnboundedSender<Event>,
+    /// The payload and reply address of every activation the role may
+    /// still hand out, forward or fail.
+    held: HashMap<String, Held>,
+    /// Per activation, the nodes that sent it and are owed an
+    /// acknowledgement.
+    senders: HashMap<String, Vec<String>>,
+    forwards: Unacked,
+    outcomes: Unacked,
+    /// The TTL etcd granted each lease with, in milliseconds: what a
+    /// keepalive renews it to.
+    ttls: HashMap<i64, u64>,
+    /// The keepalive stream answers are taken from: answers sent on an
+    /// older one are dropped, as the role asks of a restart.
+    keepalives: u64,
+    recorder: Option<Recorder>,
+    redeliver_every: u64,
+}
+
+impl<E: Executor> Driver<E> {
+    async fn run(
+        mut self,
+        mut inputs: mpsc::UnboundedReceiver<Event>,
+        mut messages: mpsc::UnboundedReceiver<Message>,
+    ) {
+        self.timers.set(Timer::Redeliver, self.redeliver_every);
+        self.feed(Input::Wake);
+        loop {
+            tokio::select! {
+                Some(event) = inputs.recv() => self.event(event),
+                Some(message) = messages.recv() => self.message(message),
+                () = sleep_until(self.timers.next()) => {
+                    for timer in self.timers.take_due() {
+                        self.timer(timer);
+                    }
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Input(input) => {
+                if let Input::Granted { lease, ttl } = &input {
+                    self.ttls.insert(*lease, *ttl);
+                }
+                self.feed(input);
+            }
+            Event::KeptAlive {
+                stream,
+                lease,
+                alive,
+            } => {
+                if stream != self.keepalives {
+                    return;
+                }
+                let ttl = if alive {
+                    self.ttls.get(&lease).copied().unwrap_or(0)
+                } else {
+                    0
+                };
+                self.feed(Input::KeptAlive { lease, ttl });
+            }
+            Event::Executed {
+                id,
+                reply_to,
+                result,
+            } => {
+                let outcome = Outcome::Executed { result };
+                self.report(id.clone(), reply_to, outcome);
+                self.feed(Input::Executed { id });
+            }
+        }
+    }
+
+    fn message(&mut self, message: Message) {
+        match message {
+            Message::Activation {
+                id,
+                action,
+                payload,
+                forwarded,
+                from,
+                reply_to,
+            } => {
+                let senders = self.senders.entry(id.clone()).or_default();
+                if !senders.contains(&from) {
+                    senders.push(from);
+                }
+                self.held.entry(id.clone()).or_insert(Held {
+                    action: action.clone(),
+                    payload,
+                    reply_to,
+                });
+                self.feed(Input::Activation {
+                    id,
+                    action,
+                    forwarded,
+                });
+            }
+            Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
+            Message::Ack { id } => self.forwards.acked(&id),
+            Message::OutcomeAck { id } => self.outcomes.acked(&id),
+            Message::Outcome { id, .. } => {
+                tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
+            }
+        }
+    }
+
+    fn timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Wake => self.feed(Input::Wake),
+            Timer::Idle(action) => self.feed(Input::Idle { action }),
+            Timer::Redeliver => {
+                self.forwards.resend(&self.network);
+                self.outcomes.resend(&self.network);
+                self.forget_released();
+                self.timers.set(Timer::Redeliver, self.redeliver_every);
+            }
+        }
+    }
+
+    /// Drops the payloads of activations the role no longer holds: it
+    /// settled them, or ignored a copy of one it had settled.
+    fn forget_released(&mut self) {
+        let role = &self.role;
+        let holds = |id: &String| {
+            let listed = |list: &[(String, String)]| list.iter().any(|(i, _)| i == id);
+            listed(&role.waiting) || listed(&role.resolving) || role.running.contains(id)
+        };
+        self.held.retain(|id, _| holds(id));
+    }
+
+    /// One step of the role, recorded, and its effects carried out.
+    fn feed(&mut self, input: Input<Named>) {
+        let elapsed = self.clock.elapsed_ms();
+        let effects = self.role.step(&self.config, elapsed, input.clone());
+        tracing::trace!(?input, ?effects, "scheduler step");
+        Recorder::record(&mut self.recorder, elapsed, &input, &effects);
+        for effect in effects {
+            self.perform(effect);
+        }
+    }
+
+    /// Runs `call` against etcd as a task of its own; its answer, if it
+    /// gives one, comes back as the role's input.
+    fn ask<F, Fut>(&self, call: F)
+    where
+        F: FnOnce(Etcd) -> Fut + Send + 'static,
+        Fut: Future<Output = Option<Event>> + Send,
+    {
+        let etcd = self.etcd.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            if let Some(event) = call(etcd).await {
+                let _ = events.send(event);
+            }
+        });
+    }
+
+    fn perform(&mut self, effect: Effect<Named>) {
+        match effect {
+            Effect::WakeIn { after } => self.timers.set(Timer::Wake, after),
+            Effect::IdleTimer { action, after } => self.timers.set(Timer::Idle(action), after),
+            Effect::Grant { ttl } => self.ask(move |mut etcd| async move {
+                let seconds = i64::try_from(ttl.div_ceil(1000)).unwrap_or(i64::MAX);
+                let granted = etcd.grant(seconds).await;
+                let granted = logged("grant a lease", granted)?;
+                let ttl = u64::try_from(granted.ttl).unwrap_or(0) * 1000;
+                Some(Event::Input(Input::Granted {
+                    lease: granted.id,
+                    ttl,
+                }))
+            }),
+            Effect::KeepAlive { lease, restart } => {
+                if restart {
+                    self.keepalives += 1;
+                }
+                let stream = self.keepalives;
+                self.ask(move |mut etcd| async move {
+                    let alive = logged("keep the lease alive", etcd.keep_alive(lease).await)?;
+                    Some(Event::KeptAlive {
+                        stream,
+                        lease,
+                        alive,
+                    })
+                });
+            }
+            Effect::Revoke { lease } => self.ask(move |mut etcd| async move {
+                logged("revoke a lease", etcd.revoke(lease).await)?;
+                Some(Event::Input(Input::Revoked { lease }))
+            }),
+            Effect::Claim { action, lease } => {
+                let owner = self.network.address().to_owned();
+                self.ask(move |mut etcd| async move {
+                    let claimed = etcd.claim(&action, &owner, lease).await;
+                    let result = logged("claim an endpoint key", claimed)?;
+                    Some(Event::Input(Input::Claimed {
+                        action,
+                        lease,
+                        result,
+                    }))
+                });
+            }
+            Effect::Delete { action, created } => self.ask(move |mut etcd| async move {
+                let deleted = match created {
+                    Some(created) => etcd.delete_created(&action, created).await,
+                    None => etcd.delete(&action).await,
+                };
+                logged("delete an endpoint key", deleted)?;
+                Some(Event::Input(Input::Deleted { action }))
+            }),
+            Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
+                let key = logged("look up an endpoint key", etcd.lookup(&action).await)?;
+                Some(Event::Input(Input::Resolved { id, action, key }))
+            }),
+            Effect::Execute { id, .. } => self.execute(id),
+            Effect::Forward { id, action, to } => {
+                let Some(held) = self.held_or_log(&id) else {
+                    return;
+                };
+                let message = Message::Activation {
+                    id: id.clone(),
+                    action,
+                    payload: held.payload.clone(),
+                    forwarded: true,
+                    from: self.network.address().to_owned(),
+                    reply_to: held.reply_to.clone(),
+                };
+                self.forwards.send(&self.network, id, to, message);
+            }
+            Effect::Fail { id, reason } => {
+                let Some(held) = self.held_or_log(&id) else {
+                    return;
+                };
+                let reply_to = held.reply_to.clone();
+                tracing::info!(%id, %reason, "activation failed");
+                self.report(id, reply_to, Outcome::Failed { reason });
+            }
+            Effect::Ack { id } => {
+                for sender in self.senders.remove(&id).unwrap_or_default() {
+                    self.network.send(&sender, &Message::Ack { id: id.clone() });
+                }
+            }
+        }
+    }
+
+    /// Runs activation `id` through the executor as a task of its own.
+    fn execute(&mut self, id: String) {
+        let Some(held) = self.held_or_log(&id) else {
+            return;
+        };
+        let invocation = Invocation {
+            id: id.clone(),
+            action: held.action.clone(),
+            payload: held.payload.clone(),
+        };
+        let reply_to = held.reply_to.clone();
+        let executor = Arc::clone(&self.executor);
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let result = executor.execute(invocation).await;
+            let _ = events.send(Event::Executed {
+                id,
+                reply_to,
+                result,
+            });
+        });
+    }
+
+    /// What activation `id` was sent with; the role never names one it was
+    /// not sent, so a miss is a bug, logged.
+    fn held_or_log(&self, id: &str) -> Option<&Held> {
+        let held = self.held.get(id);
+        if held.is_none() {
+            tracing::error!(%id, "the role named an activation the driver holds no payload for");
+        }
+        held
+    }
+
+    /// Tells the controller at `reply_to` how activation `id` ended, until
+    /// it acknowledges.
+    fn report(&mut self, id: String, reply_to: String, outcome: Outcome) {
+        let message = Message::Outcome {
+            id: id.clone(),
+            outcome,
+            from: self.network.address().to_owned(),
+        };
+        self.outcomes.send(&self.network, id, reply_to, message);
+    }
+}
+
+/// The value of an etcd call, or `None` with the error logged: an
+/// unanswered request, which the role sends again at its next wake-up.
+fn logged<T>(what: &str, result: Result<T, super::etcd::EtcdError>) -> Option<T> {
+    result
+        .map_err(|error| tracing::debug!(%error, "failed to {what}"))
+        .ok()
+}

@@ -1,0 +1,143 @@
+//! What controllers and schedulers say to each other over the network: one
+//! JSON object per line over TCP.
+//!
+//! Every node (controller or scheduler) listens on an address, which is
+//! also its name: a scheduler's endpoint keys hold it, and every message
+//! that wants an answer says where to send it. Activations and outcomes are
+//! delivered at least once: their sender sends them again until they are
+//! acknowledged ([`Message::Ack`], [`Message::OutcomeAck`]); everything
+//! else may be lost, and the roles' retries make up for it.
+//!
+//! Why JSON lines over TCP rather than gRPC: the messages are few, small and
+//! one-way, and acknowledgements are messages of their own (a scheduler
+//! acknowledges an activation when it settles, long after it arrived, and
+//! not necessarily to the node that holds the connection); a line protocol
+//! states that plainly, needs no generated code, and can be read and typed
+//! by hand (`nc 127.0.0.1 PORT`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use steadfast_spec::leasequeue::FailReason;
+
+/// One message between nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Message {
+    /// An activation, sent by a controller or forwarded by a scheduler;
+    /// sent again until [`Message::Ack`] comes back.
+    Activation {
+        /// Its id, unique across controllers and their restarts.
+        id: String,
+        /// Its action.
+        action: String,
+        /// What the action is invoked with.
+        payload: Value,
+        /// A scheduler forwarded it (rather than a controller sending it).
+        forwarded: bool,
+        /// The sender: where the acknowledgement goes.
+        from: String,
+        /// The controller that submitted it: where the outcome goes.
+        reply_to: String,
+    },
+    /// A controller asks a scheduler to create a queue for `action`.
+    CreateQueue {
+        /// The action.
+        action: String,
+    },
+    /// Activation `id` is settled by the node it was sent to: stop sending it.
+    Ack {
+        /// The activation.
+        id: String,
+    },
+    /// How activation `id` ended, for the controller that submitted it; sent
+    /// again until [`Message::OutcomeAck`] comes back.
+    Outcome {
+        /// The activation.
+        id: String,
+        /// How it ended.
+        outcome: Outcome,
+        /// The scheduler that reports it: where the acknowledgement goes.
+        from: String,
+    },
+    /// The outcome of `id` arrived: stop sending it.
+    OutcomeAck {
+        /// The activation.
+        id: String,
+    },
+}
+
+/// How an activation ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It ran, and the action returned this.
+    Executed {
+        /// What the action returned.
+        result: Value,
+    },
+    /// It failed for good, for this reason.
+    Failed {
+        /// Why.
+        reason: FailReason,
+    },
+}
+
+impl Message {
+    /// The message as one line of JSON, newline included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("a message always serializes to JSON");
+        line.push('\n');
+        line
+    }
+
+    /// The message a line holds.
+    ///
+    /// # Errors
+    ///
+    /// If the line is not a message: its JSON error says where.
+    pub fn from_line(line: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_should_round_trip_through_a_line() {
+        let messages = [
+            Message::Activation {
+                id: "a-1".into(),
+                action: "hello".into(),
+                payload: serde_json::json!({"name": "world"}),
+                forwarded: true,
+                from: "127.0.0.1:1".into(),
+                reply_to: "127.0.0.1:2".into(),
+            },
+            Message::CreateQueue {
+                action: "hello".into(),
+            },
+            Message::Ack { id: "a-1".into() },
+            Message::Outcome {
+                id: "a-1".into(),
+                outcome: Outcome::Failed {
+                    reason: FailReason::NoQueueEndpoint,
+                },
+                from: "127.0.0.1:1".into(),
+            },
+            Message::OutcomeAck { id: "a-1".into() },
+        ];
+        for message in messages {
+            let line = message.to_line();
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            assert_eq!(Message::from_line(line.trim_end()).unwrap(), message);
+        }
+    }
+
+    #[test]
+    fn a_line_that_is_no_message_should_say_why() {
+        let error = Message::from_line(r#"{"kind":"activation","id":"x"}"#).unwrap_err();
+        assert!(error.to_string().contains("missing field"), "{error}");
+    }
+}

@@ -1,0 +1,203 @@
+//! Leasequeue nodes for runtime tests and benchmarks: schedulers each in a
+//! tokio runtime of its own (killed as a process would be: every task
+//! stops at once, nothing is said to etcd), an executor that counts what it
+//! ran, and the replay of the traces every node recorded.
+//!
+//! ```no_run
+//! # async fn demo(etcd: steadfast::leasequeue::etcd::EtcdOptions) {
+//! use steadfast::leasequeue::SchedulerBuilder;
+//! use steadfast_tests::leasequeue_nodes::{Ledger, SchedulerProcess};
+//!
+//! let ledger = Ledger::default();
+//! let scheduler = SchedulerProcess::start(SchedulerBuilder::new(etcd), ledger.executor())
+//!     .await
+//!     .unwrap();
+//! scheduler.kill();
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use steadfast::leasequeue::{Executor, Invocation, SchedulerBuilder, StartError};
+use steadfast_checker::replay::{self, Verdict, Violation};
+use tokio::sync::oneshot;
+
+/// A scheduler running in a runtime (and a thread) of its own.
+pub struct SchedulerProcess {
+    address: String,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SchedulerProcess {
+    /// Starts the scheduler `builder` sets up, running activations through
+    /// `executor`.
+    ///
+    /// # Errors
+    ///
+    /// If the scheduler does not start.
+    pub async fn start(
+        builder: SchedulerBuilder,
+        executor: impl Executor,
+    ) -> Result<Self, StartError> {
+        let (started, address) = oneshot::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("a tokio runtime for a scheduler");
+            runtime.block_on(async move {
+                match builder.start(executor).await {
+                    Ok(scheduler) => {
+                        let _ = started.send(Ok(scheduler.address().to_owned()));
+                        let _ = stopped.await;
+                        scheduler.kill();
+                    }
+                    Err(error) => {
+                        let _ = started.send(Err(error));
+                    }
+                }
+            });
+            // Every task of the scheduler stops where it is.
+            runtime.shutdown_background();
+        });
+        let address = address.await.expect("the scheduler's thread answers")?;
+        Ok(SchedulerProcess {
+            address,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Its address: its name in etcd.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Kills it, as SIGKILL would a process: its lease is left to expire.
+    pub fn kill(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for SchedulerProcess {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// What the executors of a test ran: per activation id, how many times.
+#[derive(Clone, Default)]
+pub struct Ledger {
+    runs: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Ledger {
+    /// An executor that records each run here, takes `work` to run, and
+    /// returns `{"id", "action", "payload"}`.
+    pub fn executor_taking(&self, work: Duration) -> impl Executor {
+        let runs = Arc::clone(&self.runs);
+        move |invocation: Invocation| {
+            let runs = Arc::clone(&runs);
+            async move {
+                tokio::time::sleep(work).await;
+                *runs
+                    .lock()
+                    .unwrap()
+                    .entry(invocation.id.clone())
+                    .or_default() += 1;
+                json!({
+                    "id": invocation.id,
+                    "action": invocation.action,
+                    "payload": invocation.payload,
+                })
+            }
+        }
+    }
+
+    /// An executor that records each run here and returns at once.
+    pub fn executor(&self) -> impl Executor {
+        self.executor_taking(Duration::ZERO)
+    }
+
+    /// How many times activation `id` ran.
+    pub fn runs(&self, id: &str) -> usize {
+        self.runs.lock().unwrap().get(id).copied().unwrap_or(0)
+    }
+
+    /// Activations that ran more than once.
+    pub fn ran_twice(&self) -> Vec<String> {
+        let runs = self.runs.lock().unwrap();
+        let mut twice: Vec<String> = runs
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(id, _)| id.clone())
+            .collect();
+        twice.sort();
+        twice
+    }
+}
+
+/// The id of the activation whose result `result` is (as
+/// [`Ledger::executor`] returns it).
+pub fn id_of(result: &Value) -> &str {
+    result["id"].as_str().unwrap_or_default()
+}
+
+/// Every trace (`*.jsonl`) in `dir`, sorted.
+pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("the trace directory is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Replays every trace in `dir`: returns each step count, and panics
+/// naming the first step that diverges or the cross-role property
+/// violated.
+pub fn replay_all(dir: &Path) -> Vec<(PathBuf, usize)> {
+    let traces: Vec<replay::Trace> = traces_in(dir)
+        .iter()
+        .map(|path| replay::read(path).unwrap_or_else(|error| panic!("{error}")))
+        .collect();
+    assert!(!traces.is_empty(), "no trace in {}", dir.display());
+    let mut counts = Vec::new();
+    for trace in &traces {
+        match trace.replay() {
+            Verdict::Agrees(steps) => counts.push((trace.path.clone(), steps)),
+            Verdict::Diverged {
+                step,
+                recorded,
+                replayed,
+                ..
+            } => panic!(
+                "{}: step {step} diverges\n  recorded: {recorded}\n  replayed: {replayed}",
+                trace.path.display()
+            ),
+        }
+    }
+    let violations: Vec<Violation> = replay::cross_role(&traces);
+    assert!(
+        violations.is_empty(),
+        "cross-role properties violated: {violations:#?}"
+    );
+    counts
+}
