@@ -1,93 +1,532 @@
 //! The leasequeue runtime on Debian's etcd-server on loopback: schedulers
 //! (each in a runtime of its own) and controllers talking over loopback
-//! TCP, with real faults; every test replays the traces its nodes recorded
-//! through the spec's roles.
+//! TCP, with real faults (SIGSTOP and SIGCONT, SIGKILL and restart, a
+//! loopback proxy that holds bytes or loses replies); every test replays
+//! the traces its nodes recorded through the spec's roles, and checks the
+//! cross-role properties over them.
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use serde_json::json;
-use steadfast::leasequeue::etcd::EtcdOptions;
-use steadfast::leasequeue::{Controller, ControllerBuilder, SchedulerBuilder, Variant};
-use steadfast_tests::etcd_server::EtcdServer;
+use serde_json::{json, Value};
+use steadfast::leasequeue::etcd::{Etcd, EtcdOptions};
+use steadfast::leasequeue::{
+    Controller, ControllerBuilder, SchedulerBuilder, SubmitError, Variant,
+};
+use steadfast_tests::etcd_server::{EtcdCluster, EtcdServer};
 use steadfast_tests::leasequeue_nodes::{id_of, replay_all, Ledger, SchedulerProcess};
+use steadfast_tests::tcp_proxy::{Mode, TcpProxy};
+use tempfile::TempDir;
 
 /// Lease TTL at etcd's floor (1.5 × the default 1 s election timeout).
 const TTL: Duration = Duration::from_secs(2);
 
-fn options(etcd: &EtcdServer) -> EtcdOptions {
-    EtcdOptions::new([etcd.endpoint()]).with_request_timeout(Duration::from_millis(500))
+fn options(endpoints: &[String]) -> EtcdOptions {
+    EtcdOptions::new(endpoints.iter().cloned()).with_request_timeout(Duration::from_millis(500))
 }
 
-fn scheduler(etcd: &EtcdServer, variant: Variant, traces: &Path, name: &str) -> SchedulerBuilder {
-    SchedulerBuilder::new(options(etcd))
-        .variant(variant)
-        .ttl(TTL)
-        .redeliver_every(Duration::from_millis(300))
-        .trace(traces.join(format!("{name}.jsonl")))
+/// The client URL of a loopback proxy in front of `endpoint`.
+async fn proxy_for(endpoint: &str) -> (TcpProxy, String) {
+    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
+    let proxy = TcpProxy::start(upstream).await.unwrap();
+    let url = format!("http://{}", proxy.address());
+    (proxy, url)
 }
 
-async fn controller(
-    etcd: &EtcdServer,
+/// One test's nodes: the variant they follow, where their traces go, and
+/// what their executors ran.
+struct Run {
     variant: Variant,
-    schedulers: &[&SchedulerProcess],
-    traces: &Path,
-    name: &str,
-) -> Controller {
-    ControllerBuilder::new(options(etcd))
-        .variant(variant)
-        .schedulers(schedulers.iter().map(|s| s.address().to_owned()))
-        .wake_every(Duration::from_millis(300))
-        .redeliver_every(Duration::from_millis(300))
-        .trace(traces.join(format!("{name}.jsonl")))
-        .start()
+    traces: TempDir,
+    ledger: Ledger,
+}
+
+impl Run {
+    fn new(variant: Variant) -> Self {
+        Run {
+            variant,
+            traces: tempfile::tempdir().unwrap(),
+            ledger: Ledger::default(),
+        }
+    }
+
+    fn trace(&self, name: &str) -> PathBuf {
+        self.traces.path().join(format!("{name}.jsonl"))
+    }
+
+    /// A scheduler of the run, its trace named `name`, before it starts.
+    fn scheduler_builder(&self, endpoints: &[String], name: &str) -> SchedulerBuilder {
+        SchedulerBuilder::new(options(endpoints))
+            .variant(self.variant)
+            .ttl(TTL)
+            .redeliver_every(Duration::from_millis(300))
+            .trace(self.trace(name))
+    }
+
+    /// Starts a scheduler whose activations take `work`.
+    async fn scheduler(&self, builder: SchedulerBuilder, work: Duration) -> SchedulerProcess {
+        SchedulerProcess::start(builder, self.ledger.executor_taking(work))
+            .await
+            .expect("the scheduler starts")
+    }
+
+    async fn controller(
+        &self,
+        endpoints: &[String],
+        schedulers: &[&SchedulerProcess],
+        name: &str,
+    ) -> Controller {
+        ControllerBuilder::new(options(endpoints))
+            .variant(self.variant)
+            .schedulers(schedulers.iter().map(|s| s.address().to_owned()))
+            .wake_every(Duration::from_millis(300))
+            .redeliver_every(Duration::from_millis(300))
+            .trace(self.trace(name))
+            .start()
+            .await
+            .expect("the controller starts")
+    }
+
+    /// Asserts that every result is its activation's, executed exactly
+    /// once.
+    fn assert_each_ran_once(&self, results: &[Result<Value, SubmitError>]) {
+        for (n, result) in results.iter().enumerate() {
+            let result = result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("activation {n}: {e}"));
+            assert_eq!(result["payload"]["n"], json!(n), "{result}");
+            assert_eq!(self.ledger.runs(id_of(result)), 1, "{result} ran once");
+        }
+        assert!(
+            self.ledger.ran_twice().is_empty(),
+            "{:?}",
+            self.ledger.ran_twice()
+        );
+    }
+
+    /// Replays every trace of the run, which must agree with the spec and
+    /// hold the cross-role properties; returns what replayed.
+    fn replay(&self) -> Vec<(PathBuf, usize)> {
+        replay_all(self.traces.path())
+    }
+}
+
+impl Drop for Run {
+    /// With `STEADFAST_KEEP_TRACES=DIR`, keeps the run's traces in a fresh
+    /// directory under `DIR`, for `steadfast replay` or a reader.
+    fn drop(&mut self) {
+        let Some(keep) = std::env::var_os("STEADFAST_KEEP_TRACES") else {
+            return;
+        };
+        let kept = tempfile::Builder::new()
+            .prefix("leasequeue-run-")
+            .tempdir_in(keep)
+            .expect("STEADFAST_KEEP_TRACES names a writable directory")
+            .keep();
+        for trace in steadfast_tests::leasequeue_nodes::traces_in(self.traces.path()) {
+            let name = trace.file_name().expect("a trace has a name");
+            std::fs::copy(&trace, kept.join(name)).expect("the trace is copied");
+        }
+        eprintln!("traces kept in {}", kept.display());
+    }
+}
+
+/// Submits activations `0..count` (payload `{"n": n}`) of `action-(n %
+/// actions)`, through the controllers in turn, every `pace`; returns how
+/// each ended, waiting at most `within` in all.
+async fn submit(
+    controllers: &[&Controller],
+    count: usize,
+    actions: usize,
+    pace: Duration,
+    within: Duration,
+) -> Vec<Result<Value, SubmitError>> {
+    let mut submissions = Vec::new();
+    for n in 0..count {
+        let via = controllers[n % controllers.len()];
+        submissions.push(via.submit(format!("action-{}", n % actions), json!({ "n": n })));
+        tokio::time::sleep(pace).await;
+    }
+    tokio::time::timeout(within, join_all(submissions))
         .await
-        .expect("the controller starts")
+        .expect("every activation ends in time")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_activation_should_run_once_across_two_schedulers_and_two_controllers() {
     let etcd = EtcdServer::start().await.unwrap();
-    let traces = tempfile::tempdir().unwrap();
-    let ledger = Ledger::default();
-    let dir = traces.path();
-    let s1 = SchedulerProcess::start(
-        scheduler(&etcd, Variant::Steadfast, dir, "scheduler-1"),
-        ledger.executor_taking(Duration::from_millis(20)),
-    )
-    .await
-    .unwrap();
-    let s2 = SchedulerProcess::start(
-        scheduler(&etcd, Variant::Steadfast, dir, "scheduler-2"),
-        ledger.executor_taking(Duration::from_millis(20)),
-    )
-    .await
-    .unwrap();
-    let both = [&s1, &s2];
-    let c1 = controller(&etcd, Variant::Steadfast, &both, dir, "controller-1").await;
-    let c2 = controller(&etcd, Variant::Steadfast, &both, dir, "controller-2").await;
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(20);
+    let s1 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
+        .await;
+    let s2 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
+        .await;
+    let c1 = run
+        .controller(&endpoints, &[&s1, &s2], "controller-1")
+        .await;
+    let c2 = run
+        .controller(&endpoints, &[&s1, &s2], "controller-2")
+        .await;
 
-    let submissions: Vec<_> = (0..40)
-        .map(|n| {
-            let via = if n % 2 == 0 { &c1 } else { &c2 };
-            via.submit(format!("action-{}", n % 5), json!({ "n": n }))
-        })
-        .collect();
-    let results = tokio::time::timeout(Duration::from_secs(30), join_all(submissions))
-        .await
-        .expect("every activation ends within 30 s");
+    let results = submit(&[&c1, &c2], 40, 5, Duration::ZERO, Duration::from_secs(30)).await;
+    run.assert_each_ran_once(&results);
     for (n, result) in results.iter().enumerate() {
-        let result = result
-            .as_ref()
-            .unwrap_or_else(|e| panic!("activation {n}: {e}"));
-        assert_eq!(result["payload"]["n"], json!(n), "{result}");
-        assert_eq!(result["action"], json!(format!("action-{}", n % 5)));
-        assert_eq!(ledger.runs(id_of(result)), 1, "{result} ran once");
+        assert_eq!(
+            result.as_ref().unwrap()["action"],
+            json!(format!("action-{}", n % 5))
+        );
     }
-    assert!(ledger.ran_twice().is_empty());
     drop((c1, c2, s1, s2));
-    let replayed = replay_all(dir);
+    let replayed = run.replay();
     assert_eq!(replayed.len(), 4, "{replayed:?}");
     assert!(replayed.iter().all(|(_, steps)| *steps > 0), "{replayed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activations_should_wait_out_etcd_killed_and_restarted() {
+    let mut etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(20);
+    let s1 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
+        .await;
+    let s2 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
+        .await;
+    let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
+    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
+    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+
+    etcd.kill();
+    // Activations of actions routed already, and of actions never seen.
+    let during = tokio::spawn({
+        let submissions: Vec<_> = (0..8)
+            .map(|n| c.submit(format!("action-{n}"), json!({ "n": n })))
+            .collect();
+        join_all(submissions)
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    etcd.restart().await.unwrap();
+    let during = tokio::time::timeout(Duration::from_secs(30), during)
+        .await
+        .expect("activations submitted while etcd was down end once it is back")
+        .unwrap();
+    run.assert_each_ran_once(&during);
+    let after = submit(&[&c], 8, 8, Duration::ZERO, Duration::from_secs(10)).await;
+    assert!(after.iter().all(Result::is_ok), "{after:?}");
+    drop((c, s1, s2));
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activations_should_survive_the_etcd_leader_killed_in_a_three_member_cluster() {
+    let mut etcd = EtcdCluster::start(3).await.unwrap();
+    let endpoints = etcd.endpoints();
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(20);
+    let s1 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
+        .await;
+    let s2 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
+        .await;
+    let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
+    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
+    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+
+    let leader = etcd.leader().await.expect("the cluster has a leader");
+    etcd.kill(leader);
+    let results = submit(
+        &[&c],
+        30,
+        6,
+        Duration::from_millis(100),
+        Duration::from_secs(30),
+    )
+    .await;
+    run.assert_each_ran_once(&results);
+    let new_leader = etcd.leader().await.expect("the others elected a leader");
+    assert_ne!(new_leader, leader);
+    drop((c, s1, s2));
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_killed_mid_activation_should_lose_no_activation() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(800);
+    let mut schedulers = vec![
+        run.scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
+            .await,
+        run.scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
+            .await,
+    ];
+    let c = run
+        .controller(&endpoints, &[&schedulers[0], &schedulers[1]], "controller")
+        .await;
+    let warm = submit(&[&c], 1, 1, Duration::ZERO, Duration::from_secs(10)).await;
+    assert!(warm[0].is_ok(), "{warm:?}");
+
+    // Activations of the action run on its owner; it dies mid-way.
+    let submissions: Vec<_> = (0..6)
+        .map(|n| c.submit("action-0", json!({ "n": n })))
+        .collect();
+    let running = tokio::spawn(join_all(submissions));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let owner = etcd_client.lookup("action-0").await.unwrap().unwrap().owner;
+    let at = schedulers
+        .iter()
+        .position(|s| s.address() == owner)
+        .unwrap();
+    let killed_at = Instant::now();
+    schedulers.remove(at).kill();
+    // It comes back where it was, as a restarted process does.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = run
+        .scheduler_builder(&endpoints, "scheduler-restarted")
+        .listen(owner);
+    schedulers.push(run.scheduler(again, work).await);
+
+    let results = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("every activation of the killed scheduler ends")
+        .unwrap();
+    let recovered_in = killed_at.elapsed();
+    run.assert_each_ran_once(&results);
+    println!("every activation ended {recovered_in:?} after the kill");
+    assert!(
+        recovered_in < 3 * TTL + 6 * work,
+        "the queue moved within about one TTL: {recovered_in:?}"
+    );
+    drop(c);
+    drop(schedulers);
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_whose_watch_fell_behind_a_compaction_should_relist() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::ZERO;
+    let idle = Duration::from_secs(1);
+    let builder = |name| run.scheduler_builder(&endpoints, name).idle_after(idle);
+    let s1 = run.scheduler(builder("scheduler-1"), work).await;
+    let s2 = run.scheduler(builder("scheduler-2"), work).await;
+    let (proxy, url) = proxy_for(&etcd.endpoint()).await;
+    let c = run.controller(&[url], &[&s1, &s2], "controller").await;
+    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
+    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+
+    // Cut off, the controller misses the queues retiring; the revisions
+    // it missed are compacted away.
+    proxy.set(Mode::Hold);
+    tokio::time::sleep(idle + TTL).await;
+    let mut client = etcd.client().await.unwrap();
+    let revision = client
+        .get("steadfast/", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    client.compact(revision, None).await.unwrap();
+    proxy.set(Mode::Forward);
+
+    let results = submit(
+        &[&c],
+        8,
+        4,
+        Duration::from_millis(100),
+        Duration::from_secs(30),
+    )
+    .await;
+    run.assert_each_ran_once(&results);
+    drop((c, s1, s2));
+    run.replay();
+    let trace = std::fs::read_to_string(run.trace("controller")).unwrap();
+    assert!(
+        trace.contains("\"Compacted\""),
+        "the watch was told of the compaction"
+    );
+    assert!(trace.contains("\"Listed\""), "and the controller re-listed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_applied_with_their_replies_lost_should_be_retried_safely() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(20);
+    let (proxy, url) = proxy_for(&etcd.endpoint()).await;
+    let s1 = run
+        .scheduler(run.scheduler_builder(&[url], "scheduler-1"), work)
+        .await;
+    let s2 = run
+        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
+        .await;
+    let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
+
+    // Scheduler 1's claims, keepalives and grants reach etcd; for a while
+    // the answers do not.
+    proxy.set(Mode::DropReplies);
+    let results = tokio::spawn({
+        let submissions: Vec<_> = (0..12)
+            .map(|n| c.submit(format!("action-{}", n % 6), json!({ "n": n })))
+            .collect();
+        join_all(submissions)
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    proxy.set(Mode::Forward);
+    let results = tokio::time::timeout(Duration::from_secs(30), results)
+        .await
+        .expect("every activation ends once replies come through again")
+        .unwrap();
+    run.assert_each_ran_once(&results);
+    let owner = s1.address().to_owned();
+    drop((c, s1, s2));
+    run.replay();
+    // A claim etcd applied and did not answer was sent again, and found
+    // the key its first copy had created.
+    let trace = std::fs::read_to_string(run.trace("scheduler-1")).unwrap();
+    let retaken = format!(r#""result":{{"Exists":{{"owner":"{owner}""#);
+    assert!(trace.contains(&retaken), "no claim was retried:\n{trace}");
+}
+
+/// What became of the activations of the #5286 story.
+#[derive(Debug, Default)]
+struct Story {
+    /// Submitted while etcd was frozen: executed, failed (with the reason's
+    /// words), or still running when the test gave up on them.
+    during: Vec<Ending>,
+    /// Submitted from a quiet spell after etcd answered again on, for 10 s.
+    after: Vec<Ending>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ending {
+    Executed,
+    Failed(String),
+    Hung,
+}
+
+impl Story {
+    fn count(endings: &[Ending], want: fn(&Ending) -> bool) -> usize {
+        endings.iter().filter(|e| want(e)).count()
+    }
+}
+
+async fn ending(
+    submission: impl std::future::Future<
+        Output = Result<serde_json::Value, steadfast::leasequeue::SubmitError>,
+    >,
+    within: Duration,
+) -> Ending {
+    match tokio::time::timeout(within, submission).await {
+        Ok(Ok(_)) => Ending::Executed,
+        Ok(Err(error)) => Ending::Failed(error.to_string()),
+        Err(_) => Ending::Hung,
+    }
+}
+
+/// #5286 on real etcd: an action's queue is routed; etcd is frozen with
+/// SIGSTOP for longer than the lease TTL (at etcd's floor) while
+/// activations of it are submitted, then thawed, and the lease expires.
+/// The controller's own link to etcd stays blocked (a loopback proxy holds
+/// its bytes) until etcd has revoked the lease: the blip ends later for it,
+/// as it may for any client. After a quiet spell longer than a queue's idle
+/// time, the action's activations are submitted for 10 s.
+async fn story_5286(variant: Variant) -> Story {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(variant);
+    let idle = Duration::from_secs(3);
+    let builder = |name| run.scheduler_builder(&endpoints, name).idle_after(idle);
+    let schedulers = [
+        run.scheduler(builder("scheduler-1"), Duration::ZERO).await,
+        run.scheduler(builder("scheduler-2"), Duration::ZERO).await,
+    ];
+    let (proxy, url) = proxy_for(&etcd.endpoint()).await;
+    let controller = run
+        .controller(&[url], &[&schedulers[0], &schedulers[1]], "controller")
+        .await;
+    let action = "hello";
+    // The queue exists and the controller routes to it.
+    for _ in 0..3 {
+        let first = controller.submit(action, json!({})).await;
+        assert!(first.is_ok(), "{first:?}");
+    }
+
+    etcd.pause().unwrap();
+    proxy.set(Mode::Hold);
+    let mut during = Vec::new();
+    for _ in 0..8 {
+        during.push(tokio::spawn(ending(
+            controller.submit(action, json!({})),
+            Duration::from_secs(20),
+        )));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    etcd.resume().unwrap();
+    // etcd revokes the expired lease within its 500 ms expiry loop.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    proxy.set(Mode::Forward);
+    tokio::time::sleep(idle + Duration::from_secs(2)).await;
+
+    let mut after = Vec::new();
+    for _ in 0..20 {
+        after.push(tokio::spawn(ending(
+            controller.submit(action, json!({})),
+            Duration::from_secs(10),
+        )));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut story = Story::default();
+    for handle in during {
+        story.during.push(handle.await.unwrap());
+    }
+    for handle in after {
+        story.after.push(handle.await.unwrap());
+    }
+    drop(controller);
+    drop(schedulers);
+    run.replay();
+    story
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openwhisk_should_keep_failing_an_action_after_etcd_froze_longer_than_the_ttl() {
+    let story = story_5286(Variant::OpenWhisk).await;
+    println!("openwhisk: {story:?}");
+    let failed = |e: &Ending| matches!(e, Ending::Failed(m) if m.ends_with("failed to get the queue endpoint"));
+    assert_eq!(
+        Story::count(&story.after, failed),
+        story.after.len(),
+        "every activation submitted after recovery fails so: {story:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steadfast_should_end_every_activation_after_etcd_froze_longer_than_the_ttl() {
+    let story = story_5286(Variant::Steadfast).await;
+    println!("steadfast: {story:?}");
+    let executed = |e: &Ending| *e == Ending::Executed;
+    assert_eq!(
+        Story::count(&story.after, executed),
+        story.after.len(),
+        "every activation submitted after recovery runs: {story:?}"
+    );
+    assert_eq!(
+        Story::count(&story.during, |e| *e == Ending::Hung),
+        0,
+        "none submitted during the freeze hangs: {story:?}"
+    );
 }
