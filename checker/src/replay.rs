@@ -13,6 +13,9 @@
 //!   acknowledging it is delivered again, as the spec allows);
 //! - **one end per activation**: no activation both fails and is executed
 //!   (settled), or fails twice;
+//!
+//! (an activation a scheduler forgot, its dedupe window past, may end once
+//! more per time it was forgotten);
 //! - **one owner per key**: no two schedulers serve an action from queues
 //!   on the same endpoint key (the key its create revision names).
 
@@ -291,6 +294,7 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
     let mut settled: BTreeMap<String, Vec<At>> = BTreeMap::new();
     let mut ends: BTreeMap<String, Vec<At>> = BTreeMap::new();
     let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
+    let mut forgotten: BTreeMap<String, usize> = BTreeMap::new();
     for trace in traces {
         let at = |step| At {
             path: trace.path.clone(),
@@ -303,6 +307,7 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
                     settled.entry(activation).or_default().push(at(step));
                 }
                 Fact::Failed(activation) => ends.entry(activation).or_default().push(at(step)),
+                Fact::Forgotten(activation) => *forgotten.entry(activation).or_default() += 1,
                 Fact::Served(action, created) => {
                     owners
                         .entry((action, created))
@@ -319,14 +324,15 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
             }
         }
     }
-    let twice = |places: &Vec<At>| places.len() > 1;
+    let twice =
+        |id: &String, places: &Vec<At>| places.len() > 1 + forgotten.get(id).copied().unwrap_or(0);
     let executed = settled
         .into_iter()
-        .filter(|(_, places)| twice(places))
+        .filter(|(id, places)| twice(id, places))
         .map(|(id, executions)| Violation::ExecutedTwice { id, executions });
     let ended = ends
         .into_iter()
-        .filter(|(_, places)| twice(places))
+        .filter(|(id, places)| twice(id, places))
         .map(|(id, ends)| Violation::EndedTwice { id, ends });
     let shared = owners
         .into_iter()
@@ -346,6 +352,8 @@ enum Fact {
     Settled(String),
     /// This activation failed for good.
     Failed(String),
+    /// The scheduler forgot this activation: a copy of it is new again.
+    Forgotten(String),
     /// Work of this action was handed out from the key created at this
     /// revision.
     Served(String, i64),
@@ -384,6 +392,7 @@ fn scheduler_facts(me: &str, records: &[SchedulerRecord], mut report: impl FnMut
             Input::Executed { id } => {
                 finished.insert(id.clone());
             }
+            Input::Forget { id } => report(Fact::Forgotten(id.clone()), step),
             _ => {}
         }
         for effect in &record.effects {

@@ -57,7 +57,7 @@ impl SchedulerProcess {
                     Ok(scheduler) => {
                         let _ = started.send(Ok(scheduler.address().to_owned()));
                         let _ = stopped.await;
-                        scheduler.kill();
+                        scheduler.kill().await;
                     }
                     Err(error) => {
                         let _ = started.send(Err(error));
@@ -115,7 +115,9 @@ impl Ledger {
         move |invocation: Invocation| {
             let runs = Arc::clone(&runs);
             async move {
-                tokio::time::sleep(work).await;
+                if !work.is_zero() {
+                    tokio::time::sleep(work).await;
+                }
                 *runs
                     .lock()
                     .unwrap()

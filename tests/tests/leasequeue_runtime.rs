@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use steadfast::leasequeue::etcd::{Etcd, EtcdOptions};
+use steadfast::leasequeue::network::Network;
+use steadfast::leasequeue::wire::Message;
 use steadfast::leasequeue::{
     Controller, ControllerBuilder, SchedulerBuilder, SubmitError, Variant,
 };
@@ -529,4 +531,76 @@ async fn steadfast_should_end_every_activation_after_etcd_froze_longer_than_the_
         0,
         "none submitted during the freeze hangs: {story:?}"
     );
+}
+
+/// Waits up to `within` for a message that `wanted` picks; `None` if none
+/// came.
+async fn wait_for(
+    messages: &mut tokio::sync::mpsc::UnboundedReceiver<Message>,
+    within: Duration,
+    wanted: impl Fn(&Message) -> bool,
+) -> Option<Message> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, messages.recv()).await {
+            Ok(Some(message)) if wanted(&message) => return Some(message),
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_after_it_run() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let window = Duration::from_secs(2);
+    let builder = run
+        .scheduler_builder(&endpoints, "scheduler")
+        .dedupe_window(window);
+    let scheduler = run.scheduler(builder, Duration::ZERO).await;
+    // A controller of our own, speaking the wire protocol.
+    let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let (network, serving) = Network::bind("127.0.0.1:0", inbox).await.unwrap();
+    tokio::spawn(serving);
+    let me = network.address().to_owned();
+    let activation = Message::Activation {
+        id: "copy".into(),
+        action: "action-0".into(),
+        payload: json!({ "n": 0 }),
+        forwarded: false,
+        from: me.clone(),
+        reply_to: me,
+    };
+    let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "copy");
+    let ack = |m: &Message| matches!(m, Message::Ack { id } if id == "copy");
+    let second = Duration::from_secs(1);
+
+    network.send(scheduler.address(), &activation);
+    let first = wait_for(&mut messages, Duration::from_secs(10), outcome).await;
+    let Some(Message::Outcome { from, .. }) = first else {
+        panic!("the activation ran: {first:?}");
+    };
+    network.send(&from, &Message::OutcomeAck { id: "copy".into() });
+    assert!(wait_for(&mut messages, second, ack).await.is_some());
+    assert_eq!(run.ledger.runs("copy"), 1);
+
+    // A copy within the window: acknowledged, not run.
+    network.send(scheduler.address(), &activation);
+    assert!(wait_for(&mut messages, second, ack).await.is_some());
+    assert!(wait_for(&mut messages, second, outcome).await.is_none());
+    assert_eq!(run.ledger.runs("copy"), 1);
+
+    // A copy after it: a new activation to the scheduler.
+    tokio::time::sleep(window).await;
+    network.send(scheduler.address(), &activation);
+    assert!(wait_for(&mut messages, Duration::from_secs(10), outcome)
+        .await
+        .is_some());
+    assert_eq!(run.ledger.runs("copy"), 2);
+    drop(scheduler);
+    run.replay();
+    let trace = std::fs::read_to_string(run.trace("scheduler")).unwrap();
+    assert!(trace.contains(r#"{"Forget":{"id":"copy"}}"#), "{trace}");
 }

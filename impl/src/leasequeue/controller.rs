@@ -161,7 +161,7 @@ impl ControllerBuilder {
         let mut etcd = Etcd::connect(&self.etcd).await?;
         let rev = etcd.revision().await?;
         let (inbox, messages) = mpsc::unbounded_channel();
-        let network =
+        let (network, serving) =
             Network::bind(&self.listen, inbox)
                 .await
                 .map_err(|source| StartError::Listen {
@@ -196,7 +196,7 @@ impl ControllerBuilder {
             recorder,
             redeliver_every: millis(self.redeliver_every),
         };
-        let task = tokio::spawn(driver.run(rev + 1, inputs, messages, submissions));
+        let task = tokio::spawn(driver.run(serving, rev + 1, inputs, messages, submissions));
         tracing::info!(%address, "controller started");
         Ok(Controller {
             address,
@@ -307,19 +307,24 @@ struct Driver {
 }
 
 impl Driver {
+    /// Runs until the task is aborted, `serving` (the network's listener)
+    /// alongside.
     async fn run(
         mut self,
+        serving: impl Future<Output = ()>,
         from: i64,
         mut inputs: mpsc::UnboundedReceiver<Event>,
         mut messages: mpsc::UnboundedReceiver<Message>,
         mut submissions: mpsc::UnboundedReceiver<Submission>,
     ) {
+        tokio::pin!(serving);
         // The role starts watching from after its first listing.
         self.open_watch(Some(from));
         self.timers.set(Timer::Redeliver, self.redeliver_every);
         self.feed(Input::Wake);
         loop {
             tokio::select! {
+                () = &mut serving => return,
                 Some(event) = inputs.recv() => self.event(event),
                 Some(message) = messages.recv() => self.message(message),
                 Some(submission) = submissions.recv() => {

@@ -9,7 +9,8 @@
 //!   action's queue, and resolves it exactly once.
 //! - [`etcd`]: the etcd adapter, the etcd operations the roles' effects
 //!   name, each under a deadline.
-//! - [`wire`]: the messages between nodes.
+//! - [`wire`]: the messages between nodes, and [`network`]: how they travel
+//!   (JSON lines over TCP).
 //!
 //! Every protocol decision is the roles' (`steadfast_spec::leasequeue`);
 //! the drivers turn real events into the roles' inputs and carry out their
@@ -17,7 +18,7 @@
 
 mod controller;
 pub mod etcd;
-mod network;
+pub mod network;
 mod node;
 mod scheduler;
 pub mod wire;

@@ -1,19 +1,37 @@
 //! The network between nodes: a listener that turns lines into
 //! [`Message`]s, and one outgoing link per peer address.
 //!
+//! The links' tasks end with the network that owns them.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! use steadfast::leasequeue::network::Network;
+//! use steadfast::leasequeue::wire::Message;
+//!
+//! let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
+//! let (network, serving) = Network::bind("127.0.0.1:0", inbox).await?;
+//! tokio::spawn(serving);
+//! network.send(network.address(), &Message::Ack { id: "a-1".into() });
+//! assert_eq!(messages.recv().await, Some(Message::Ack { id: "a-1".into() }));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Sending never blocks and never fails: a line that cannot be written (the
 //! peer is down, the connection broke) is dropped and logged. Delivery
 //! guarantees are the drivers': what must arrive is sent again until
 //! acknowledged.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use super::wire::Message;
 
@@ -24,12 +42,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Network {
     address: String,
     links: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
-    listener: JoinHandle<()>,
 }
 
 impl Network {
-    /// Listens on `listen` (`host:port`; port 0 picks a free one) and hands
-    /// every message that arrives to `inbox`.
+    /// Binds `listen` (`host:port`; port 0 picks a free one). Returns the
+    /// network, and the future that accepts connections and hands every
+    /// message that arrives to `inbox`: the node runs it in its own task,
+    /// so that the port is free again once that task is gone.
     ///
     /// # Errors
     ///
@@ -37,15 +56,14 @@ impl Network {
     pub async fn bind(
         listen: &str,
         inbox: mpsc::UnboundedSender<Message>,
-    ) -> std::io::Result<Self> {
+    ) -> std::io::Result<(Self, impl Future<Output = ()> + Send + 'static)> {
         let listener = TcpListener::bind(listen).await?;
         let address = listener.local_addr()?.to_string();
-        let listener = tokio::spawn(serve(listener, inbox));
-        Ok(Network {
+        let network = Network {
             address,
             links: Mutex::new(HashMap::new()),
-            listener,
-        })
+        };
+        Ok((network, serve(listener, inbox)))
     }
 
     /// The address it listens on: the node's name.
@@ -70,15 +88,8 @@ impl Network {
     }
 }
 
-impl Drop for Network {
-    fn drop(&mut self) {
-        // Stops listening and closes every incoming connection; the links'
-        // tasks end with their senders.
-        self.listener.abort();
-    }
-}
-
-/// Accepts connections and reads lines from each until the node stops.
+/// Accepts connections and reads lines from each; dropped, it stops
+/// listening and closes every incoming connection.
 async fn serve(listener: TcpListener, inbox: mpsc::UnboundedSender<Message>) {
     let mut readers = JoinSet::new();
     loop {

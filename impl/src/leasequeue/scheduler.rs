@@ -29,7 +29,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,6 +41,7 @@ use steadfast_spec::leasequeue::trace::{Header, Named};
 use steadfast_spec::leasequeue::{Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::etcd::{Etcd, EtcdOptions};
 use super::network::Network;
@@ -97,6 +98,7 @@ pub struct SchedulerBuilder {
     idle_after: Duration,
     listen: String,
     redeliver_every: Duration,
+    dedupe_window: Duration,
     trace: Option<PathBuf>,
 }
 
@@ -115,6 +117,7 @@ impl SchedulerBuilder {
             idle_after: Duration::from_secs(60),
             listen: "127.0.0.1:0".into(),
             redeliver_every: Duration::from_secs(1),
+            dedupe_window: Duration::from_secs(600),
             trace: None,
         }
     }
@@ -180,6 +183,17 @@ impl SchedulerBuilder {
         self
     }
 
+    /// How long it remembers an activation it acknowledged, so that a copy
+    /// delivered again is only acknowledged (10 min by default). A copy that
+    /// arrives later than this (a sender whose acknowledgements were lost
+    /// for that long) runs again; a longer window costs memory per
+    /// activation.
+    #[must_use]
+    pub fn dedupe_window(mut self, window: Duration) -> Self {
+        self.dedupe_window = window;
+        self
+    }
+
     /// Records its trace to `path` (JSON lines, for `steadfast replay`).
     #[must_use]
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
@@ -235,7 +249,7 @@ impl SchedulerBuilder {
         let config = self.config()?;
         let etcd = Etcd::connect(&self.etcd).await?;
         let (inbox, messages) = mpsc::unbounded_channel();
-        let network =
+        let (network, serving) =
             Network::bind(&self.listen, inbox)
                 .await
                 .map_err(|source| StartError::Listen {
@@ -269,10 +283,13 @@ impl SchedulerBuilder {
             outcomes: Unacked::new(),
             ttls: HashMap::new(),
             keepalives: 0,
+            acked: VecDeque::new(),
+            last_acked: HashMap::new(),
+            dedupe_window: self.dedupe_window,
             recorder,
             redeliver_every: millis(self.redeliver_every),
         };
-        let task = tokio::spawn(driver.run(inputs, messages));
+        let task = tokio::spawn(driver.run(serving, inputs, messages));
         tracing::info!(%address, "scheduler started");
         Ok(Scheduler { address, task })
     }
@@ -280,7 +297,8 @@ impl SchedulerBuilder {
 
 /// A running scheduler. Dropping it (or [`Scheduler::kill`]) stops it at
 /// once, as a crash would: its lease is left to expire, and what it held
-/// unacknowledged is delivered again by its senders.
+/// unacknowledged is delivered again by its senders (to the scheduler that
+/// starts on its address next).
 pub struct Scheduler {
     address: String,
     task: JoinHandle<()>,
@@ -292,8 +310,13 @@ impl Scheduler {
         &self.address
     }
 
-    /// Stops it at once, as a crash would.
-    pub fn kill(self) {}
+    /// Stops it at once, as a crash would, and returns once its port is
+    /// free: a scheduler may start on its address again.
+    pub async fn kill(mut self) {
+        self.task.abort();
+        // Cancelled, as asked; nothing else can end it.
+        let _ = (&mut self.task).await;
+    }
 }
 
 impl Drop for Scheduler {
@@ -360,20 +383,30 @@ struct Driver<E> {
     /// The keepalive stream answers are taken from: answers sent on an
     /// older one are dropped, as the role asks of a restart.
     keepalives: u64,
+    /// Activations acknowledged, oldest first, and when each was last:
+    /// the role forgets them ([`Input::Forget`]) a dedupe window later.
+    acked: VecDeque<(Instant, String)>,
+    last_acked: HashMap<String, Instant>,
+    dedupe_window: Duration,
     recorder: Option<Recorder>,
     redeliver_every: u64,
 }
 
 impl<E: Executor> Driver<E> {
+    /// Runs until the task is aborted, `serving` (the network's listener)
+    /// alongside, so that the port is free once the task is gone.
     async fn run(
         mut self,
+        serving: impl Future<Output = ()>,
         mut inputs: mpsc::UnboundedReceiver<Event>,
         mut messages: mpsc::UnboundedReceiver<Message>,
     ) {
+        tokio::pin!(serving);
         self.timers.set(Timer::Redeliver, self.redeliver_every);
         self.feed(Input::Wake);
         loop {
             tokio::select! {
+                () = &mut serving => return,
                 Some(event) = inputs.recv() => self.event(event),
                 Some(message) = messages.recv() => self.message(message),
                 () = sleep_until(self.timers.next()) => {
@@ -462,6 +495,7 @@ impl<E: Executor> Driver<E> {
                 self.forwards.resend(&self.network);
                 self.outcomes.resend(&self.network);
                 self.forget_released();
+                self.forget_old_acks();
                 self.timers.set(Timer::Redeliver, self.redeliver_every);
             }
         }
@@ -476,6 +510,24 @@ impl<E: Executor> Driver<E> {
             listed(&role.waiting) || listed(&role.resolving) || role.running.contains(id)
         };
         self.held.retain(|id, _| holds(id));
+    }
+
+    /// Tells the role to forget every activation acknowledged last a whole
+    /// dedupe window ago.
+    fn forget_old_acks(&mut self) {
+        let now = Instant::now();
+        while let Some((at, _)) = self.acked.front() {
+            if now.duration_since(*at) < self.dedupe_window {
+                break;
+            }
+            let Some((at, id)) = self.acked.pop_front() else {
+                break;
+            };
+            if self.last_acked.get(&id) == Some(&at) {
+                self.last_acked.remove(&id);
+                self.feed(Input::Forget { id });
+            }
+        }
     }
 
     /// One step of the role, recorded, and its effects carried out.
@@ -588,6 +640,9 @@ impl<E: Executor> Driver<E> {
                 for sender in self.senders.remove(&id).unwrap_or_default() {
                     self.network.send(&sender, &Message::Ack { id: id.clone() });
                 }
+                let now = Instant::now();
+                self.last_acked.insert(id.clone(), now);
+                self.acked.push_back((now, id));
             }
         }
     }

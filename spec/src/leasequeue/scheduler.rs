@@ -192,6 +192,12 @@ pub enum Input<D: Domain> {
         /// The action.
         action: D::Action,
     },
+    /// Copies of activation `id` are no longer expected: a runtime's window
+    /// of recent ids moved on ([`Scheduler::forget`]). Nothing follows.
+    Forget {
+        /// The activation.
+        id: D::Activation,
+    },
 }
 
 /// What the scheduler asks of the world.
@@ -411,6 +417,7 @@ impl<D: Domain> Scheduler<D> {
                 }
             }
             Input::Idle { action } => self.retire(config, action, &mut out),
+            Input::Forget { id } => self.forget(&id),
         }
         out
     }
@@ -724,15 +731,15 @@ impl<D: Domain> Scheduler<D> {
     ) {
         let rules = config.rules;
         if rules.has(Rule::Deduplicate) {
-            let sent_on = self.forwarded.contains(&id);
-            if self.settled.contains(&id) || (sent_on && !forwarded) {
+            let sent_on = contains_sorted(&self.forwarded, &id);
+            if contains_sorted(&self.settled, &id) || (sent_on && !forwarded) {
                 out.push(Effect::Ack { id });
                 return;
             }
             // Sent back by the peer it was forwarded to: its owner now.
             self.forwarded.retain(|f| *f != id);
             let held = |list: &[(D::Activation, D::Action)]| list.iter().any(|(i, _)| *i == id);
-            if held(&self.waiting) || held(&self.resolving) || self.running.contains(&id) {
+            if held(&self.waiting) || held(&self.resolving) || contains_sorted(&self.running, &id) {
                 return;
             }
         }
@@ -756,7 +763,7 @@ impl<D: Domain> Scheduler<D> {
         };
         self.resolving.remove(at);
         let rules = config.rules;
-        let was_retried = self.retried.contains(&id);
+        let was_retried = contains_sorted(&self.retried, &id);
         self.retried.retain(|r| *r != id);
         if let Some(lease) = self.servable(rules, &action) {
             return self.execute(id, action, lease, out);
@@ -863,6 +870,12 @@ fn extract<A: PartialEq, T>(list: &mut Vec<(T, A)>, action: &A) -> Vec<(T, A)> {
         .partition(|(_, a)| a == action);
     *list = kept;
     taken
+}
+
+/// Whether the sorted `list` holds `item` (the lists a runtime lets grow,
+/// such as the settled activations, are searched in logarithmic time).
+fn contains_sorted<T: Ord>(list: &[T], item: &T) -> bool {
+    list.binary_search(item).is_ok()
 }
 
 /// Adds `item` to the sorted `list` unless it is there already.

@@ -320,7 +320,7 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
         [Effect::Ack { id: 1 }],
         "a copy after it settled is only acknowledged"
     );
-    s.forget(&1);
+    assert_eq!(s.step(&config, 0, Input::Forget { id: 1 }), []);
     assert!(executes(&s.step(&config, 0, activation(1)), 1));
 }
 

@@ -1,0 +1,275 @@
+//! The leasequeue runtime on real etcd (Debian's etcd-server on loopback),
+//! measured two ways:
+//!
+//! - **recovery**: lease TTL at etcd's floor (2 s), etcd frozen with
+//!   SIGSTOP for 5 s, then SIGCONT; the time from etcd's first answer (a
+//!   read polled every 10 ms) until one activation of every action,
+//!   submitted at that moment, has completed (the time from SIGCONT is
+//!   printed beside it). Repeated over OUTAGES outages: min, median, max.
+//! - **throughput**: one controller and two schedulers with warm endpoint
+//!   caches, ACTIVATIONS activations of 4 actions with 64 in flight:
+//!   activations per second and p50/p99 latency; beside a baseline of the
+//!   same transport (JSON lines over loopback TCP, the runtime's own
+//!   `network`) with a static route and no etcd: a sender that sends each
+//!   activation to one receiver, which answers with its outcome and an
+//!   acknowledgement at once.
+//!
+//! Run: `cargo bench -p steadfast-tests --bench leasequeue [-- OUTAGES [ACTIVATIONS]]`
+//! (10 and 5000 by default).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use futures::stream::{self, StreamExt};
+use serde_json::json;
+use steadfast::leasequeue::etcd::EtcdOptions;
+use steadfast::leasequeue::network::Network;
+use steadfast::leasequeue::wire::{Message, Outcome};
+use steadfast::leasequeue::{Controller, ControllerBuilder, SchedulerBuilder};
+use steadfast_tests::etcd_server::EtcdServer;
+use steadfast_tests::leasequeue_nodes::{Ledger, SchedulerProcess};
+use tokio::sync::{mpsc, oneshot};
+
+const ACTIONS: usize = 4;
+const IN_FLIGHT: usize = 64;
+const TTL: Duration = Duration::from_secs(2);
+const OUTAGE: Duration = Duration::from_secs(5);
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let number = |at: usize, default: usize| {
+        args.get(at).map_or(default, |a| {
+            a.parse()
+                .unwrap_or_else(|_| panic!("{a:?} is not a count: OUTAGES [ACTIVATIONS]"))
+        })
+    };
+    let (outages, activations) = (number(0, 10), number(1, 5000));
+
+    let etcd = EtcdServer::start()
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    let ledger = Ledger::default();
+    let options =
+        EtcdOptions::new([etcd.endpoint()]).with_request_timeout(Duration::from_millis(500));
+    let builder = || SchedulerBuilder::new(options.clone()).ttl(TTL);
+    let s1 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let s2 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let controller = ControllerBuilder::new(options.clone())
+        .schedulers([s1.address(), s2.address()])
+        .wake_every(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    round(&controller).await;
+
+    println!("throughput: {activations} activations of {ACTIONS} actions, {IN_FLIGHT} in flight");
+    let sender = start_baseline().await;
+    let baseline = throughput(activations, |n| {
+        let sender = Arc::clone(&sender);
+        async move { sender.submit(n).await }
+    })
+    .await;
+    report("static route, no etcd", &baseline);
+    let runtime = throughput(activations, |n| {
+        let submission = controller.submit(format!("action-{}", n % ACTIONS), json!({ "n": n }));
+        async move { submission.await.is_ok() }
+    })
+    .await;
+    report("steadfast on etcd", &runtime);
+    println!(
+        "  ratio: {:.0}% of the baseline's activations per second",
+        100.0 * runtime.per_second / baseline.per_second
+    );
+
+    println!("recovery: TTL {TTL:?}, etcd frozen for {OUTAGE:?}, {outages} outages");
+    let mut client = etcd.client().await.unwrap();
+    let mut recoveries = Vec::new();
+    for outage in 0..outages {
+        etcd.pause().unwrap();
+        tokio::time::sleep(OUTAGE).await;
+        etcd.resume().unwrap();
+        let thawed = Instant::now();
+        loop {
+            let probe = client.get("steadfast/probe", None);
+            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(100), probe).await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let answered = Instant::now();
+        round(&controller).await;
+        let recovery = answered.elapsed();
+        println!(
+            "  outage {}: {} ms after etcd's first answer ({} ms after SIGCONT)",
+            outage + 1,
+            recovery.as_millis(),
+            thawed.elapsed().as_millis()
+        );
+        recoveries.push(recovery);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    recoveries.sort();
+    if let (Some(min), Some(max)) = (recoveries.first(), recoveries.last()) {
+        println!(
+            "  after etcd's first answer: min {} ms, median {} ms, max {} ms",
+            min.as_millis(),
+            recoveries[recoveries.len() / 2].as_millis(),
+            max.as_millis()
+        );
+    }
+    drop((controller, s1, s2));
+}
+
+/// One activation of every action, submitted together; panics unless each
+/// is executed within 30 s.
+async fn round(controller: &Controller) {
+    let submissions = (0..ACTIONS).map(|a| controller.submit(format!("action-{a}"), json!({})));
+    let results = tokio::time::timeout(Duration::from_secs(30), join_all(submissions))
+        .await
+        .expect("a round ends within 30 s");
+    for result in results {
+        result.expect("every activation of a round is executed");
+    }
+}
+
+/// What a throughput run measured.
+struct Throughput {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Runs `count` activations, `IN_FLIGHT` at a time, through `submit`
+/// (which says whether the activation was executed).
+async fn throughput<F, Fut>(count: usize, submit: F) -> Throughput
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    let mut latencies: Vec<Duration> = stream::iter(0..count)
+        .map(|n| {
+            let submission = submit(n);
+            async move {
+                let at = Instant::now();
+                assert!(submission.await, "activation {n} was executed");
+                at.elapsed()
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Throughput {
+        per_second: count as f64 / elapsed.as_secs_f64(),
+        p50: at(0.5),
+        p99: at(0.99),
+    }
+}
+
+fn report(name: &str, run: &Throughput) {
+    println!(
+        "  {name}: {:.0} activations/s, p50 {:.2} ms, p99 {:.2} ms",
+        run.per_second,
+        run.p50.as_secs_f64() * 1000.0,
+        run.p99.as_secs_f64() * 1000.0
+    );
+}
+
+/// Sends each activation to the one receiver and waits for its outcome.
+struct StaticSender {
+    network: Network,
+    to: String,
+    waiting: Mutex<HashMap<String, oneshot::Sender<()>>>,
+}
+
+impl StaticSender {
+    async fn submit(&self, n: usize) -> bool {
+        let id = format!("baseline-{n}");
+        let (done, outcome) = oneshot::channel();
+        self.waiting.lock().unwrap().insert(id.clone(), done);
+        let message = Message::Activation {
+            id,
+            action: format!("action-{}", n % ACTIONS),
+            payload: json!({ "n": n }),
+            forwarded: false,
+            from: self.network.address().to_owned(),
+            reply_to: self.network.address().to_owned(),
+        };
+        self.network.send(&self.to, &message);
+        outcome.await.is_ok()
+    }
+}
+
+/// The baseline: starts its receiver (in a runtime of its own, as the
+/// schedulers are) and its sender, which acknowledges each outcome as a
+/// controller does.
+async fn start_baseline() -> Arc<StaticSender> {
+    let (addressed, address) = oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (inbox, mut messages) = mpsc::unbounded_channel();
+            let (network, serving) = Network::bind("127.0.0.1:0", inbox).await.unwrap();
+            tokio::spawn(serving);
+            let _ = addressed.send(network.address().to_owned());
+            while let Some(message) = messages.recv().await {
+                if let Message::Activation {
+                    id,
+                    payload,
+                    from,
+                    reply_to,
+                    ..
+                } = message
+                {
+                    let outcome = Message::Outcome {
+                        id: id.clone(),
+                        outcome: Outcome::Executed { result: payload },
+                        from: network.address().to_owned(),
+                    };
+                    network.send(&reply_to, &outcome);
+                    network.send(&from, &Message::Ack { id });
+                }
+            }
+        });
+    });
+    let to = address.await.unwrap();
+    let (inbox, mut messages) = mpsc::unbounded_channel();
+    let (network, serving) = Network::bind("127.0.0.1:0", inbox).await.unwrap();
+    tokio::spawn(serving);
+    let sender = Arc::new(StaticSender {
+        network,
+        to,
+        waiting: Mutex::new(HashMap::new()),
+    });
+    let receiving = Arc::clone(&sender);
+    tokio::spawn(async move {
+        while let Some(message) = messages.recv().await {
+            if let Message::Outcome { id, from, .. } = message {
+                receiving
+                    .network
+                    .send(&from, &Message::OutcomeAck { id: id.clone() });
+                if let Some(done) = receiving.waiting.lock().unwrap().remove(&id) {
+                    let _ = done.send(());
+                }
+            }
+        }
+    });
+    sender
+}
