@@ -94,7 +94,9 @@ async fn main() {
     println!("recovery: TTL {TTL:?}, etcd frozen for {OUTAGE:?}, {outages} outages");
     let mut client = etcd.client().await.unwrap();
     let mut recoveries = Vec::new();
+    let mut replaced = 0;
     for outage in 0..outages {
+        let before = leases(&mut client).await;
         etcd.pause().unwrap();
         tokio::time::sleep(OUTAGE).await;
         etcd.resume().unwrap();
@@ -109,8 +111,12 @@ async fn main() {
         let answered = Instant::now();
         round(&controller).await;
         let recovery = answered.elapsed();
+        let after = leases(&mut client).await;
+        let lost = before.iter().all(|lease| !after.contains(lease));
+        replaced += usize::from(lost);
         println!(
-            "  outage {}: {} ms after etcd's first answer ({} ms after SIGCONT)",
+            "  outage {}: {} ms after etcd's first answer ({} ms after SIGCONT); leases \
+             {before:?} -> {after:?}",
             outage + 1,
             recovery.as_millis(),
             thawed.elapsed().as_millis()
@@ -118,6 +124,7 @@ async fn main() {
         recoveries.push(recovery);
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+    println!("  every lease expired and was replaced in {replaced} of {outages} outages");
     recoveries.sort();
     if let (Some(min), Some(max)) = (recoveries.first(), recoveries.last()) {
         println!(
@@ -128,6 +135,14 @@ async fn main() {
         );
     }
     drop((controller, s1, s2));
+}
+
+/// The leases etcd holds, sorted.
+async fn leases(client: &mut etcd_client::Client) -> Vec<i64> {
+    let listed = client.leases().await.expect("etcd lists its leases");
+    let mut ids: Vec<i64> = listed.leases().iter().map(|l| l.id()).collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// One activation of every action, submitted together; panics unless each
