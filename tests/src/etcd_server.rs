@@ -69,28 +69,135 @@ fn free_port() -> Result<u16, EtcdError> {
         })
 }
 
+/// TLS on the client port: a certificate for 127.0.0.1 signed by a CA of
+/// the test's own, made with the `openssl` command.
+#[derive(Clone, Debug)]
+struct ServerTls {
+    /// The CA's certificate, PEM: what clients trust.
+    ca_pem: Vec<u8>,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl ServerTls {
+    /// Makes a CA and a server certificate for 127.0.0.1 in `dir`.
+    fn make(dir: &Path) -> Result<Self, EtcdError> {
+        let run = |args: &[&str]| -> Result<(), EtcdError> {
+            let output = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .map_err(|source| match source.kind() {
+                    std::io::ErrorKind::NotFound => EtcdError::Process {
+                        what: "make TLS certificates (install Debian's openssl) for",
+                        source,
+                    },
+                    _ => EtcdError::Process {
+                        what: "make TLS certificates for",
+                        source,
+                    },
+                })?;
+            if output.status.success() {
+                return Ok(());
+            }
+            Err(EtcdError::Process {
+                what: "make TLS certificates for",
+                source: std::io::Error::other(format!(
+                    "openssl {} failed: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&output.stderr)
+                )),
+            })
+        };
+        let ext = dir.join("server.ext");
+        std::fs::write(&ext, "subjectAltName=IP:127.0.0.1\n").map_err(|source| {
+            EtcdError::Process {
+                what: "make TLS certificates for",
+                source,
+            }
+        })?;
+        let days = ["-days", "2"];
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=steadfast-test-ca",
+            days[0],
+            days[1],
+        ])?;
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])?;
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-extfile",
+            "server.ext",
+            days[0],
+            days[1],
+        ])?;
+        let ca_pem = std::fs::read(dir.join("ca.crt")).map_err(|source| EtcdError::Process {
+            what: "read the TLS CA of",
+            source,
+        })?;
+        Ok(ServerTls {
+            ca_pem,
+            cert: dir.join("server.crt"),
+            key: dir.join("server.key"),
+        })
+    }
+}
+
 /// One etcd member: its ports, its data and its process.
 struct Member {
     name: String,
     client_port: u16,
     peer_port: u16,
     data: PathBuf,
+    tls: Option<ServerTls>,
     child: Option<Child>,
 }
 
 impl Member {
-    fn new(name: String, root: &Path) -> Result<Self, EtcdError> {
+    fn new(name: String, root: &Path, tls: Option<ServerTls>) -> Result<Self, EtcdError> {
         Ok(Member {
             data: root.join(&name),
             name,
             client_port: free_port()?,
             peer_port: free_port()?,
+            tls,
             child: None,
         })
     }
 
     fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     fn peer_url(&self) -> String {
@@ -115,7 +222,12 @@ impl Member {
             what: "open the log of",
             source,
         })?;
-        let child = Command::new("etcd")
+        let mut command = Command::new("etcd");
+        if let Some(tls) = &self.tls {
+            command.arg("--cert-file").arg(&tls.cert);
+            command.arg("--key-file").arg(&tls.key);
+        }
+        let child = command
             .arg("--name")
             .arg(&self.name)
             .arg("--data-dir")
@@ -172,7 +284,8 @@ impl Member {
     async fn ready(&self) -> Result<(), EtcdError> {
         let deadline = Instant::now() + STARTUP;
         while Instant::now() < deadline {
-            if let Ok(mut client) = connect(&[self.endpoint()]).await {
+            let ca = self.tls.as_ref().map(|tls| tls.ca_pem.as_slice());
+            if let Ok(mut client) = connect_with(&[self.endpoint()], ca).await {
                 if client.status().await.is_ok() {
                     return Ok(());
                 }
@@ -194,9 +307,18 @@ impl Member {
 ///
 /// If no endpoint can be reached.
 pub async fn connect(endpoints: &[String]) -> Result<Client, EtcdError> {
-    let options = ConnectOptions::new()
+    connect_with(endpoints, None).await
+}
+
+/// A client of `endpoints`, trusting the CA `ca_pem` when given.
+async fn connect_with(endpoints: &[String], ca_pem: Option<&[u8]>) -> Result<Client, EtcdError> {
+    let mut options = ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(2))
         .with_timeout(Duration::from_secs(2));
+    if let Some(ca_pem) = ca_pem {
+        let ca = etcd_client::Certificate::from_pem(ca_pem);
+        options = options.with_tls(etcd_client::TlsOptions::new().ca_certificate(ca));
+    }
     Ok(Client::connect(endpoints, Some(options)).await?)
 }
 
@@ -217,12 +339,18 @@ impl EtcdCluster {
     /// [`EtcdError::NotInstalled`] without Debian's etcd-server; otherwise
     /// if a member does not come up.
     pub async fn start(size: usize) -> Result<Self, EtcdError> {
+        Self::start_with(size, false).await
+    }
+
+    /// Starts `size` members, with TLS on their client ports when `tls`.
+    async fn start_with(size: usize, tls: bool) -> Result<Self, EtcdError> {
         let root = tempfile::tempdir().map_err(|source| EtcdError::Process {
             what: "make a data directory for",
             source,
         })?;
+        let tls = tls.then(|| ServerTls::make(root.path())).transpose()?;
         let members = (0..size.max(1))
-            .map(|i| Member::new(format!("member{i}"), root.path()))
+            .map(|i| Member::new(format!("member{i}"), root.path(), tls.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         let cluster = members
             .iter()
@@ -254,7 +382,16 @@ impl EtcdCluster {
     ///
     /// If none answers.
     pub async fn client(&self) -> Result<Client, EtcdError> {
-        connect(&self.endpoints()).await
+        connect_with(&self.endpoints(), self.ca_pem()).await
+    }
+
+    /// The PEM certificate of the CA that signed the members' certificates,
+    /// when they serve TLS.
+    pub fn ca_pem(&self) -> Option<&[u8]> {
+        self.members[0]
+            .tls
+            .as_ref()
+            .map(|tls| tls.ca_pem.as_slice())
     }
 
     /// The index of the member that is leader now, if one is.
@@ -266,7 +403,7 @@ impl EtcdCluster {
             if member.child.is_none() {
                 continue;
             }
-            let Ok(mut client) = connect(&[member.endpoint()]).await else {
+            let Ok(mut client) = connect_with(&[member.endpoint()], self.ca_pem()).await else {
                 continue;
             };
             if let Ok(status) = client.status().await {
@@ -339,6 +476,22 @@ impl EtcdServer {
     /// if it does not come up.
     pub async fn start() -> Result<Self, EtcdError> {
         EtcdCluster::start(1).await.map(EtcdServer)
+    }
+
+    /// Starts etcd serving TLS on its client port (`https://`), with a
+    /// certificate for 127.0.0.1 from a CA of its own ([`EtcdServer::ca_pem`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`EtcdServer::start`], and if the `openssl` command cannot make
+    /// the certificates.
+    pub async fn start_tls() -> Result<Self, EtcdError> {
+        EtcdCluster::start_with(1, true).await.map(EtcdServer)
+    }
+
+    /// The PEM certificate of the CA clients trust, when it serves TLS.
+    pub fn ca_pem(&self) -> Option<&[u8]> {
+        self.0.ca_pem()
     }
 
     /// Its client URL, `http://127.0.0.1:<port>`.

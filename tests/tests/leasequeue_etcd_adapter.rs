@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdError, EtcdOptions, Holder, Listing, Watched};
+use steadfast::leasequeue::etcd::{
+    Claim, Etcd, EtcdError, EtcdOptions, EtcdTls, Holder, Listing, Watched,
+};
 use steadfast_tests::etcd_server::EtcdServer;
 
 async fn adapter(etcd: &EtcdServer) -> Etcd {
@@ -208,4 +210,60 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
         error.to_string().contains("steadfast/queue/hello/leader"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_a_user_should_be_honoured() {
+    let server = EtcdServer::start_tls().await.unwrap();
+    let endpoint = server.endpoint();
+    assert!(endpoint.starts_with("https://"), "{endpoint}");
+    let ca = server.ca_pem().unwrap().to_vec();
+    let tls = || EtcdOptions::new([endpoint.clone()]).with_tls(EtcdTls::new(ca.clone()));
+
+    let mut etcd = Etcd::connect(&tls())
+        .await
+        .expect("TLS with the CA connects");
+    let lease = etcd.grant(60).await.unwrap().id;
+    assert!(matches!(
+        etcd.claim("hello", "scheduler-a", lease).await.unwrap(),
+        Claim::Created { .. }
+    ));
+
+    // Authentication on: only the user with its password gets in.
+    let mut admin = server.client().await.unwrap();
+    admin.user_add("root", "root-secret", None).await.unwrap();
+    let _ = admin.role_add("root").await;
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.auth_enable().await.unwrap();
+    let mut etcd = Etcd::connect(&tls().with_user("root", "root-secret"))
+        .await
+        .expect("the user connects");
+    assert!(etcd.lookup("hello").await.unwrap().is_some());
+    let wrong = Etcd::connect(&tls().with_user("root", "wrong")).await;
+    assert!(
+        matches!(wrong, Err(EtcdError::Connect { .. })),
+        "a wrong password is refused at connect"
+    );
+}
+
+#[tokio::test]
+async fn options_that_cannot_work_should_say_what_to_fix() {
+    let cases = [
+        (EtcdOptions::new(Vec::<String>::new()), "no endpoint"),
+        (EtcdOptions::new(["127.0.0.1:2379"]), "is not a URL"),
+        (EtcdOptions::new(["https://127.0.0.1:2379"]), "with_tls"),
+        (
+            EtcdOptions::new(["http://127.0.0.1:2379"]).with_tls(EtcdTls::new(Vec::new())),
+            "write https://",
+        ),
+    ];
+    for (options, says) in cases {
+        match Etcd::connect(&options).await {
+            Err(error @ EtcdError::Options(_)) => {
+                assert!(error.to_string().contains(says), "{error}")
+            }
+            Err(error) => panic!("{options:?}: {error}"),
+            Ok(_) => panic!("{options:?} connected"),
+        }
+    }
 }

@@ -107,6 +107,20 @@ impl Run {
         );
     }
 
+    /// Waits (up to 10 s) until node `name` has taken a step with input
+    /// `input`, as its trace shows.
+    async fn wait_for_step(&self, name: &str, input: &str) {
+        let wanted = format!(r#""input":{{"{input}""#);
+        for _ in 0..100 {
+            let trace = std::fs::read_to_string(self.trace(name)).unwrap_or_default();
+            if trace.contains(&wanted) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{name} took no {input} step within 10 s");
+    }
+
     /// Replays every trace of the run, which must agree with the spec and
     /// hold the cross-role properties; returns what replayed.
     fn replay(&self) -> Vec<(PathBuf, usize)> {
@@ -377,8 +391,9 @@ async fn requests_applied_with_their_replies_lost_should_be_retried_safely() {
         .await;
     let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
 
-    // Scheduler 1's claims, keepalives and grants reach etcd; for a while
-    // the answers do not.
+    // Once scheduler 1 holds a lease, its claims and keepalives reach etcd
+    // and for a while their answers do not.
+    run.wait_for_step("scheduler-1", "KeptAlive").await;
     proxy.set(Mode::DropReplies);
     let results = tokio::spawn({
         let submissions: Vec<_> = (0..12)

@@ -32,10 +32,24 @@ use steadfast_spec::leasequeue::scheduler::{ClaimResult, Endpoint};
 use steadfast_spec::leasequeue::trace::Named;
 
 /// Where etcd is and how to talk to it.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::leasequeue::etcd::{EtcdOptions, EtcdTls};
+///
+/// # let ca_pem = Vec::new();
+/// let options = EtcdOptions::new(["https://10.0.0.1:2379", "https://10.0.0.2:2379"])
+///     .with_tls(EtcdTls::new(ca_pem))
+///     .with_user("scheduler", "secret")
+///     .with_request_timeout(Duration::from_secs(1));
+/// ```
 #[derive(Clone, Debug)]
 pub struct EtcdOptions {
-    /// Client URLs of the members (`http://host:port`).
+    /// Client URLs of the members (`http://host:port`, or `https://` with
+    /// [`EtcdOptions::tls`]).
     pub endpoints: Vec<String>,
+    /// TLS, for `https://` endpoints.
+    pub tls: Option<EtcdTls>,
     /// User name and password, when etcd has authentication on.
     pub user: Option<(String, String)>,
     /// The deadline of every call. 2 s by default.
@@ -51,11 +65,51 @@ impl EtcdOptions {
     pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
         EtcdOptions {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
+            tls: None,
             user: None,
             request_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(2),
             prefix: "steadfast/".into(),
         }
+    }
+
+    /// With TLS (every endpoint `https://`).
+    #[must_use]
+    pub fn with_tls(mut self, tls: EtcdTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Why these options cannot work, if they cannot.
+    fn validate(&self) -> Result<(), EtcdError> {
+        if self.endpoints.is_empty() {
+            return Err(EtcdError::Options(
+                "no endpoint: give the members' client URLs, e.g. http://127.0.0.1:2379".into(),
+            ));
+        }
+        for endpoint in &self.endpoints {
+            let (https, http) = (
+                endpoint.starts_with("https://"),
+                endpoint.starts_with("http://"),
+            );
+            if !https && !http {
+                return Err(EtcdError::Options(format!(
+                    "endpoint {endpoint:?} is not a URL: write http://host:port (or https://)"
+                )));
+            }
+            if https && self.tls.is_none() {
+                return Err(EtcdError::Options(format!(
+                    "endpoint {endpoint} is https: give the CA that signed etcd's certificate \
+                     with .with_tls(EtcdTls::new(ca_pem))"
+                )));
+            }
+            if http && self.tls.is_some() {
+                return Err(EtcdError::Options(format!(
+                    "TLS is set but endpoint {endpoint} is plain http: write https://"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// With authentication.
@@ -80,10 +134,79 @@ impl EtcdOptions {
     }
 }
 
-/// A failed etcd call. Every variant is retryable except `Corrupt`, which
-/// names a key whose value this runtime did not write.
+/// TLS to etcd: the CA that signed the members' certificates, and the
+/// client's own certificate when etcd asks for one (`--client-cert-auth`).
+#[derive(Clone)]
+pub struct EtcdTls {
+    ca_pem: Vec<u8>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    domain: Option<String>,
+}
+
+impl EtcdTls {
+    /// Trusting the CA whose certificate `ca_pem` holds (PEM).
+    pub fn new(ca_pem: impl Into<Vec<u8>>) -> Self {
+        EtcdTls {
+            ca_pem: ca_pem.into(),
+            identity: None,
+            domain: None,
+        }
+    }
+
+    /// Presenting this client certificate and key (PEM).
+    #[must_use]
+    pub fn with_identity(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.identity = Some((cert_pem.into(), key_pem.into()));
+        self
+    }
+
+    /// Checking the members' certificates for this name rather than the
+    /// endpoints' host.
+    #[must_use]
+    pub fn with_domain_name(mut self, domain: impl Into<String>) -> Self {
+        self.domain = Some(domain.into());
+        self
+    }
+
+    fn options(&self) -> etcd_client::TlsOptions {
+        let mut tls = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(&self.ca_pem));
+        if let Some((cert, key)) = &self.identity {
+            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        if let Some(domain) = &self.domain {
+            tls = tls.domain_name(domain.clone());
+        }
+        tls
+    }
+}
+
+impl std::fmt::Debug for EtcdTls {
+    /// Never prints the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdTls")
+            .field("ca_pem", &format_args!("{} bytes", self.ca_pem.len()))
+            .field(
+                "identity",
+                &self.identity.as_ref().map(|_| "<certificate and key>"),
+            )
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
+/// A failed etcd call. Every variant is retryable except `Options`, which
+/// names a setting to fix, and `Corrupt`, which names a key whose value this
+/// runtime did not write.
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdError {
+    /// The options cannot work; the message says why and what to do.
+    #[error("invalid etcd options: {0}")]
+    Options(String),
     /// No member could be reached.
     #[error("failed to connect to etcd at {endpoints:?}: {source}")]
     Connect {
@@ -187,12 +310,16 @@ impl Etcd {
     ///
     /// [`EtcdError::Connect`] if none can be reached in time.
     pub async fn connect(options: &EtcdOptions) -> Result<Self, EtcdError> {
+        options.validate()?;
         // etcd drops a client that pings more often than its
         // `--grpc-keepalive-min-time` (5 s by default): ping every 10 s.
         let mut connect = ConnectOptions::new()
             .with_connect_timeout(options.connect_timeout)
             .with_timeout(options.request_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+        if let Some(tls) = &options.tls {
+            connect = connect.with_tls(tls.options());
+        }
         if let Some((name, password)) = &options.user {
             connect = connect.with_user(name.clone(), password.clone());
         }
