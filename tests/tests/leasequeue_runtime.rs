@@ -73,6 +73,22 @@ impl Run {
             .expect("the scheduler starts")
     }
 
+    /// Schedulers `scheduler-1` and `scheduler-2`, set up by `tune`, whose
+    /// activations take `work`.
+    async fn two_schedulers(
+        &self,
+        endpoints: &[String],
+        work: Duration,
+        tune: impl Fn(SchedulerBuilder) -> SchedulerBuilder,
+    ) -> [SchedulerProcess; 2] {
+        let one = tune(self.scheduler_builder(endpoints, "scheduler-1"));
+        let two = tune(self.scheduler_builder(endpoints, "scheduler-2"));
+        [
+            self.scheduler(one, work).await,
+            self.scheduler(two, work).await,
+        ]
+    }
+
     async fn controller(
         &self,
         endpoints: &[String],
@@ -148,6 +164,32 @@ impl Drop for Run {
     }
 }
 
+/// One activation of each of `actions` actions, all executed: the queues
+/// exist and the controller routes to them.
+async fn warm(controller: &Controller, actions: usize) {
+    let warm = submit(
+        &[controller],
+        actions,
+        actions,
+        Duration::ZERO,
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+}
+
+/// Submits activations `0..count` of `action-n` (payload `{"n": n}`) at
+/// once, in a task: the handle returns how each ended.
+fn submit_in_background(
+    controller: &Controller,
+    count: usize,
+) -> tokio::task::JoinHandle<Vec<Result<Value, SubmitError>>> {
+    let submissions: Vec<_> = (0..count)
+        .map(|n| controller.submit(format!("action-{n}"), json!({ "n": n })))
+        .collect();
+    tokio::spawn(join_all(submissions))
+}
+
 /// Submits activations `0..count` (payload `{"n": n}`) of `action-(n %
 /// actions)`, through the controllers in turn, every `pace`; returns how
 /// each ended, waiting at most `within` in all.
@@ -175,12 +217,7 @@ async fn every_activation_should_run_once_across_two_schedulers_and_two_controll
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(20);
-    let s1 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
-        .await;
-    let s2 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
-        .await;
+    let [s1, s2] = run.two_schedulers(&endpoints, work, |b| b).await;
     let c1 = run
         .controller(&endpoints, &[&s1, &s2], "controller-1")
         .await;
@@ -208,24 +245,13 @@ async fn activations_should_wait_out_etcd_killed_and_restarted() {
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(20);
-    let s1 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
-        .await;
-    let s2 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
-        .await;
+    let [s1, s2] = run.two_schedulers(&endpoints, work, |b| b).await;
     let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
-    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
-    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+    warm(&c, 4).await;
 
     etcd.kill();
     // Activations of actions routed already, and of actions never seen.
-    let during = tokio::spawn({
-        let submissions: Vec<_> = (0..8)
-            .map(|n| c.submit(format!("action-{n}"), json!({ "n": n })))
-            .collect();
-        join_all(submissions)
-    });
+    let during = submit_in_background(&c, 8);
     tokio::time::sleep(Duration::from_secs(3)).await;
     etcd.restart().await.unwrap();
     let during = tokio::time::timeout(Duration::from_secs(30), during)
@@ -245,15 +271,9 @@ async fn activations_should_survive_the_etcd_leader_killed_in_a_three_member_clu
     let endpoints = etcd.endpoints();
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(20);
-    let s1 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
-        .await;
-    let s2 = run
-        .scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
-        .await;
+    let [s1, s2] = run.two_schedulers(&endpoints, work, |b| b).await;
     let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
-    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
-    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+    warm(&c, 4).await;
 
     let leader = etcd.leader().await.expect("the cluster has a leader");
     etcd.kill(leader);
@@ -278,17 +298,11 @@ async fn a_scheduler_killed_mid_activation_should_lose_no_activation() {
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(800);
-    let mut schedulers = vec![
-        run.scheduler(run.scheduler_builder(&endpoints, "scheduler-1"), work)
-            .await,
-        run.scheduler(run.scheduler_builder(&endpoints, "scheduler-2"), work)
-            .await,
-    ];
+    let mut schedulers = Vec::from(run.two_schedulers(&endpoints, work, |b| b).await);
     let c = run
         .controller(&endpoints, &[&schedulers[0], &schedulers[1]], "controller")
         .await;
-    let warm = submit(&[&c], 1, 1, Duration::ZERO, Duration::from_secs(10)).await;
-    assert!(warm[0].is_ok(), "{warm:?}");
+    warm(&c, 1).await;
 
     // Activations of the action run on its owner; it dies mid-way.
     let submissions: Vec<_> = (0..6)
@@ -334,13 +348,12 @@ async fn a_controller_whose_watch_fell_behind_a_compaction_should_relist() {
     let run = Run::new(Variant::Steadfast);
     let work = Duration::ZERO;
     let idle = Duration::from_secs(1);
-    let builder = |name| run.scheduler_builder(&endpoints, name).idle_after(idle);
-    let s1 = run.scheduler(builder("scheduler-1"), work).await;
-    let s2 = run.scheduler(builder("scheduler-2"), work).await;
+    let [s1, s2] = run
+        .two_schedulers(&endpoints, work, |b| b.idle_after(idle))
+        .await;
     let (proxy, url) = proxy_for(&etcd.endpoint()).await;
     let c = run.controller(&[url], &[&s1, &s2], "controller").await;
-    let warm = submit(&[&c], 4, 4, Duration::ZERO, Duration::from_secs(10)).await;
-    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+    warm(&c, 4).await;
 
     // Cut off, the controller misses the queues retiring; the revisions
     // it missed are compacted away.
@@ -395,12 +408,7 @@ async fn requests_applied_with_their_replies_lost_should_be_retried_safely() {
     // and for a while their answers do not.
     run.wait_for_step("scheduler-1", "KeptAlive").await;
     proxy.set(Mode::DropReplies);
-    let results = tokio::spawn({
-        let submissions: Vec<_> = (0..12)
-            .map(|n| c.submit(format!("action-{}", n % 6), json!({ "n": n })))
-            .collect();
-        join_all(submissions)
-    });
+    let results = submit_in_background(&c, 12);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     proxy.set(Mode::Forward);
     let results = tokio::time::timeout(Duration::from_secs(30), results)
@@ -466,11 +474,9 @@ async fn story_5286(variant: Variant) -> Story {
     let endpoints = [etcd.endpoint()];
     let run = Run::new(variant);
     let idle = Duration::from_secs(3);
-    let builder = |name| run.scheduler_builder(&endpoints, name).idle_after(idle);
-    let schedulers = [
-        run.scheduler(builder("scheduler-1"), Duration::ZERO).await,
-        run.scheduler(builder("scheduler-2"), Duration::ZERO).await,
-    ];
+    let schedulers = run
+        .two_schedulers(&endpoints, Duration::ZERO, |b| b.idle_after(idle))
+        .await;
     let (proxy, url) = proxy_for(&etcd.endpoint()).await;
     let controller = run
         .controller(&[url], &[&schedulers[0], &schedulers[1]], "controller")

@@ -1,21 +1,6 @@
 //! The controller's driver: it runs the spec's
 //! [`controller::Controller`](steadfast_spec::leasequeue::controller::Controller)
 //! against etcd and the network, and resolves each submission exactly once.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use steadfast::leasequeue::etcd::EtcdOptions;
-//! use steadfast::leasequeue::ControllerBuilder;
-//!
-//! let controller = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
-//!     .schedulers(["127.0.0.1:7001", "127.0.0.1:7002"])
-//!     .start()
-//!     .await?;
-//! let result = controller.submit("hello", serde_json::json!({"name": "world"})).await?;
-//! println!("hello returned {result}");
-//! # Ok(())
-//! # }
-//! ```
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -31,11 +16,25 @@ use tokio::task::JoinHandle;
 
 use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
 use super::network::Network;
-use super::node::{sleep_until, Recorder, Timers, Unacked};
+use super::node::{self, sleep_until, Recorder, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
 
 /// Why a submission did not return a result.
+///
+/// ```no_run
+/// # async fn demo(controller: steadfast::leasequeue::Controller) {
+/// use steadfast::leasequeue::{FailReason, SubmitError};
+///
+/// match controller.submit("greet", serde_json::json!({})).await {
+///     Ok(result) => println!("greet returned {result}"),
+///     Err(SubmitError::Failed { reason: FailReason::NoQueueEndpoint, .. }) => {
+///         println!("no queue for greet: submit again later")
+///     }
+///     Err(error) => println!("{error}"),
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SubmitError {
     /// The activation failed for good, for the spec's named reason.
@@ -56,6 +55,21 @@ pub enum SubmitError {
 }
 
 /// Sets a controller up; [`ControllerBuilder::start`] runs it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use steadfast::leasequeue::etcd::EtcdOptions;
+/// use steadfast::leasequeue::ControllerBuilder;
+///
+/// let controller = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
+///     .schedulers(["127.0.0.1:7001", "127.0.0.1:7002"])
+///     .start()
+///     .await?;
+/// let result = controller.submit("hello", serde_json::json!({"name": "world"})).await?;
+/// println!("hello returned {result}");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ControllerBuilder {
     etcd: EtcdOptions,
@@ -160,43 +174,39 @@ impl ControllerBuilder {
         };
         let mut etcd = Etcd::connect(&self.etcd).await?;
         let rev = etcd.revision().await?;
-        let (inbox, messages) = mpsc::unbounded_channel();
-        let (network, serving) =
-            Network::bind(&self.listen, inbox)
-                .await
-                .map_err(|source| StartError::Listen {
-                    address: self.listen.clone(),
-                    source,
-                })?;
-        let address = network.address().to_owned();
-        let recorder = match &self.trace {
-            Some(path) => Some(Recorder::create(
-                path,
-                &Header::Controller {
-                    schedulers: self.schedulers.clone(),
-                    rev,
-                    config: config.clone(),
-                },
-            )?),
-            None => None,
-        };
+        let schedulers = self.schedulers.clone();
+        let opened = node::open(&self.listen, self.trace.as_deref(), |_| {
+            Header::Controller {
+                schedulers,
+                rev,
+                config: config.clone(),
+            }
+        })
+        .await?;
+        let address = opened.network.address().to_owned();
         let (events, inputs) = mpsc::unbounded_channel();
         let (submit, submissions) = mpsc::unbounded_channel();
         let driver = Driver {
             role: controller::Controller::new(self.schedulers.clone(), rev),
             config,
             etcd,
-            network,
+            network: opened.network,
             timers: Timers::new(),
             events,
             pending: HashMap::new(),
             sends: Unacked::new(),
             watches: 0,
             progress: None,
-            recorder,
+            recorder: opened.recorder,
             redeliver_every: millis(self.redeliver_every),
         };
-        let task = tokio::spawn(driver.run(serving, rev + 1, inputs, messages, submissions));
+        let task = tokio::spawn(driver.run(
+            opened.serving,
+            rev + 1,
+            inputs,
+            opened.messages,
+            submissions,
+        ));
         tracing::info!(%address, "controller started");
         Ok(Controller {
             address,
@@ -208,6 +218,18 @@ impl ControllerBuilder {
 
 /// A running controller. Dropping it stops it; submissions still pending
 /// end with [`SubmitError::Stopped`].
+///
+/// ```no_run
+/// # async fn demo(controller: steadfast::leasequeue::Controller) {
+/// // Submissions run side by side; each future resolves exactly once.
+/// let pending: Vec<_> = (0..10)
+///     .map(|n| controller.submit("greet", serde_json::json!({ "n": n })))
+///     .collect();
+/// for submission in pending {
+///     println!("{:?}", submission.await);
+/// }
+/// # }
+/// ```
 pub struct Controller {
     address: String,
     submit: mpsc::UnboundedSender<Submission>,
@@ -417,20 +439,14 @@ impl Driver {
         }
     }
 
-    /// Runs `call` against etcd as a task of its own; its answer comes back
-    /// as the role's input.
+    /// Runs `call` against etcd as a task of its own; its answer, if it
+    /// gives one, comes back as an event.
     fn ask<F, Fut>(&self, call: F)
     where
         F: FnOnce(Etcd) -> Fut + Send + 'static,
         Fut: Future<Output = Option<Event>> + Send,
     {
-        let etcd = self.etcd.clone();
-        let events = self.events.clone();
-        tokio::spawn(async move {
-            if let Some(event) = call(etcd).await {
-                let _ = events.send(event);
-            }
-        });
+        node::ask(&self.etcd, &self.events, call);
     }
 
     /// Replaces the watch with one from `from` (`None`: from etcd's next

@@ -5,22 +5,6 @@
 //! Keys: the endpoint key of an action is `<prefix>queue/<action>/leader`,
 //! its value the owning scheduler's name (its address), bound to the
 //! owner's lease.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
-//! use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdOptions};
-//! use steadfast::spec::leasequeue::scheduler::ClaimResult;
-//!
-//! let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
-//! let lease = etcd.grant(10).await?.id;
-//! match etcd.claim("hello", "scheduler-a:8081", lease).await? {
-//!     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
-//!     ClaimResult::Exists(key) => println!("forward to {}", key.owner),
-//!     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
-//! }
-//! # Ok(())
-//! # }
-//! ```
 
 use std::time::Duration;
 
@@ -136,6 +120,15 @@ impl EtcdOptions {
 
 /// TLS to etcd: the CA that signed the members' certificates, and the
 /// client's own certificate when etcd asks for one (`--client-cert-auth`).
+///
+/// ```no_run
+/// use steadfast::leasequeue::etcd::{EtcdOptions, EtcdTls};
+///
+/// let tls = EtcdTls::new(std::fs::read("/etc/etcd/ca.crt")?)
+///     .with_identity(std::fs::read("client.crt")?, std::fs::read("client.key")?);
+/// let options = EtcdOptions::new(["https://etcd-0.etcd:2379"]).with_tls(tls);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct EtcdTls {
     ca_pem: Vec<u8>,
@@ -202,6 +195,17 @@ impl std::fmt::Debug for EtcdTls {
 /// A failed etcd call. Every variant is retryable except `Options`, which
 /// names a setting to fix, and `Corrupt`, which names a key whose value this
 /// runtime did not write.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use steadfast::leasequeue::etcd::{Etcd, EtcdError, EtcdOptions};
+///
+/// let options = EtcdOptions::new(["https://127.0.0.1:2379"]);
+/// let Err(error @ EtcdError::Options(_)) = Etcd::connect(&options).await else { panic!() };
+/// assert!(error.to_string().contains("with_tls"), "{error}");
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdError {
     /// The options cannot work; the message says why and what to do.
@@ -252,6 +256,14 @@ pub type Claim = ClaimResult<Named>;
 pub type Holder = Endpoint<Named>;
 
 /// A lease etcd granted.
+///
+/// ```no_run
+/// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+/// let lease = etcd.grant(1).await?;
+/// assert!(lease.ttl >= 2, "etcd raises a TTL below its floor");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// Its id.
@@ -262,6 +274,16 @@ pub struct Lease {
 }
 
 /// Every endpoint key, read at one revision.
+///
+/// ```no_run
+/// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+/// let listing = etcd.list().await?;
+/// for (action, owner) in &listing.keys {
+///     println!("{action} is served by {owner} as of revision {}", listing.revision);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listing {
     /// The revision of the read.
@@ -270,7 +292,25 @@ pub struct Listing {
     pub keys: Vec<(String, String)>,
 }
 
-/// What a watch on the endpoint keys reports.
+/// What a watch on the endpoint keys reports ([`EndpointWatch::next`]).
+///
+/// ```no_run
+/// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+/// use std::time::Duration;
+/// use steadfast::leasequeue::etcd::Watched;
+///
+/// let listing = etcd.list().await?;
+/// let mut watch = etcd.watch(listing.revision + 1).await?;
+/// watch.request_progress().await?;
+/// match watch.next(Duration::from_secs(5)).await? {
+///     Some(Watched::Changes { revision, changes }) => println!("{revision}: {changes:?}"),
+///     Some(Watched::Compacted { .. }) => println!("fell behind: list again"),
+///     Some(Watched::Progress { revision }) => println!("nothing new up to {revision}"),
+///     None => println!("no word in 5 s: the watch may have stalled"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Watched {
     /// Every change of one revision, in one response: per action, its new
@@ -296,6 +336,22 @@ pub enum Watched {
 
 /// A client of etcd for the leasequeue roles. Cloning it is cheap: clones
 /// share one connection, so that each effect can run as its own task.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+/// use steadfast::leasequeue::etcd::{Claim, Etcd, EtcdOptions};
+/// use steadfast::spec::leasequeue::scheduler::ClaimResult;
+///
+/// let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
+/// let lease = etcd.grant(10).await?.id;
+/// match etcd.claim("hello", "scheduler-a:8081", lease).await? {
+///     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
+///     ClaimResult::Exists(key) => println!("forward to {}", key.owner),
+///     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Etcd {
     client: Client,
@@ -602,7 +658,8 @@ fn is_lease_not_found(error: &etcd_client::Error) -> bool {
     error.to_string().contains("requested lease not found")
 }
 
-/// A watch on the endpoint keys.
+/// A watch on the endpoint keys, from [`Etcd::watch`]; [`Watched`] shows
+/// one in use.
 pub struct EndpointWatch {
     stream: WatchStream,
     queues: String,

@@ -31,6 +31,22 @@ pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
 pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
 
 /// Why a scheduler or a controller could not start.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use steadfast::leasequeue::etcd::EtcdOptions;
+/// use steadfast::leasequeue::{Invocation, SchedulerBuilder, StartError};
+///
+/// let started = SchedulerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
+///     .ttl(Duration::from_millis(500))
+///     .start(|i: Invocation| async move { i.payload })
+///     .await;
+/// let Err(StartError::Config(why)) = started else { panic!() };
+/// assert!(why.contains("whole seconds"), "{why}");
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A setting is out of range; the message says which and what to do.

@@ -3,21 +3,6 @@
 //!
 //! The links' tasks end with the network that owns them.
 //!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> std::io::Result<()> {
-//! use steadfast::leasequeue::network::Network;
-//! use steadfast::leasequeue::wire::Message;
-//!
-//! let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
-//! let (network, serving) = Network::bind("127.0.0.1:0", inbox).await?;
-//! tokio::spawn(serving);
-//! network.send(network.address(), &Message::Ack { id: "a-1".into() });
-//! assert_eq!(messages.recv().await, Some(Message::Ack { id: "a-1".into() }));
-//! # Ok(())
-//! # }
-//! ```
-//!
 //! Sending never blocks and never fails: a line that cannot be written (the
 //! peer is down, the connection broke) is dropped and logged. Delivery
 //! guarantees are the drivers': what must arrive is sent again until
@@ -39,6 +24,21 @@ use super::wire::Message;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A node's side of the network: its address, and its links to peers.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// use steadfast::leasequeue::network::Network;
+/// use steadfast::leasequeue::wire::Message;
+///
+/// let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
+/// let (network, serving) = Network::bind("127.0.0.1:0", inbox).await?;
+/// tokio::spawn(serving);
+/// network.send(network.address(), &Message::Ack { id: "a-1".into() });
+/// assert_eq!(messages.recv().await, Some(Message::Ack { id: "a-1".into() }));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Network {
     address: String,
     links: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,

@@ -11,10 +11,68 @@ use std::time::Duration;
 
 use serde::Serialize;
 use steadfast_spec::leasequeue::trace::{Header, Record};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::etcd::Etcd;
 use super::network::Network;
 use super::wire::Message;
+use super::StartError;
+
+/// What a node listens with, and where its trace goes: set up before its
+/// driver starts.
+pub(crate) struct Opened<F> {
+    pub(crate) network: Network,
+    /// The listener: the driver runs it alongside its loop.
+    pub(crate) serving: F,
+    /// The messages that arrive.
+    pub(crate) messages: mpsc::UnboundedReceiver<Message>,
+    pub(crate) recorder: Option<Recorder>,
+}
+
+/// Listens on `listen` and, given a `trace` path, opens the trace with the
+/// header `header` makes of the address bound (the node's name).
+pub(crate) async fn open(
+    listen: &str,
+    trace: Option<&Path>,
+    header: impl FnOnce(&str) -> Header,
+) -> Result<Opened<impl std::future::Future<Output = ()> + Send + 'static>, StartError> {
+    let (inbox, messages) = mpsc::unbounded_channel();
+    let (network, serving) =
+        Network::bind(listen, inbox)
+            .await
+            .map_err(|source| StartError::Listen {
+                address: listen.to_owned(),
+                source,
+            })?;
+    let recorder = match trace {
+        Some(path) => Some(Recorder::create(path, &header(network.address()))?),
+        None => None,
+    };
+    Ok(Opened {
+        network,
+        serving,
+        messages,
+        recorder,
+    })
+}
+
+/// Runs `call` against etcd as a task of its own; the event it returns, if
+/// it returns one, goes to `events`.
+pub(crate) fn ask<E, F, Fut>(etcd: &Etcd, events: &mpsc::UnboundedSender<E>, call: F)
+where
+    E: Send + 'static,
+    F: FnOnce(Etcd) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Option<E>> + Send,
+{
+    let etcd = etcd.clone();
+    let events = events.clone();
+    tokio::spawn(async move {
+        if let Some(event) = call(etcd).await {
+            let _ = events.send(event);
+        }
+    });
+}
 
 /// Milliseconds between steps: what the scheduler's `step` takes as
 /// `elapsed`.
@@ -120,6 +178,22 @@ impl Unacked {
 }
 
 /// Why a trace could not be written.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use steadfast::leasequeue::etcd::EtcdOptions;
+/// use steadfast::leasequeue::{ControllerBuilder, StartError};
+///
+/// let started = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:1"]))
+///     .schedulers(["127.0.0.1:7001"])
+///     .trace("/no/such/directory/trace.jsonl")
+///     .start()
+///     .await;
+/// // etcd is not there either: whichever is found first is reported.
+/// assert!(matches!(started, Err(StartError::Trace(_) | StartError::Etcd(_))));
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("failed to write the trace {path}: {source}")]
 pub struct TraceError {

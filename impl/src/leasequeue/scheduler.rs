@@ -10,24 +10,6 @@
 //! the network, timers as the effects ask. The driver decides nothing the
 //! role does not; it only correlates (which payload an activation carries,
 //! who is owed an acknowledgement).
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), steadfast::leasequeue::StartError> {
-//! use std::time::Duration;
-//! use steadfast::leasequeue::etcd::EtcdOptions;
-//! use steadfast::leasequeue::{Invocation, SchedulerBuilder};
-//!
-//! let scheduler = SchedulerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
-//!     .ttl(Duration::from_secs(10))
-//!     .listen("127.0.0.1:0")
-//!     .start(|invocation: Invocation| async move {
-//!         serde_json::json!({ "hello": invocation.payload })
-//!     })
-//!     .await?;
-//! println!("serving queues at {}", scheduler.address());
-//! # Ok(())
-//! # }
-//! ```
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -45,11 +27,22 @@ use tokio::time::Instant;
 
 use super::etcd::{Etcd, EtcdOptions};
 use super::network::Network;
-use super::node::{sleep_until, Clock, Recorder, Timers, Unacked};
+use super::node::{self, sleep_until, Clock, Recorder, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
 
-/// One activation to run.
+/// One activation to run: what an [`Executor`] is handed.
+///
+/// ```
+/// use steadfast::leasequeue::Invocation;
+///
+/// let invocation = Invocation {
+///     id: "5f0c".into(),
+///     action: "greet".into(),
+///     payload: serde_json::json!({"name": "ada"}),
+/// };
+/// assert_eq!(invocation.payload["name"], "ada");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invocation {
     /// Its id.
@@ -88,6 +81,24 @@ where
 }
 
 /// Sets a scheduler up; [`SchedulerBuilder::start`] runs it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), steadfast::leasequeue::StartError> {
+/// use std::time::Duration;
+/// use steadfast::leasequeue::etcd::EtcdOptions;
+/// use steadfast::leasequeue::{Invocation, SchedulerBuilder};
+///
+/// let scheduler = SchedulerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
+///     .ttl(Duration::from_secs(10))
+///     .listen("127.0.0.1:0")
+///     .start(|invocation: Invocation| async move {
+///         serde_json::json!({ "hello": invocation.payload })
+///     })
+///     .await?;
+/// println!("serving queues at {}", scheduler.address());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct SchedulerBuilder {
     etcd: EtcdOptions,
@@ -248,31 +259,20 @@ impl SchedulerBuilder {
     pub async fn start<E: Executor>(self, executor: E) -> Result<Scheduler, StartError> {
         let config = self.config()?;
         let etcd = Etcd::connect(&self.etcd).await?;
-        let (inbox, messages) = mpsc::unbounded_channel();
-        let (network, serving) =
-            Network::bind(&self.listen, inbox)
-                .await
-                .map_err(|source| StartError::Listen {
-                    address: self.listen.clone(),
-                    source,
-                })?;
-        let address = network.address().to_owned();
-        let recorder = match &self.trace {
-            Some(path) => Some(Recorder::create(
-                path,
-                &Header::Scheduler {
-                    id: address.clone(),
-                    config: config.clone(),
-                },
-            )?),
-            None => None,
-        };
+        let opened = node::open(&self.listen, self.trace.as_deref(), |address| {
+            Header::Scheduler {
+                id: address.to_owned(),
+                config: config.clone(),
+            }
+        })
+        .await?;
+        let address = opened.network.address().to_owned();
         let (events, inputs) = mpsc::unbounded_channel();
         let driver = Driver {
             role: scheduler::Scheduler::new(address.clone()),
             config,
             etcd,
-            network,
+            network: opened.network,
             executor: Arc::new(executor),
             clock: Clock::new(),
             timers: Timers::new(),
@@ -286,10 +286,10 @@ impl SchedulerBuilder {
             acked: VecDeque::new(),
             last_acked: HashMap::new(),
             dedupe_window: self.dedupe_window,
-            recorder,
+            recorder: opened.recorder,
             redeliver_every: millis(self.redeliver_every),
         };
-        let task = tokio::spawn(driver.run(serving, inputs, messages));
+        let task = tokio::spawn(driver.run(opened.serving, inputs, opened.messages));
         tracing::info!(%address, "scheduler started");
         Ok(Scheduler { address, task })
     }
@@ -299,6 +299,18 @@ impl SchedulerBuilder {
 /// once, as a crash would: its lease is left to expire, and what it held
 /// unacknowledged is delivered again by its senders (to the scheduler that
 /// starts on its address next).
+///
+/// ```no_run
+/// # async fn demo(builder: steadfast::leasequeue::SchedulerBuilder) -> Result<(), steadfast::leasequeue::StartError> {
+/// use steadfast::leasequeue::Invocation;
+///
+/// let scheduler = builder.start(|i: Invocation| async move { i.payload }).await?;
+/// let address = scheduler.address().to_owned();
+/// scheduler.kill().await; // as a crash: its lease is left to expire
+/// // A scheduler may start on `address` again at once.
+/// # Ok(())
+/// # }
+/// ```
 pub struct Scheduler {
     address: String,
     task: JoinHandle<()>,
@@ -421,8 +433,14 @@ impl<E: Executor> Driver<E> {
     fn event(&mut self, event: Event) {
         match event {
             Event::Input(input) => {
-                if let Input::Granted { lease, ttl } = &input {
-                    self.ttls.insert(*lease, *ttl);
+                match &input {
+                    Input::Granted { lease, ttl } => {
+                        self.ttls.insert(*lease, *ttl);
+                    }
+                    Input::Revoked { lease } => {
+                        self.ttls.remove(lease);
+                    }
+                    _ => {}
                 }
                 self.feed(input);
             }
@@ -542,19 +560,13 @@ impl<E: Executor> Driver<E> {
     }
 
     /// Runs `call` against etcd as a task of its own; its answer, if it
-    /// gives one, comes back as the role's input.
+    /// gives one, comes back as an event.
     fn ask<F, Fut>(&self, call: F)
     where
         F: FnOnce(Etcd) -> Fut + Send + 'static,
         Fut: Future<Output = Option<Event>> + Send,
     {
-        let etcd = self.etcd.clone();
-        let events = self.events.clone();
-        tokio::spawn(async move {
-            if let Some(event) = call(etcd).await {
-                let _ = events.send(event);
-            }
-        });
+        node::ask(&self.etcd, &self.events, call);
     }
 
     fn perform(&mut self, effect: Effect<Named>) {

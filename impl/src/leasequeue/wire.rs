@@ -20,6 +20,14 @@ use serde_json::Value;
 use steadfast_spec::leasequeue::FailReason;
 
 /// One message between nodes.
+///
+/// ```
+/// use steadfast::leasequeue::wire::Message;
+///
+/// let ack = Message::Ack { id: "5f0c".into() };
+/// assert_eq!(ack.to_line(), "{\"kind\":\"ack\",\"id\":\"5f0c\"}\n");
+/// assert_eq!(Message::from_line(r#"{"kind":"ack","id":"5f0c"}"#).unwrap(), ack);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Message {
@@ -67,6 +75,15 @@ pub enum Message {
 }
 
 /// How an activation ended.
+///
+/// ```
+/// use steadfast::leasequeue::wire::Outcome;
+/// use steadfast::leasequeue::FailReason;
+///
+/// let failed = Outcome::Failed { reason: FailReason::NoQueueEndpoint };
+/// let json = serde_json::to_string(&failed).unwrap();
+/// assert_eq!(json, r#"{"failed":{"reason":"NoQueueEndpoint"}}"#);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
