@@ -56,12 +56,16 @@ pub enum Outcome {
     Permanent,
 }
 
-/// One patch of the object, all or nothing, conditioned on `expect_rv`.
+/// One patch of the object, all or nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Patch {
-    /// The resourceVersion the patch was computed from; the API server
-    /// refuses it (409) if the object has moved on.
+    /// The resourceVersion the patch was computed from.
     pub expect_rv: u32,
+    /// Whether the patch carries `expect_rv` as a precondition, so that the
+    /// API server refuses it (409) if the object has moved on. steadfast's
+    /// patches do; kopf's merge patches carry no resourceVersion and apply
+    /// to whatever the object has become.
+    pub checked: bool,
     /// Progress records to set, or with `None` to remove.
     pub records: Vec<(Key, Option<Record>)>,
     /// A new diff-base, when the object is handled in full.
@@ -274,11 +278,14 @@ impl Engine {
         }
         let wants_finalizer = config.handlers.iter().any(|h| h.on == On::Delete);
         if wants_finalizer && !view.finalizer && !view.deleting {
-            return self.send(Patch {
-                expect_rv: view.rv,
-                finalizer: Some(true),
-                ..Patch::default()
-            });
+            return self.send(
+                config,
+                Patch {
+                    expect_rv: view.rv,
+                    finalizer: Some(true),
+                    ..Patch::default()
+                },
+            );
         }
         let mut cycle = Cycle {
             work: view.progress.clone(),
@@ -293,9 +300,9 @@ impl Engine {
                 self.phase = Phase::Running { key, cycle };
                 vec![Effect::Invoke { key, essence }]
             }
-            Next::Done => self.commit(&cycle, essence, None),
+            Next::Done => self.commit(config, &cycle, essence, None),
             Next::Wait(at) => {
-                let mut effects = self.save(&cycle, None);
+                let mut effects = self.save(config, &cycle, None);
                 effects.push(Effect::WakeAt(at));
                 effects
             }
@@ -362,8 +369,8 @@ impl Engine {
         };
         let view = cycle.view.clone();
         match self.next(config, &mut cycle.work, &view, judged) {
-            Next::Done => self.commit(&cycle, judged, write),
-            Next::Run(_) | Next::Wait(_) => self.save(&cycle, write),
+            Next::Done => self.commit(config, &cycle, judged, write),
+            Next::Run(_) | Next::Wait(_) => self.save(config, &cycle, write),
         }
     }
 
@@ -468,6 +475,7 @@ impl Engine {
     /// is removed, all in one patch.
     fn commit(
         &mut self,
+        config: &Config,
         cycle: &Cycle,
         essence: Essence,
         write: Option<(Field, u8)>,
@@ -481,17 +489,21 @@ impl Engine {
         if records.is_empty() && write.is_none() && finalizer.is_none() && diff_base.is_none() {
             return Vec::new();
         }
-        self.send(Patch {
-            expect_rv: view.rv,
-            records,
-            diff_base,
-            write,
-            finalizer,
-        })
+        self.send(
+            config,
+            Patch {
+                expect_rv: view.rv,
+                records,
+                diff_base,
+                write,
+                finalizer,
+                checked: false,
+            },
+        )
     }
 
     /// Writes the cycle's changed records (and a handler's write), if any.
-    fn save(&mut self, cycle: &Cycle, write: Option<(Field, u8)>) -> Vec<Effect> {
+    fn save(&mut self, config: &Config, cycle: &Cycle, write: Option<(Field, u8)>) -> Vec<Effect> {
         let before = &cycle.view.progress;
         let mut records: Vec<(Key, Option<Record>)> = cycle
             .work
@@ -508,15 +520,20 @@ impl Engine {
         if records.is_empty() && write.is_none() {
             return Vec::new();
         }
-        self.send(Patch {
-            expect_rv: cycle.view.rv,
-            records,
-            write,
-            ..Patch::default()
-        })
+        self.send(
+            config,
+            Patch {
+                expect_rv: cycle.view.rv,
+                records,
+                write,
+                ..Patch::default()
+            },
+        )
     }
 
-    fn send(&mut self, patch: Patch) -> Vec<Effect> {
+    /// Sends `patch`, with the variant's precondition.
+    fn send(&mut self, config: &Config, mut patch: Patch) -> Vec<Effect> {
+        patch.checked = config.variant == Variant::Steadfast;
         self.phase = Phase::Patching {
             rv: patch.expect_rv,
         };

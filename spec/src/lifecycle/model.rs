@@ -315,7 +315,7 @@ impl LifecycleModel {
         let applies = world
             .object
             .as_ref()
-            .is_some_and(|o| o.rv == patch.expect_rv);
+            .is_some_and(|o| !patch.checked || o.rv == patch.expect_rv);
         if !applies {
             world.ghost.conflicted = true;
             self.feed(world, Input::PatchConflict);

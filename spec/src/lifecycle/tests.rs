@@ -245,6 +245,7 @@ fn delete_handler_should_put_the_finalizer_on_first() {
         effects,
         vec![Effect::Patch(Patch {
             expect_rv: 1,
+            checked: true,
             finalizer: Some(true),
             ..Patch::default()
         })]
