@@ -166,9 +166,23 @@ impl Rule {
 }
 
 /// The rules the roles follow: a variant's, or one of them with a rule
-/// taken away.
+/// taken away. Written (in traces, reports) as the list of their names:
+/// `["Fence", "TtlZeroIsLoss", ...]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "Vec<Rule>", into = "Vec<Rule>")]
 pub struct Rules(u16);
+
+impl From<Vec<Rule>> for Rules {
+    fn from(rules: Vec<Rule>) -> Self {
+        Rules(rules.iter().fold(0, |bits, r| bits | r.bit()))
+    }
+}
+
+impl From<Rules> for Vec<Rule> {
+    fn from(rules: Rules) -> Self {
+        Rule::ALL.into_iter().filter(|r| rules.has(*r)).collect()
+    }
+}
 
 impl Rules {
     /// Whether `rule` is followed.
@@ -188,8 +202,8 @@ impl From<Variant> for Rules {
     /// responses (its watch handler reads every event).
     fn from(variant: Variant) -> Self {
         match variant {
-            Variant::Steadfast => Rules(Rule::ALL.iter().fold(0, |bits, r| bits | r.bit())),
-            Variant::OpenWhisk => Rules(Rule::WholeResponses.bit()),
+            Variant::Steadfast => Rules::from(Rule::ALL.to_vec()),
+            Variant::OpenWhisk => Rules::from(vec![Rule::WholeResponses]),
         }
     }
 }

@@ -1036,3 +1036,18 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         Replay::WrongRole
     );
 }
+
+#[test]
+fn rules_should_be_written_by_name_and_read_back() {
+    let openwhisk = Rules::from(Variant::OpenWhisk);
+    assert_eq!(
+        serde_json::to_string(&openwhisk).unwrap(),
+        r#"["WholeResponses"]"#
+    );
+    let fewer = Rules::from(Variant::Steadfast).without(Rule::Park);
+    let json = serde_json::to_string(&fewer).unwrap();
+    assert!(!json.contains("Park") && json.contains("Relist"), "{json}");
+    assert_eq!(round_trip(&fewer), fewer);
+    let error = serde_json::from_str::<Rules>(r#"["Fnce"]"#).unwrap_err();
+    assert!(error.to_string().contains("unknown variant `Fnce`"), "{error}");
+}

@@ -571,7 +571,7 @@ impl Model for LifecycleModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             // □¬early_commit: the diff-base only ever takes an essence on
             // which every handler active for it had finished.
             Property::always("diff-base only on handled essences", |_, w: &World| {
@@ -610,7 +610,24 @@ impl Model for LifecycleModel {
             Property::sometimes("a sub-handler runs", |_, w: &World| {
                 w.running.is_some_and(|r| r.key.sub.is_some())
             }),
-        ]
+        ];
+        // Where users may delete the object and a delete handler holds it
+        // by a finalizer, that path is reached: without it, "finalizer
+        // kept until delete handlers finish" and "deletion releases the
+        // finalizer" could hold for want of a deletion.
+        let holds_deletion = self.config.handlers.iter().any(|h| h.on == On::Delete);
+        if self.budget.deletion && holds_deletion {
+            properties.push(Property::sometimes(
+                "a delete handler runs while the finalizer holds the object",
+                |m: &Self, w: &World| {
+                    let held = w.object.as_ref().is_some_and(|o| o.deleting && o.finalizer);
+                    held && w
+                        .running
+                        .is_some_and(|r| m.config.spec(r.key).on == On::Delete)
+                },
+            ));
+        }
+        properties
     }
 }
 
