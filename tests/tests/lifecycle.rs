@@ -19,7 +19,17 @@ fn steadfast_should_prove_every_property_for_a_small_general_scenario() {
     assert_all_hold(&report);
     // Deletion is reached, so the finalizer's properties are not vacuous.
     let deletion = "a delete handler runs while the finalizer holds the object";
-    assert_eq!(report.property(deletion).unwrap().verdict, Verdict::Holds);
+    for path in [
+        deletion,
+        "a handler fails for good",
+        "a resume handler runs",
+    ] {
+        assert_eq!(
+            report.property(path).unwrap().verdict,
+            Verdict::Holds,
+            "{path}"
+        );
+    }
     // Without a deletion in the budget the path is not promised.
     let seed = run(&scenarios::seed641(Variant::Steadfast));
     assert!(seed.property(deletion).is_none());

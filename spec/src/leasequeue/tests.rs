@@ -1049,5 +1049,8 @@ fn rules_should_be_written_by_name_and_read_back() {
     assert!(!json.contains("Park") && json.contains("Relist"), "{json}");
     assert_eq!(round_trip(&fewer), fewer);
     let error = serde_json::from_str::<Rules>(r#"["Fnce"]"#).unwrap_err();
-    assert!(error.to_string().contains("unknown variant `Fnce`"), "{error}");
+    assert!(
+        error.to_string().contains("unknown variant `Fnce`"),
+        "{error}"
+    );
 }

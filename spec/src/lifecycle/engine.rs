@@ -368,10 +368,17 @@ impl Engine {
             Variant::Steadfast => written,
         };
         let view = cycle.view.clone();
-        match self.next(config, &mut cycle.work, &view, judged) {
+        let effects = match self.next(config, &mut cycle.work, &view, judged) {
             Next::Done => self.commit(config, &cycle, judged, write),
             Next::Run(_) | Next::Wait(_) => self.save(config, &cycle, write),
+        };
+        if effects.is_empty() {
+            // Nothing to write: the cycle ends here, and the newest version
+            // (which may have changed while the handler ran, a deletion
+            // among others) is processed now; no patch will prompt it.
+            return self.cycle(config);
         }
+        effects
     }
 
     /// Decides what the cycle does next, settling parents and resetting

@@ -561,6 +561,12 @@ impl Model for LifecycleModel {
                 w.patch = None;
                 w.wake = None;
                 w.ghost.writer = None;
+                // A resume handler's episode is one operator start: the
+                // restarted operator runs it again, whatever it came to.
+                let config = &self.config;
+                w.ghost
+                    .failed
+                    .retain(|(key, _)| config.spec(*key).on != On::Resume);
                 // The restarted operator lists the object afresh.
                 w.watch = w.object.iter().cloned().collect();
                 w.gone_unseen = w.object.is_none();
@@ -599,7 +605,9 @@ impl Model for LifecycleModel {
                 "finalizer kept until delete handlers finish",
                 |_, w: &World| !w.ghost.early_release,
             ),
-            // □¬rerun_failed.
+            // □¬rerun_failed: a handler that failed for good on a digest
+            // does not run on it again (a resume handler's failure lasts
+            // until the operator restarts: it runs once per start).
             Property::always(
                 "failed handlers not rerun on the same digest",
                 |_, w: &World| !w.ghost.rerun_failed,
@@ -624,6 +632,27 @@ impl Model for LifecycleModel {
                     held && w
                         .running
                         .is_some_and(|r| m.config.spec(r.key).on == On::Delete)
+                },
+            ));
+        }
+        if self.budget.permanent_errors > 0 {
+            properties.push(Property::sometimes(
+                "a handler fails for good",
+                |_, w: &World| {
+                    w.object.as_ref().is_some_and(|o| {
+                        o.progress
+                            .iter()
+                            .any(|(_, r)| r.outcome == Some(Final::Failure))
+                    })
+                },
+            ));
+        }
+        if self.config.handlers.iter().any(|h| h.on == On::Resume) {
+            properties.push(Property::sometimes(
+                "a resume handler runs",
+                |m: &Self, w: &World| {
+                    w.running
+                        .is_some_and(|r| m.config.spec(r.key).on == On::Resume)
                 },
             ));
         }
@@ -712,9 +741,10 @@ pub mod scenarios {
         }
     }
 
-    /// Two handlers, one with two sub-handlers, a handler that writes a label
-    /// from the spec (an idempotent self-write), and a delete handler; two
-    /// edits, a temporary error, a crash and a deletion.
+    /// A field handler with two sub-handlers, an update handler that writes
+    /// a label from the spec (an idempotent self-write), a delete handler
+    /// and a resume handler; two edits, a temporary and a permanent error, a
+    /// crash and a deletion.
     pub fn general(variant: Variant) -> LifecycleModel {
         LifecycleModel {
             config: Config {
@@ -741,6 +771,12 @@ pub mod scenarios {
                         subs: SubPlan::None,
                         writes: None,
                     },
+                    HandlerSpec {
+                        name: "warm-up",
+                        on: On::Resume,
+                        subs: SubPlan::None,
+                        writes: None,
+                    },
                 ],
                 retry_limit: 3,
                 timeout: 8,
@@ -750,7 +786,7 @@ pub mod scenarios {
                 edited: Field::Spec,
                 edits: 2,
                 temporary_errors: 1,
-                permanent_errors: 0,
+                permanent_errors: 1,
                 crashes: 1,
                 deletion: true,
             },
@@ -769,7 +805,6 @@ pub mod scenarios {
     pub fn bench(variant: Variant) -> LifecycleModel {
         let mut model = general(variant);
         model.budget.edits = 3;
-        model.budget.permanent_errors = 1;
         model
     }
 }

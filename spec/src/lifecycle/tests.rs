@@ -408,3 +408,45 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_cycle_with_nothing_to_write_should_go_on_to_the_newest_version() {
+    // A resume handler runs after a restart on an object handled in full;
+    // its success leaves nothing to write. Meanwhile deletion was asked
+    // for: the delete handler must run next, with no patch to prompt it.
+    let config = scenarios::general(Variant::Steadfast).config;
+    let resume = (0..config.handlers.len() as u8)
+        .find(|&h| config.handlers[usize::from(h)].on == On::Resume)
+        .map(Key::handler)
+        .expect("general has a resume handler");
+    let cleanup = (0..config.handlers.len() as u8)
+        .find(|&h| config.handlers[usize::from(h)].on == On::Delete)
+        .map(Key::handler)
+        .expect("general has a delete handler");
+    let essence = Essence([1, 0, 1]);
+    let handled = ObjectView {
+        rv: 5,
+        essence,
+        deleting: false,
+        finalizer: true,
+        progress: Progress::default(),
+        diff_base: Some(essence),
+    };
+    let mut engine = Engine::new();
+    let effects = engine.step(&config, Input::Observed(handled.clone()));
+    assert_eq!(invoked(&effects), Some((resume, essence)));
+    let deleting = ObjectView {
+        rv: 6,
+        deleting: true,
+        ..handled
+    };
+    assert_eq!(engine.step(&config, Input::Observed(deleting)), []);
+    let effects = engine.step(
+        &config,
+        Input::HandlerDone {
+            key: resume,
+            outcome: Outcome::Success,
+        },
+    );
+    assert_eq!(invoked(&effects), Some((cleanup, essence)), "{effects:?}");
+}
