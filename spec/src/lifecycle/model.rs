@@ -556,7 +556,6 @@ impl Model for LifecycleModel {
                     self.api_patch(&mut w);
                 }
                 w.engine = Engine::new();
-                w.engine.now = w.now;
                 w.running = None;
                 w.patch = None;
                 w.wake = None;
@@ -567,9 +566,12 @@ impl Model for LifecycleModel {
                 w.ghost
                     .failed
                     .retain(|(key, _)| config.spec(*key).on != On::Resume);
-                // The restarted operator lists the object afresh.
+                // The restarted operator lists the object afresh, and reads
+                // the clock before anything else.
                 w.watch = w.object.iter().cloned().collect();
                 w.gone_unseen = w.object.is_none();
+                let now = w.now;
+                self.feed(&mut w, Input::Tick { now });
             }
         }
         Self::normalise(&mut w);
