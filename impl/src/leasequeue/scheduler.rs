@@ -523,11 +523,7 @@ impl<E: Executor> Driver<E> {
     /// settled them, or ignored a copy of one it had settled.
     fn forget_released(&mut self) {
         let role = &self.role;
-        let holds = |id: &String| {
-            let listed = |list: &[(String, String)]| list.iter().any(|(i, _)| i == id);
-            listed(&role.waiting) || listed(&role.resolving) || role.running.contains(id)
-        };
-        self.held.retain(|id, _| holds(id));
+        self.held.retain(|id, _| role.holds(id));
     }
 
     /// Tells the role to forget every activation acknowledged last a whole

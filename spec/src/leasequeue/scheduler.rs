@@ -360,6 +360,13 @@ impl<D: Domain> Scheduler<D> {
         self.queues.iter().find(|q| q.action == *action)
     }
 
+    /// Whether it holds activation `id`: waiting for a queue, looking up
+    /// its key, or running it (a copy of it is then ignored).
+    pub fn holds(&self, id: &D::Activation) -> bool {
+        let listed = |list: &[(D::Activation, D::Action)]| list.iter().any(|(i, _)| i == id);
+        listed(&self.waiting) || listed(&self.resolving) || contains_sorted(&self.running, id)
+    }
+
     /// Forgets that activation `id` was settled, so that an activation of
     /// that id is new again: for a runtime that keeps only a window of
     /// recent ids, and a model that reuses ids to stay finite.
@@ -738,8 +745,7 @@ impl<D: Domain> Scheduler<D> {
             }
             // Sent back by the peer it was forwarded to: its owner now.
             self.forwarded.retain(|f| *f != id);
-            let held = |list: &[(D::Activation, D::Action)]| list.iter().any(|(i, _)| *i == id);
-            if held(&self.waiting) || held(&self.resolving) || contains_sorted(&self.running, &id) {
+            if self.holds(&id) {
                 return;
             }
         }

@@ -40,9 +40,7 @@ impl Domain for Named {
     /// FNV-1a over the name's UTF-8 bytes: the same in every process and
     /// every build, unlike `std`'s hasher.
     fn action_number(action: &String) -> u64 {
-        action.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-        })
+        crate::stable_hash::fnv1a(action)
     }
 }
 

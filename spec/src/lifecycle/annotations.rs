@@ -48,6 +48,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::object::Final;
+use crate::stable_hash::fnv1a;
 
 /// The prefix of every annotation the engine writes.
 pub const PREFIX: &str = "steadfast.dev/";
@@ -155,13 +156,6 @@ pub fn progress_key(handler: &str) -> Result<String, AnnotationError> {
         })
         .collect();
     Ok(format!("{PROGRESS}{readable}.{:016x}", fnv1a(handler)))
-}
-
-/// FNV-1a over the UTF-8 bytes: the same in every process and build.
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The annotations that hold `progress`: every key under the prefix that
