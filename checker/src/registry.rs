@@ -319,7 +319,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 3] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 8] = [
     Scenario {
         name: "seed641",
         about:
@@ -329,14 +329,45 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 3] = [
     },
     Scenario {
         name: "general",
-        about: "2 handlers (one with 2 sub-handlers, one self-writing) and a delete handler; \
-                2 edits, a temporary error, a crash, a deletion",
+        about: "create, field (2 sub-handlers on odd sizes), self-writing update, delete and \
+                resume handlers; 2 edits that come back, a temporary and a permanent error, \
+                a crash with a zombie run, a deletion",
         by_default: true,
         value: scenarios::general,
     },
     Scenario {
+        name: "foreign",
+        about: "another writer's status writes refuse the engine's patches (409)",
+        by_default: true,
+        value: scenarios::foreign,
+    },
+    Scenario {
+        name: "stale",
+        about: "a crash mid-run (a zombie), stale lists after the restart and after a watch expiry",
+        by_default: true,
+        value: scenarios::stale,
+    },
+    Scenario {
+        name: "hang",
+        about: "a handler hangs: a field handler, or the delete handler during a deletion",
+        by_default: true,
+        value: scenarios::hang,
+    },
+    Scenario {
+        name: "lost",
+        about: "a patch's reply is lost, applied or not",
+        by_default: true,
+        value: scenarios::lost,
+    },
+    Scenario {
+        name: "stamp",
+        about: "a create handler whose own write is not idempotent",
+        by_default: true,
+        value: scenarios::stamp,
+    },
+    Scenario {
         name: "bench",
-        about: "general with 3 edits and a permanent error: for benchmarks",
+        about: "general with 3 edits: for benchmarks",
         by_default: false,
         value: scenarios::bench,
     },

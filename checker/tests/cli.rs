@@ -74,6 +74,43 @@ fn check_should_exit_1_and_print_the_lasso_when_violated() {
 }
 
 #[test]
+fn lifecycle_should_show_641_under_kopf_and_prove_steadfast() {
+    let kopf = [
+        "check",
+        "lifecycle",
+        "--variant",
+        "kopf",
+        "--scenario",
+        "seed641",
+    ];
+    let output = steadfast(&kopf);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("handled on the final essence"))
+        .unwrap_or_else(|| panic!("no final-state property in:\n{text}"));
+    assert!(line.ends_with("VIOLATED"), "{line}");
+    for scenario in ["seed641", "general"] {
+        let args = [
+            "check",
+            "lifecycle",
+            "--variant",
+            "steadfast",
+            "--scenario",
+            scenario,
+        ];
+        let output = steadfast(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{scenario}: {}",
+            stdout(&output)
+        );
+    }
+}
+
+#[test]
 fn check_should_exit_2_for_unknown_names() {
     for args in [
         &["check", "nosuch"][..],

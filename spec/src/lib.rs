@@ -11,6 +11,7 @@
 pub mod leasequeue;
 pub mod lifecycle;
 pub mod mutex;
+pub mod rule_set;
 pub mod stable_hash;
 pub mod temporal;
 

@@ -3,20 +3,29 @@
 //! in which the checker finds it violated, by name.
 
 mod vacuity {
+    use std::hash::Hash;
+
+    use steadfast_checker::{check, CheckOptions, Verdict};
+    use steadfast_spec::TemporalModel;
+
+    /// Asserts that checking `model` finds `property` violated.
+    fn assert_violated<M>(model: &M, property: &str)
+    where
+        M: TemporalModel + Sync,
+        M::State: Clone + Hash + PartialEq + Send + Sync,
+        M::Action: Clone,
+    {
+        let report = check(model, &CheckOptions::default()).expect("checkable");
+        let verdict = report
+            .property(property)
+            .unwrap_or_else(|| panic!("the model has no property {property:?}"))
+            .verdict;
+        assert_eq!(verdict, Verdict::Violated, "{property}");
+    }
     mod leasequeue {
-        use steadfast_checker::{check, CheckOptions, Verdict};
+        use super::assert_violated;
         use steadfast_spec::leasequeue::model::{scenarios, LeaseQueueModel};
         use steadfast_spec::leasequeue::{Rule, Variant};
-
-        /// Asserts that checking `model` finds `property` violated.
-        fn assert_violated(model: &LeaseQueueModel, property: &str) {
-            let report = check(model, &CheckOptions::default()).expect("checkable");
-            let verdict = report
-                .property(property)
-                .unwrap_or_else(|| panic!("the model has no property {property:?}"))
-                .verdict;
-            assert_eq!(verdict, Verdict::Violated, "{property}");
-        }
 
         fn steadfast(scenario: fn(Variant) -> LeaseQueueModel) -> LeaseQueueModel {
             scenario(Variant::Steadfast)
@@ -127,6 +136,93 @@ mod vacuity {
         fn a_retiring_queue_fails_without_retirements() {
             let model = steadfast(scenarios::duplicate).with_every_sometimes();
             assert_violated(&model, "a queue retires");
+        }
+    }
+
+    mod lifecycle {
+        use super::assert_violated;
+        use steadfast_spec::lifecycle::model::scenarios;
+        use steadfast_spec::lifecycle::{Rule, Variant};
+
+        #[test]
+        fn diff_base_only_on_handled_essences_fails_under_kopf() {
+            assert_violated(
+                &scenarios::seed641(Variant::Kopf),
+                "diff-base only on handled essences",
+            );
+        }
+
+        #[test]
+        fn no_progress_overwritten_fails_without_checked_patches_and_a_stale_list() {
+            let model = scenarios::stale(Variant::Steadfast).without(Rule::CheckedPatches);
+            assert_violated(&model, "no progress overwritten unseen");
+        }
+
+        #[test]
+        fn once_per_digest_fails_when_the_engine_reads_its_own_stale_version() {
+            let model = scenarios::seed641(Variant::Steadfast).without(Rule::WaitForOwnWrite);
+            assert_violated(&model, "a handler succeeds once per digest per start");
+        }
+
+        #[test]
+        fn the_finalizer_kept_fails_for_a_delete_handler_given_no_time() {
+            // The engine gives up on a handler out of time before running it
+            // (as kopf does): with no time at all, the delete handler never
+            // runs and the finalizer goes.
+            let mut model = scenarios::hang(Variant::Steadfast);
+            model.config.handlers[1].timeout = 0;
+            assert_violated(&model, "finalizer kept until delete handlers finish");
+        }
+
+        #[test]
+        fn handled_on_the_final_essence_fails_under_kopf() {
+            assert_violated(
+                &scenarios::seed641(Variant::Kopf),
+                "handled on the final essence",
+            );
+        }
+
+        #[test]
+        fn deletion_releases_the_finalizer_fails_when_a_hung_run_is_waited_for() {
+            let model = scenarios::hang(Variant::Steadfast).without(Rule::RunDeadline);
+            assert_violated(&model, "deletion releases the finalizer");
+        }
+
+        /// One test per `sometimes` of a fault or a path: violated in
+        /// `stamp` checked with every `sometimes`, which has one create
+        /// handler and no fault.
+        macro_rules! unreachable_in_stamp {
+            ($($test:ident: $property:literal,)*) => {$(
+                #[test]
+                fn $test() {
+                    let model = scenarios::stamp(Variant::Steadfast).with_every_sometimes();
+                    assert_violated(&model, $property);
+                }
+            )*};
+        }
+
+        unreachable_in_stamp! {
+            a_sub_handler_fails_without_a_parent: "a sub-handler runs",
+            a_delete_handler_fails_without_one: "a delete handler runs while the finalizer holds the object",
+            a_failure_fails_without_errors: "a handler fails for good",
+            a_resume_handler_fails_without_one: "a resume handler runs",
+            a_return_to_an_earlier_essence_fails_without_edits: "an edit brings the essence back to an earlier one",
+            a_deletion_mid_run_fails_without_deletion: "a deletion is requested while a handler runs",
+            a_foreign_refusal_fails_without_foreign_writes: "another writer's change refuses a patch",
+            a_zombie_fails_without_crashes: "a run of a crashed operator returns after the restart",
+            a_deadline_fails_without_hangs: "a hung run passes its deadline",
+            a_stale_list_fails_without_one: "a stale list is served",
+            an_expiry_fails_without_one: "the watch expires and the operator lists again",
+            a_lost_reply_fails_without_one: "a patch's reply is lost",
+        }
+
+        /// The two paths `stamp` reaches, violated in `lost`: one field
+        /// handler that writes nothing.
+        #[test]
+        fn create_and_self_write_fail_without_them() {
+            let model = scenarios::lost(Variant::Steadfast).with_every_sometimes();
+            assert_violated(&model, "a create handler runs");
+            assert_violated(&model, "a handler's own write changes the essence");
         }
     }
 }

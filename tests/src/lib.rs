@@ -42,3 +42,40 @@ pub fn assert_all_hold<M: stateright::Model>(report: &Report<M>) {
         assert_eq!(property.verdict, Verdict::Holds, "{}", property.name);
     }
 }
+
+/// The verdict on `property` in `report`.
+///
+/// # Panics
+///
+/// If the model has no such property.
+pub fn verdict<M: stateright::Model>(report: &Report<M>, property: &str) -> Verdict {
+    report
+        .property(property)
+        .unwrap_or_else(|| panic!("the model has no property {property:?}"))
+        .verdict
+}
+
+/// Asserts that a rule is needed: `property` holds in `model` under every
+/// rule, and is violated in `without`, the same model with `rule` taken
+/// away.
+///
+/// # Panics
+///
+/// If either check says otherwise.
+pub fn assert_needed<M>(model: &M, without: &M, rule: &str, property: &str)
+where
+    M: TemporalModel + Sync,
+    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::Action: Clone,
+{
+    assert_eq!(
+        verdict(&run(model), property),
+        Verdict::Holds,
+        "{property} with every rule"
+    );
+    assert_eq!(
+        verdict(&run(without), property),
+        Verdict::Violated,
+        "{property} without {rule}"
+    );
+}

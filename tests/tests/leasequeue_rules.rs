@@ -2,33 +2,17 @@
 //! needed for: the property that then fails, in a named scenario of the
 //! model check (each scenario is one `steadfast check leasequeue` knows).
 
-use steadfast_checker::{Report, Verdict};
+use steadfast_checker::Verdict;
 use steadfast_spec::leasequeue::model::{scenarios, LeaseQueueModel};
 use steadfast_spec::leasequeue::{Rule, Variant};
-use steadfast_tests::run;
-
-fn verdict(report: &Report<LeaseQueueModel>, property: &str) -> Verdict {
-    report
-        .property(property)
-        .unwrap_or_else(|| panic!("the model has no property {property:?}"))
-        .verdict
-}
+use steadfast_tests::{run, verdict};
 
 /// Asserts that `property` holds in `scenario` under every rule, and is
 /// violated there once `rule` alone is taken away.
 fn assert_needed(rule: Rule, scenario: fn(Variant) -> LeaseQueueModel, property: &str) {
     let model = scenario(Variant::Steadfast);
-    assert_eq!(
-        verdict(&run(&model), property),
-        Verdict::Holds,
-        "{property} with every rule"
-    );
-    let without = run(&model.without(rule));
-    assert_eq!(
-        verdict(&without, property),
-        Verdict::Violated,
-        "{property} without {rule:?}"
-    );
+    let without = model.clone().without(rule);
+    steadfast_tests::assert_needed(&model, &without, &format!("{rule:?}"), property);
 }
 
 #[test]

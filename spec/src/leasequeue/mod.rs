@@ -145,9 +145,8 @@ pub enum Rule {
     WholeResponses,
 }
 
-impl Rule {
-    /// Every rule.
-    pub const ALL: [Rule; 10] = [
+impl crate::rule_set::Rule for Rule {
+    const ALL: &'static [Rule] = &[
         Rule::Fence,
         Rule::TtlZeroIsLoss,
         Rule::SelfElection,
@@ -159,50 +158,18 @@ impl Rule {
         Rule::Relist,
         Rule::WholeResponses,
     ];
-
-    fn bit(self) -> u16 {
-        1 << self as u16
-    }
 }
 
 /// The rules the roles follow: a variant's, or one of them with a rule
-/// taken away. Written (in traces, reports) as the list of their names:
-/// `["Fence", "TtlZeroIsLoss", ...]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "Vec<Rule>", into = "Vec<Rule>")]
-pub struct Rules(u16);
-
-impl From<Vec<Rule>> for Rules {
-    fn from(rules: Vec<Rule>) -> Self {
-        Rules(rules.iter().fold(0, |bits, r| bits | r.bit()))
-    }
-}
-
-impl From<Rules> for Vec<Rule> {
-    fn from(rules: Rules) -> Self {
-        Rule::ALL.into_iter().filter(|r| rules.has(*r)).collect()
-    }
-}
-
-impl Rules {
-    /// Whether `rule` is followed.
-    pub fn has(self, rule: Rule) -> bool {
-        self.0 & rule.bit() != 0
-    }
-
-    /// These rules without `rule`.
-    #[must_use]
-    pub fn without(self, rule: Rule) -> Self {
-        Rules(self.0 & !rule.bit())
-    }
-}
+/// taken away.
+pub type Rules = crate::rule_set::RuleSet<Rule>;
 
 impl From<Variant> for Rules {
     /// Steadfast follows every rule; OpenWhisk only takes in whole watch
     /// responses (its watch handler reads every event).
     fn from(variant: Variant) -> Self {
         match variant {
-            Variant::Steadfast => Rules::from(Rule::ALL.to_vec()),
+            Variant::Steadfast => Rules::all(),
             Variant::OpenWhisk => Rules::from(vec![Rule::WholeResponses]),
         }
     }

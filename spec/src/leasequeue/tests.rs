@@ -561,19 +561,6 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
         .contains(&ControllerEffect::Get { id: 1, action: 0 }));
 }
 
-#[test]
-fn every_rule_should_be_a_separate_bit() {
-    let all = Rules::from(Variant::Steadfast);
-    for rule in Rule::ALL {
-        let without = all.without(rule);
-        assert!(!without.has(rule));
-        assert!(Rule::ALL
-            .iter()
-            .filter(|r| **r != rule)
-            .all(|r| without.has(*r)));
-    }
-}
-
 fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
     let key = (0u8..3, 1u8..5, 1u32..6).prop_map(|(owner, lease, created)| Endpoint {
         owner,

@@ -36,6 +36,7 @@
 //!         seen: Some("9f86d081884c7d65".into()),
 //!         started: 1_764_590_400_000,
 //!         delayed_until: None,
+//!         subs: Vec::new(),
 //!     }],
 //! };
 //! let annotations: BTreeMap<String, String> = encode(&progress).unwrap();
@@ -78,6 +79,9 @@ pub struct ProgressRecord {
     pub started: u64,
     /// Not to be retried before this time (ms since the epoch).
     pub delayed_until: Option<u64>,
+    /// For a parent: the ids of the sub-handlers its last run declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subs: Vec<String>,
 }
 
 /// Everything the engine keeps on an object.
@@ -268,6 +272,7 @@ mod tests {
             seen: None,
             started: 1_000,
             delayed_until: Some(4_000),
+            subs: vec![format!("{handler}/child")],
         }
     }
 
@@ -303,15 +308,17 @@ mod tests {
             prop::option::of("[0-9a-f]{16}"),
             any::<u64>(),
             prop::option::of(any::<u64>()),
+            prop::collection::vec(handler_id(), 0..3),
         )
             .prop_map(
-                |(handler, retries, outcome, seen, started, delayed_until)| ProgressRecord {
+                |(handler, retries, outcome, seen, started, delayed_until, subs)| ProgressRecord {
                     handler,
                     retries,
                     outcome,
                     seen,
                     started,
                     delayed_until,
+                    subs,
                 },
             )
     }

@@ -1,304 +1,617 @@
 //! The lifecycle engine for one object: a sans-I/O state machine.
 //!
-//! [`Engine::step`] takes what the world says (an observed version of the
-//! object, a handler's outcome, a patch's result, the time) and returns what
-//! the engine asks of the world (run a handler on an essence, send one
-//! resourceVersion-checked patch, wake at a time). Each processing cycle
-//! follows kopf's: derive the reason from the diff-base and the essence, keep
-//! the finalizer, pick one handler or sub-handler to run, then record its
-//! outcome, and commit the diff-base when everything active is finished, all
-//! in one patch. The [`Variant`] decides what "finished" means.
+//! [`Engine::step`] takes what the world says (a version of the object seen
+//! by a watch, a list or a read; a run's outcome; a patch's result; the
+//! time) and returns what the engine asks of the world (run a handler on an
+//! essence by a deadline, send one patch, read the object, wake at a time).
+//! Each processing cycle follows kopf's: derive the reason from the
+//! diff-base and the essence, keep the finalizer, pick one handler or
+//! sub-handler to run, record its outcome, and commit the diff-base when
+//! everything active is finished, all in one patch. The [`Rules`] decide
+//! what "finished" means and how the engine meets the API server's faults.
+//!
+//! [`Rules`]: super::rules::Rules
 
 use serde::{Deserialize, Serialize};
 
-use super::handlers::{Config, On, Reason, Variant};
-use super::object::{Essence, Field, Final, Key, ObjectView, Progress, Record};
+use super::domain::Domain;
+use super::handlers::{Config, HandlerSpec, On, Reason};
+use super::object::{Final, ObjectView, Progress, Record};
+use super::rules::Rule;
+
+/// Names one run of a handler: the engine's incarnation (a number the
+/// driver gives each start of the operator) and the run's sequence number
+/// in it. A completion of another run (one that timed out, or a run of an
+/// earlier incarnation) is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunId {
+    /// The operator start that made the run.
+    pub incarnation: u32,
+    /// The run's number within it.
+    pub seq: u32,
+}
 
 /// What the world tells the engine.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Input {
-    /// A watch event or a list showed this version of the object.
-    Observed(ObjectView),
+#[serde(bound = "")]
+pub enum Input<D: Domain> {
+    /// A watch event showed this version of the object.
+    Observed(ObjectView<D>),
+    /// A list (at start, or after the watch expired with 410 Gone) showed
+    /// this version; a list may be served from a cache, so it may be older
+    /// than a version seen before.
+    Listed(ObjectView<D>),
+    /// The answer to [`Effect::Fetch`]: a consistent read, no older than
+    /// any version written before it was asked for.
+    Fetched(ObjectView<D>),
     /// The object no longer exists.
     Gone,
-    /// The handler or sub-handler last invoked has returned.
+    /// A run has returned.
     HandlerDone {
-        /// Which one.
-        key: Key,
+        /// Which run.
+        run: RunId,
         /// How it ended.
-        outcome: Outcome,
+        outcome: Outcome<D>,
+        /// The sub-handlers it declared (a parent's plan); empty for a leaf.
+        subs: Vec<D::Handler>,
+        /// Its own write to the object, to go in the engine's patch.
+        write: Option<D::Write>,
     },
     /// The last patch was applied and made this resourceVersion.
     PatchApplied {
         /// The object's new resourceVersion.
-        rv: u32,
+        version: D::Version,
     },
-    /// The last patch was refused: its resourceVersion was stale (409).
+    /// The last patch was refused: the resourceVersion it was conditioned
+    /// on is not the object's (409), or the object is gone (404).
     PatchConflict,
-    /// The time is now `now` (a requested wake-up, or any later time).
+    /// The last patch's outcome is unknown: it timed out, or the connection
+    /// was lost; it may or may not have been applied.
+    PatchUnknown,
+    /// The time is now `now` (a requested wake-up, a run's deadline, or any
+    /// later time).
     Tick {
         /// The current time.
-        now: u8,
+        now: D::Time,
     },
 }
 
 /// How one run of a handler ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Outcome {
+#[serde(bound = "")]
+pub enum Outcome<D: Domain> {
     /// It did its work.
     Success,
     /// It failed, and may be retried after `delay`.
     Temporary {
         /// How long to wait before the next attempt.
-        delay: u8,
+        delay: D::Duration,
     },
     /// It failed for good.
     Permanent,
 }
 
 /// One patch of the object, all or nothing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Patch {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Patch<D: Domain> {
     /// The resourceVersion the patch was computed from.
-    pub expect_rv: u32,
-    /// Whether the patch carries `expect_rv` as a precondition, so that the
-    /// API server refuses it (409) if the object has moved on. steadfast's
-    /// patches do; kopf's merge patches carry no resourceVersion and apply
-    /// to whatever the object has become.
+    pub expect: D::Version,
+    /// Whether the patch carries `expect` as a precondition, so that the
+    /// API server refuses it (409) if the object has moved on. kopf's merge
+    /// patches carry none and apply to whatever the object has become.
     pub checked: bool,
     /// Progress records to set, or with `None` to remove.
-    pub records: Vec<(Key, Option<Record>)>,
+    pub records: Vec<(D::Handler, Option<Record<D>>)>,
     /// A new diff-base, when the object is handled in full.
-    pub diff_base: Option<Essence>,
-    /// A handler's own write to the essence.
-    pub write: Option<(Field, u8)>,
+    pub diff_base: Option<D::Essence>,
+    /// The handlers' own writes, in the order they ran.
+    pub writes: Vec<D::Write>,
     /// Whether to add (`true`) or remove (`false`) the finalizer.
     pub finalizer: Option<bool>,
 }
 
+impl<D: Domain> Patch<D> {
+    fn on(expect: D::Version) -> Self {
+        Patch {
+            expect,
+            checked: false,
+            records: Vec::new(),
+            diff_base: None,
+            writes: Vec::new(),
+            finalizer: None,
+        }
+    }
+}
+
 /// What the engine asks of the world.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Effect {
+#[serde(bound = "")]
+pub enum Effect<D: Domain> {
     /// Run this handler or sub-handler on this essence, then report its
-    /// outcome with [`Input::HandlerDone`].
+    /// outcome with [`Input::HandlerDone`] naming `run`; report
+    /// [`Input::Tick`] at `deadline` if it has not returned by then.
     Invoke {
-        /// Which one.
-        key: Key,
+        /// The run's name.
+        run: RunId,
+        /// Which handler or sub-handler.
+        handler: D::Handler,
+        /// A sub-handler's parent, whose run declared it.
+        parent: Option<D::Handler>,
         /// What it must see.
-        essence: Essence,
+        essence: D::Essence,
+        /// The essence last handled in full (the "old" of its diff).
+        old: Option<D::Essence>,
+        /// Attempts before this one in the episode.
+        retry: u8,
+        /// When the episode's time is up.
+        deadline: D::Time,
     },
-    /// Send this patch, then report [`Input::PatchApplied`] or
-    /// [`Input::PatchConflict`].
-    Patch(Patch),
+    /// Send this patch, then report [`Input::PatchApplied`],
+    /// [`Input::PatchConflict`] or [`Input::PatchUnknown`].
+    Patch(Patch<D>),
+    /// Read the object consistently (a GET without a resourceVersion) and
+    /// report [`Input::Fetched`].
+    Fetch,
     /// Report [`Input::Tick`] at this time: a delayed handler is due.
-    WakeAt(u8),
+    WakeAt(D::Time),
 }
 
-/// The cycle being processed: the version it started from and the progress
-/// as it will be written.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Cycle {
-    view: ObjectView,
-    work: Progress,
+/// The outcome of a run, kept while its patch is in flight so that it can
+/// be written onto a newer version if the patch is refused
+/// ([`Rule::RebaseOnConflict`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Carried<D: Domain> {
+    /// The handler that ran.
+    pub handler: D::Handler,
+    /// What it depended on.
+    pub digest: D::Digest,
+    /// How it ended.
+    pub outcome: Outcome<D>,
+    /// What it declared.
+    pub subs: Vec<D::Handler>,
+    /// What it wrote.
+    pub write: Option<D::Write>,
 }
 
-impl std::fmt::Debug for Cycle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cycle")
-            .field("from_rv", &self.view.rv)
-            .field("progress", &self.work)
-            .finish()
-    }
+/// The cycle being processed: the version it started from, the progress as
+/// it will be written, and what the handlers run in it wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Cycle<D: Domain> {
+    view: ObjectView<D>,
+    work: Progress<D>,
+    writes: Vec<D::Write>,
+    /// Parents that ran in this cycle (kopf runs a parent's sub-handlers
+    /// within the parent's invocation).
+    planned: Vec<D::Handler>,
 }
 
 /// Where the engine is in its cycle.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Phase {
+#[serde(bound = "")]
+pub enum Phase<D: Domain> {
     /// Waiting for a version to process, or for a wake-up.
     Idle,
-    /// A handler runs; its outcome completes the cycle.
+    /// A handler runs; its outcome continues the cycle.
     Running {
+        /// The run.
+        run: RunId,
         /// The handler that runs.
-        key: Key,
+        handler: D::Handler,
+        /// A sub-handler's parent.
+        parent: Option<D::Handler>,
+        /// When the run is abandoned.
+        deadline: D::Time,
         /// The cycle it runs in.
-        cycle: Cycle,
+        cycle: Cycle<D>,
     },
-    /// A patch computed from version `rv` is in flight.
+    /// A patch is in flight.
     Patching {
-        /// The version the patch expects.
-        rv: u32,
+        /// The patch, to be sent again if its outcome is unknown.
+        patch: Patch<D>,
+        /// The outcome of the run it records, if it records one.
+        carried: Option<Carried<D>>,
+        /// The versions seen since it was sent: one of them may be the
+        /// version it makes.
+        seen: Vec<D::Version>,
     },
 }
 
-impl Phase {
-    /// Whether the engine waits for nothing of its own.
-    pub fn is_idle(&self) -> bool {
-        matches!(self, Phase::Idle)
-    }
-}
-
-impl Engine {
-    /// Calls `f` on every resourceVersion the engine holds (for a model that
-    /// renames versions).
-    pub fn visit_versions(&mut self, f: &mut impl FnMut(&mut u32)) {
-        f(&mut self.awaiting);
-        if let Some(view) = &mut self.view {
-            f(&mut view.rv);
-        }
-        match &mut self.phase {
-            Phase::Running { cycle, .. } => f(&mut cycle.view.rv),
-            Phase::Patching { rv } => f(rv),
-            Phase::Idle => {}
-        }
-    }
+/// Which versions the engine will not process yet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Hold<D: Domain> {
+    /// None: the newest version seen is processed.
+    None,
+    /// Until the watch shows this version (the engine's own write, or a
+    /// version it read): anything else it shows is older.
+    Until(D::Version),
+    /// Until a consistent read answers: a list showed a version other than
+    /// the newest seen, which may be newer or stale.
+    Fetching {
+        /// The versions the list and the restarted watch showed meanwhile.
+        seen: Vec<D::Version>,
+        /// Whether the read was asked for (it is asked for once the engine
+        /// is idle, so that it reads every write of the engine's).
+        asked: bool,
+    },
+    /// Versions other than this one (a refused patch's): the object moved
+    /// on from it.
+    Past(D::Version),
 }
 
 /// The engine's memory of one object. It is lost on a restart; everything
 /// that must survive one is in the object's annotations.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Engine {
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Engine<D: Domain> {
     /// Where the engine is in its cycle.
-    pub phase: Phase,
-    /// The newest version observed.
-    pub view: Option<ObjectView>,
-    /// Versions older than this are not processed: they predate the
-    /// engine's own last patch, or a refused patch's version.
-    pub awaiting: u32,
+    pub phase: Phase<D>,
+    /// The newest version seen.
+    pub view: Option<ObjectView<D>>,
+    /// Which versions are not processed yet.
+    pub hold: Hold<D>,
+    /// Outcomes of runs whose patches were refused, one per handler, each
+    /// to be written onto a version on which its handler's digest is the
+    /// one it ran on (an object may change and change back).
+    pub carried: Vec<Carried<D>>,
     /// Noticed when the operator started and not handled in full since:
     /// resume handlers apply.
     pub initial: bool,
     /// The time last told.
-    pub now: u8,
-}
-
-impl std::fmt::Debug for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
-            .field("phase", &self.phase)
-            .field("view", &self.view.as_ref().map(ObjectView::line))
-            .field("awaiting_rv", &self.awaiting)
-            .field("initial", &self.initial)
-            .field("now", &self.now)
-            .finish()
-    }
-}
-
-impl Default for Engine {
-    fn default() -> Self {
-        Engine::new()
-    }
+    pub now: D::Time,
+    /// This start of the operator.
+    pub incarnation: u32,
+    /// Runs started in this incarnation.
+    pub runs: u32,
 }
 
 /// What a cycle should do next.
-enum Next {
-    /// Run this handler.
-    Run(Key),
+enum Next<D: Domain> {
+    /// Run this handler, a sub-handler of `parent` if that is set.
+    Run {
+        handler: D::Handler,
+        parent: Option<D::Handler>,
+    },
     /// Nothing can run before this time.
-    Wait(u8),
+    Wait(D::Time),
     /// Every active handler is finished.
     Done,
 }
 
-impl Engine {
-    /// The engine of a freshly started operator.
-    pub fn new() -> Self {
+impl<D: Domain> Engine<D> {
+    /// The engine of an operator started at `now`, its `incarnation`th
+    /// start (any number not used by an earlier start of this operator).
+    pub fn new(incarnation: u32, now: D::Time) -> Self {
         Engine {
             phase: Phase::Idle,
             view: None,
-            awaiting: 0,
+            hold: Hold::None,
+            carried: Vec::new(),
             initial: true,
-            now: 0,
+            now,
+            incarnation,
+            runs: 0,
         }
     }
 
     /// Feeds one input to the engine and returns what it asks for.
-    pub fn step(&mut self, config: &Config, input: Input) -> Vec<Effect> {
+    pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
+        let waits = config.rules.has(Rule::WaitForOwnWrite);
         match input {
-            Input::Observed(view) => {
-                if view.rv < self.awaiting {
-                    return Vec::new();
+            Input::Observed(view) => self.observe(config, view),
+            Input::Listed(view) => {
+                let newest = self.view.as_ref().map(|v| v.version.clone());
+                if let Hold::Fetching { .. } = self.hold {
+                    return self.observe(config, view);
                 }
-                self.view = Some(view);
+                if config.rules.has(Rule::ConfirmLists) && newest.is_some_and(|v| v != view.version)
+                {
+                    // A list may be served from a cache: a version other
+                    // than the newest seen may be older than it, or newer.
+                    // Only a consistent read can tell.
+                    self.hold = Hold::Fetching {
+                        seen: Vec::new(),
+                        asked: false,
+                    };
+                    self.see(view, false);
+                    return self.cycle(config);
+                }
+                self.observe(config, view)
+            }
+            Input::Fetched(view) => {
+                if let Hold::Fetching { seen, .. } = &self.hold {
+                    // The watch restarted from the list: unless it showed
+                    // the version read here, it will, after older ones.
+                    self.hold = if seen.contains(&view.version) {
+                        Hold::None
+                    } else {
+                        Hold::Until(view.version.clone())
+                    };
+                }
+                self.see(view, true);
                 self.cycle(config)
             }
             Input::Gone => {
                 self.view = None;
+                self.hold = Hold::None;
+                self.carried.clear();
                 Vec::new()
             }
-            Input::HandlerDone { key, outcome } => {
-                match std::mem::replace(&mut self.phase, Phase::Idle) {
-                    Phase::Running {
-                        key: running,
-                        cycle,
-                    } if running == key => self.finish(config, key, cycle, outcome),
-                    other => {
-                        // Not the run this engine started (one from before a
-                        // restart): nothing to record.
-                        self.phase = other;
-                        Vec::new()
-                    }
+            Input::HandlerDone {
+                run,
+                outcome,
+                subs,
+                write,
+            } => match std::mem::replace(&mut self.phase, Phase::Idle) {
+                Phase::Running {
+                    run: running,
+                    handler,
+                    parent,
+                    cycle,
+                    ..
+                } if running == run => {
+                    let done = Carried {
+                        digest: self
+                            .spec(config, &handler, parent.as_ref())
+                            .digest(&cycle.view.essence),
+                        handler,
+                        outcome,
+                        subs,
+                        write,
+                    };
+                    self.finish(config, parent, cycle, done)
                 }
-            }
-            Input::PatchApplied { rv } => {
-                let Phase::Patching { .. } = self.phase else {
+                other => {
+                    // Not the run this engine waits for: one it abandoned,
+                    // or one from before a restart.
+                    self.phase = other;
+                    Vec::new()
+                }
+            },
+            Input::PatchApplied { version } => {
+                let Phase::Patching { seen, .. } = std::mem::replace(&mut self.phase, Phase::Idle)
+                else {
                     return Vec::new();
                 };
-                self.phase = Phase::Idle;
-                self.awaiting = self.awaiting.max(rv);
+                if let Hold::Fetching { .. } = self.hold {
+                    // The read is asked for now, after the write.
+                } else if waits && !seen.contains(&version) {
+                    self.hold = Hold::Until(version);
+                    return Vec::new();
+                } else {
+                    self.hold = Hold::None;
+                }
                 self.cycle(config)
             }
-            Input::PatchConflict => {
-                let Phase::Patching { rv } = self.phase else {
+            Input::PatchConflict => self.refused(config),
+            Input::PatchUnknown => {
+                let Phase::Patching { patch, .. } = &self.phase else {
                     return Vec::new();
                 };
-                self.phase = Phase::Idle;
-                // The object has moved on; only a newer version can help.
-                self.awaiting = self.awaiting.max(rv + 1);
-                self.cycle(config)
+                if config.rules.has(Rule::ResendUnknown) {
+                    return vec![Effect::Patch(patch.clone())];
+                }
+                self.refused(config)
             }
             Input::Tick { now } => {
                 self.now = self.now.max(now);
-                self.cycle(config)
+                match &self.phase {
+                    Phase::Running { deadline, .. }
+                        if config.rules.has(Rule::RunDeadline) && self.now >= *deadline =>
+                    {
+                        self.abandon(config)
+                    }
+                    Phase::Idle if self.processable() => self.cycle(config),
+                    _ => Vec::new(),
+                }
             }
         }
     }
 
-    /// Starts a cycle on the newest version, if the engine is idle and the
-    /// version is one to process.
-    fn cycle(&mut self, config: &Config) -> Vec<Effect> {
-        if !self.phase.is_idle() {
+    /// Takes in a version a watch event or a list showed, and processes it
+    /// unless it is held. A version held by [`Hold::Until`] or
+    /// [`Hold::Fetching`] may be older than one seen: it is not kept.
+    fn observe(&mut self, config: &Config<D>, view: ObjectView<D>) -> Vec<Effect<D>> {
+        let (keep, process) = match &self.hold {
+            Hold::None => (true, true),
+            Hold::Until(version) => {
+                let awaited = *version == view.version;
+                (awaited, awaited)
+            }
+            Hold::Fetching { .. } => (false, false),
+            Hold::Past(version) => (true, *version != view.version),
+        };
+        self.see(view, keep);
+        if !process {
             return Vec::new();
         }
-        let Some(view) = self.view.clone().filter(|v| v.rv >= self.awaiting) else {
+        self.hold = Hold::None;
+        self.cycle(config)
+    }
+
+    /// Takes in a version of the object, as the newest seen if `keep`; it
+    /// may be the version the patch in flight made.
+    fn see(&mut self, view: ObjectView<D>, keep: bool) {
+        if let Phase::Patching { seen, .. } = &mut self.phase {
+            seen.push(view.version.clone());
+        }
+        if let Hold::Fetching { seen, .. } = &mut self.hold {
+            seen.push(view.version.clone());
+        }
+        if keep {
+            self.view = Some(view);
+        }
+    }
+
+    /// Whether the newest version seen may be processed.
+    fn processable(&self) -> bool {
+        match &self.hold {
+            Hold::None => true,
+            Hold::Until(_) | Hold::Fetching { .. } => false,
+            Hold::Past(version) => self.view.as_ref().is_some_and(|v| v.version != *version),
+        }
+    }
+
+    /// The last patch was refused, or (without [`Rule::ResendUnknown`]) its
+    /// outcome is unknown: the object has moved on from its version, so
+    /// only another version is processed, with the run's outcome kept.
+    fn refused(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        let Phase::Patching { patch, carried, .. } =
+            std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
+            return Vec::new();
+        };
+        if let Some(carried) = carried.filter(|_| config.rules.has(Rule::RebaseOnConflict)) {
+            self.carried.retain(|c| c.handler != carried.handler);
+            self.carried.push(carried);
+        }
+        if let Hold::None | Hold::Past(_) = self.hold {
+            // Only a version other than the refused one can help.
+            if self
+                .view
+                .as_ref()
+                .is_some_and(|v| v.version == patch.expect)
+            {
+                self.hold = Hold::Past(patch.expect);
+                return Vec::new();
+            }
+            self.hold = Hold::None;
+        }
+        self.cycle(config)
+    }
+
+    /// The running handler passed its deadline: it has failed for good.
+    fn abandon(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        let Phase::Running {
+            handler,
+            parent,
+            cycle,
+            ..
+        } = std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
+            return Vec::new();
+        };
+        let timed_out = Carried {
+            digest: self
+                .spec(config, &handler, parent.as_ref())
+                .digest(&cycle.view.essence),
+            handler,
+            outcome: Outcome::Permanent,
+            subs: Vec::new(),
+            write: None,
+        };
+        self.finish(config, parent, cycle, timed_out)
+    }
+
+    /// The registration that governs `handler`: its own, or its parent's.
+    fn spec<'c>(
+        &self,
+        config: &'c Config<D>,
+        handler: &D::Handler,
+        parent: Option<&D::Handler>,
+    ) -> &'c HandlerSpec<D> {
+        let id = parent.unwrap_or(handler);
+        config
+            .handler(id)
+            .expect("the engine runs only registered handlers and their sub-handlers")
+    }
+
+    /// Starts a cycle on the newest version, if the engine is idle.
+    fn cycle(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        if !matches!(self.phase, Phase::Idle) {
+            return Vec::new();
+        }
+        if let Hold::Fetching { asked, .. } = &mut self.hold {
+            // Asked for while idle, so that it reads every write of ours.
+            return if std::mem::replace(asked, true) {
+                Vec::new()
+            } else {
+                vec![Effect::Fetch]
+            };
+        }
+        let Some(view) = self.view.clone() else {
             return Vec::new();
         };
         if view.deleting && !view.finalizer {
             // Deletion is under way and nothing of ours holds it.
             return Vec::new();
         }
-        let wants_finalizer = config.handlers.iter().any(|h| h.on == On::Delete);
-        if wants_finalizer && !view.finalizer && !view.deleting {
-            return self.send(
-                config,
-                Patch {
-                    expect_rv: view.rv,
-                    finalizer: Some(true),
-                    ..Patch::default()
-                },
-            );
+        if config.holds_deletion() && !view.finalizer && !view.deleting {
+            let mut patch = Patch::on(view.version);
+            patch.finalizer = Some(true);
+            return self.send(config, patch, None);
         }
-        let mut cycle = Cycle {
+        let cycle = Cycle {
             work: view.progress.clone(),
             view,
+            writes: Vec::new(),
+            planned: Vec::new(),
         };
-        let essence = cycle.view.essence;
-        match self.next(config, &mut cycle.work, &cycle.view, essence) {
-            Next::Run(key) => {
-                if cycle.work.get(key).is_none() {
-                    cycle.work.set(key, Some(Record::fresh(self.now)));
+        self.proceed(config, cycle)
+    }
+
+    /// Runs the cycle's next handler, or ends the cycle.
+    fn proceed(&mut self, config: &Config<D>, mut cycle: Cycle<D>) -> Vec<Effect<D>> {
+        let essence = cycle.view.essence.clone();
+        match self.next(config, &mut cycle, &essence) {
+            Next::Run { handler, parent } => {
+                let spec = self.spec(config, &handler, parent.as_ref());
+                self.renew_if_stale(config, &mut cycle.work, &handler, &spec.digest(&essence));
+                if let Some(at) = self.carried.iter().position(|c| c.handler == handler) {
+                    let done = self.carried.remove(at);
+                    if done.digest == spec.digest(&essence) {
+                        // Its outcome on this very digest is known: written
+                        // again instead of running it again.
+                        return self.finish(config, parent, cycle, done);
+                    }
                 }
-                self.phase = Phase::Running { key, cycle };
-                vec![Effect::Invoke { key, essence }]
+                let record = match cycle.work.get(&handler) {
+                    Some(record) => record.clone(),
+                    None => {
+                        let record = Record::fresh(self.now);
+                        cycle.work.set(&handler, Some(record.clone()));
+                        record
+                    }
+                };
+                let deadline = D::after(record.started, spec.timeout);
+                if self.now >= deadline || record.retries >= spec.retries {
+                    // Out of time or attempts before it could run (kopf
+                    // checks both before each attempt; a parent it invokes
+                    // again each cycle spends an attempt each time).
+                    let timed_out = Carried {
+                        digest: spec.digest(&essence),
+                        handler,
+                        outcome: Outcome::Permanent,
+                        subs: Vec::new(),
+                        write: None,
+                    };
+                    return self.finish(config, parent, cycle, timed_out);
+                }
+                let run = RunId {
+                    incarnation: self.incarnation,
+                    seq: self.runs,
+                };
+                self.runs = self.runs.wrapping_add(1);
+                let invoke = Effect::Invoke {
+                    run,
+                    handler: handler.clone(),
+                    parent: parent.clone(),
+                    essence,
+                    old: cycle.view.diff_base.clone(),
+                    retry: record.retries,
+                    deadline,
+                };
+                self.phase = Phase::Running {
+                    run,
+                    handler,
+                    parent,
+                    deadline,
+                    cycle,
+                };
+                vec![invoke]
             }
             Next::Done => self.commit(config, &cycle, essence, None),
             Next::Wait(at) => {
@@ -309,68 +622,87 @@ impl Engine {
         }
     }
 
-    /// Records a handler's outcome, and commits if that finished everything.
+    /// Records a run's outcome, then goes on with the cycle: into a
+    /// parent's plan (kopf), or to its patch.
     fn finish(
         &mut self,
-        config: &Config,
-        key: Key,
-        mut cycle: Cycle,
-        outcome: Outcome,
-    ) -> Vec<Effect> {
-        let ran_on = cycle.view.essence;
+        config: &Config<D>,
+        parent: Option<D::Handler>,
+        mut cycle: Cycle<D>,
+        done: Carried<D>,
+    ) -> Vec<Effect<D>> {
+        let spec = self.spec(config, &done.handler, parent.as_ref());
+        let ran_on = cycle.view.essence.clone();
+        let written = match &done.write {
+            Some(write) => D::apply(&ran_on, write),
+            None => ran_on.clone(),
+        };
+        // With the rule, the handler's digest is taken after its own write,
+        // so that the write does not make it stale.
+        let judged = if config.rules.has(Rule::DigestAfterOwnWrite) {
+            written.clone()
+        } else {
+            ran_on.clone()
+        };
         let mut record = cycle
             .work
-            .get(key)
-            .copied()
-            .unwrap_or(Record::fresh(self.now));
+            .get(&done.handler)
+            .cloned()
+            .unwrap_or_else(|| Record::fresh(self.now));
         record.retries = record.retries.saturating_add(1);
         record.delayed_until = None;
-        let mut written = ran_on;
-        match outcome {
+        match done.outcome {
+            Outcome::Success if parent.is_none() => {
+                // A top-level run declares its plan (a leaf's is empty).
+                if config.rules.has(Rule::FreshPlan) {
+                    for sub in &record.subs {
+                        cycle.work.set(sub, None);
+                    }
+                    let plans = [&record.subs, &done.subs];
+                    self.carried
+                        .retain(|c| plans.iter().all(|plan| !plan.contains(&c.handler)));
+                }
+                record.subs = done.subs.clone();
+                record.seen = Some(spec.digest(&judged));
+                if done.subs.is_empty() {
+                    record.outcome = Some(Final::Success);
+                } else {
+                    // A parent finishes with its plan.
+                    record.outcome = None;
+                    cycle.planned.push(done.handler.clone());
+                }
+            }
             Outcome::Success => {
-                written = config.after_write(key, ran_on);
                 record.outcome = Some(Final::Success);
-                // steadfast takes the digest after the handler's own write,
-                // so that the write does not make the handler stale.
-                let seen_on = match config.variant {
-                    Variant::Kopf => ran_on,
-                    Variant::Steadfast => written,
-                };
-                record.seen = Some(config.digest(key, seen_on));
+                record.seen = Some(spec.digest(&judged));
             }
             Outcome::Temporary { delay } => {
-                let due = self.now.saturating_add(delay);
-                let expired = due >= record.started.saturating_add(config.timeout);
-                if record.retries >= config.retry_limit || expired {
+                if record.retries >= spec.retries {
                     record.outcome = Some(Final::Failure);
-                    record.seen = Some(config.digest(key, ran_on));
+                    record.seen = Some(spec.digest(&ran_on));
                 } else {
-                    record.delayed_until = Some(due);
+                    record.delayed_until = Some(D::after(self.now, delay));
                 }
             }
             Outcome::Permanent => {
                 record.outcome = Some(Final::Failure);
-                record.seen = Some(config.digest(key, ran_on));
+                record.seen = Some(spec.digest(&ran_on));
             }
         }
-        cycle.work.set(key, Some(record));
-        let write = (written != ran_on).then(|| {
-            let field = Field::ALL
-                .into_iter()
-                .find(|&f| written.get(f) != ran_on.get(f))
-                .unwrap_or(Field::Spec);
-            (field, written.get(field))
-        });
-        // kopf judges the cycle on the body it started from; steadfast on the
-        // essence this very patch will leave.
-        let judged = match config.variant {
-            Variant::Kopf => ran_on,
-            Variant::Steadfast => written,
-        };
-        let view = cycle.view.clone();
-        let effects = match self.next(config, &mut cycle.work, &view, judged) {
-            Next::Done => self.commit(config, &cycle, judged, write),
-            Next::Run(_) | Next::Wait(_) => self.save(config, &cycle, write),
+        cycle.work.set(&done.handler, Some(record));
+        cycle.writes.extend(done.write.clone());
+        let next = self.next(config, &mut cycle, &judged);
+        let effects = match next {
+            Next::Run {
+                parent: Some(ref p),
+                ..
+            } if !config.rules.has(Rule::PlanOnce) && *p == done.handler => {
+                // kopf runs one sub-handler of the plan within the parent's
+                // invocation.
+                return self.proceed(config, cycle);
+            }
+            Next::Done => self.commit(config, &cycle, judged, Some(done)),
+            Next::Run { .. } | Next::Wait(_) => self.save(config, &cycle, Some(done)),
         };
         if effects.is_empty() {
             // Nothing to write: the cycle ends here, and the newest version
@@ -381,169 +713,266 @@ impl Engine {
         effects
     }
 
-    /// Decides what the cycle does next, settling parents and resetting
-    /// stale records in `work` on the way.
-    fn next(
-        &self,
-        config: &Config,
-        work: &mut Progress,
-        view: &ObjectView,
-        essence: Essence,
-    ) -> Next {
-        let reason = Reason::of(view.deleting, view.diff_base, essence, self.initial);
-        let mut candidates: Vec<(u8, Key)> = Vec::new();
-        let mut wake: Option<u8> = None;
-        for h in 0..config.handlers.len() as u8 {
-            if !config.matches(h, reason, view.diff_base, essence, self.initial) {
+    /// Decides what the cycle does next, settling parents in the cycle's
+    /// progress on the way.
+    fn next(&self, config: &Config<D>, cycle: &mut Cycle<D>, essence: &D::Essence) -> Next<D> {
+        let view = &cycle.view;
+        let base = view.diff_base.as_ref();
+        let reason = Reason::of(view.deleting, base, essence, self.initial);
+        let work = &mut cycle.work;
+        // kopf's default lifecycle, `asap`: the fewest retries first, ties
+        // in registration order.
+        let mut best: Option<(u8, D::Handler, Option<D::Handler>)> = None;
+        let mut wake: Option<D::Time> = None;
+        for spec in &config.handlers {
+            let id = &spec.id;
+            let digest = spec.digest(essence);
+            // Under [`Rule::DigestFinished`], a handler whose record tells of
+            // an episode not finished, or of a run on another digest, is
+            // active too: its field may have changed and changed back
+            // relative to the diff-base since it ran.
+            let unsettled = config.rules.has(Rule::DigestFinished)
+                && reason != Reason::Delete
+                && spec.on != On::Delete
+                && (work
+                    .get(id)
+                    .is_some_and(|r| r.outcome.is_none() || self.outdated(config, r, id, &digest))
+                    || self.ran_since(id, &digest));
+            if !spec.matches(reason, base, essence, self.initial) && !unsettled {
                 continue;
             }
-            let key = Key::handler(h);
-            if self.is_finished(config, work, key, essence) {
+            if self.finished(config, work, id, &digest) {
                 continue;
             }
-            let pending: Vec<Key> = if config.is_parent(h) {
-                let planned = config.plan(h, essence);
-                if config.variant == Variant::Steadfast {
-                    // Sub-handlers dropped from the plan are purged.
-                    let dropped: Vec<Key> = work
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .filter(|k| k.handler == h && k.sub.is_some_and(|s| s >= planned))
-                        .collect();
-                    for k in dropped {
-                        work.set(k, None);
+            let record = work.get(id);
+            let plan = record.map(|r| r.subs.clone()).unwrap_or_default();
+            let runs_again = match record {
+                None => true,
+                Some(r) if r.subs.is_empty() => true,
+                Some(r) if config.rules.has(Rule::PlanOnce) => {
+                    r.seen.as_ref() != Some(&digest) || self.outdated(config, r, id, &digest)
+                }
+                Some(_) => !cycle.planned.contains(id),
+            };
+            let mut pending: Vec<(D::Handler, Option<D::Handler>)> = Vec::new();
+            if runs_again {
+                pending.push((id.clone(), None));
+            } else {
+                for sub in &plan {
+                    if !self.finished(config, work, sub, &digest) {
+                        pending.push((sub.clone(), Some(id.clone())));
                     }
                 }
-                let subs: Vec<Key> = (0..planned)
-                    .map(|s| Key::sub(h, s))
-                    .filter(|&k| !self.is_finished(config, work, k, essence))
-                    .collect();
-                if subs.is_empty() {
-                    // Every planned sub-handler is done: so is the parent.
-                    let mut record = work.get(key).copied().unwrap_or(Record::fresh(self.now));
-                    record.outcome = Some(Final::Success);
-                    record.seen = Some(config.digest(key, essence));
-                    record.delayed_until = None;
-                    work.set(key, Some(record));
+                if pending.is_empty() {
+                    // Every sub-handler of its plan is done: so is the
+                    // parent.
+                    let failed = plan
+                        .iter()
+                        .any(|s| work.get(s).and_then(|r| r.outcome) == Some(Final::Failure));
+                    if let Some(mut record) = work.get(id).cloned() {
+                        record.outcome = Some(if failed {
+                            Final::Failure
+                        } else {
+                            Final::Success
+                        });
+                        record.seen = Some(digest);
+                        record.delayed_until = None;
+                        work.set(id, Some(record));
+                    }
                     continue;
                 }
-                subs
-            } else {
-                vec![key]
-            };
-            for k in pending {
-                self.reset_if_stale(config, work, k, essence);
-                let record = work.get(k);
+            }
+            for (handler, parent) in pending {
+                // An outdated record counts as the new episode it will be.
+                let record = work
+                    .get(&handler)
+                    .filter(|r| r.seen.is_none() || !self.outdated(config, r, &handler, &digest));
                 match record.and_then(|r| r.delayed_until) {
                     Some(due) if due > self.now => {
                         wake = Some(wake.map_or(due, |w| w.min(due)));
                     }
-                    _ => candidates.push((record.map_or(0, |r| r.retries), k)),
+                    _ => {
+                        let retries = record.map_or(0, |r| r.retries);
+                        if best.as_ref().is_none_or(|(fewest, ..)| retries < *fewest) {
+                            best = Some((retries, handler, parent));
+                        }
+                    }
                 }
             }
         }
-        // kopf's default lifecycle, `asap`: the fewest retries first.
-        match (candidates.into_iter().min(), wake) {
-            (Some((_, key)), _) => Next::Run(key),
+        match (best, wake) {
+            (Some((_, handler, parent)), _) => Next::Run { handler, parent },
             (None, Some(at)) => Next::Wait(at),
             (None, None) => Next::Done,
         }
     }
 
-    /// Whether `key` is finished for `essence`: kopf asks only for a final
-    /// outcome; steadfast also asks that it was reached on this digest.
-    fn is_finished(&self, config: &Config, work: &Progress, key: Key, essence: Essence) -> bool {
-        let Some(record) = work.get(key) else {
-            return false;
-        };
-        match config.variant {
-            Variant::Kopf => record.outcome.is_some(),
-            Variant::Steadfast => {
-                record.outcome.is_some() && record.seen == Some(config.digest(key, essence))
-            }
-        }
+    /// Whether `id` is finished for `digest`: kopf asks only for a final
+    /// outcome; [`Rule::DigestFinished`] also asks that it was reached on
+    /// this digest.
+    fn finished(
+        &self,
+        config: &Config<D>,
+        work: &Progress<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) -> bool {
+        work.get(id).is_some_and(|record| {
+            record.outcome.is_some() && !self.outdated(config, record, id, digest)
+        })
     }
 
-    /// Under steadfast, a final record on another digest starts a new
-    /// episode: fresh retries and start time.
-    fn reset_if_stale(&self, config: &Config, work: &mut Progress, key: Key, essence: Essence) {
-        if config.variant != Variant::Steadfast {
+    /// Whether `id`'s record tells of a run on another digest than
+    /// `digest` ([`Rule::DigestFinished`]), or a refused patch's outcome
+    /// tells of a later run on another digest than the record's.
+    fn outdated(
+        &self,
+        config: &Config<D>,
+        record: &Record<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) -> bool {
+        let moved = config.rules.has(Rule::DigestFinished)
+            && record.seen.as_ref().is_some_and(|seen| seen != digest);
+        moved || self.ran_since(id, digest)
+    }
+
+    /// Whether a refused patch's outcome tells of a run of `id` on another
+    /// digest than `digest`.
+    fn ran_since(&self, id: &D::Handler, digest: &D::Digest) -> bool {
+        self.carried
+            .iter()
+            .any(|c| c.handler == *id && c.digest != *digest)
+    }
+
+    /// An outdated record that ended (or, for a parent, declared its plan)
+    /// starts a new episode: fresh retries and start time (a parent keeps
+    /// its plan, so that the plan can be purged).
+    fn renew_if_stale(
+        &self,
+        config: &Config<D>,
+        work: &mut Progress<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) {
+        let Some(record) = work.get(id) else {
             return;
-        }
-        if let Some(record) = work.get(key) {
-            if record.outcome.is_some() && record.seen != Some(config.digest(key, essence)) {
-                work.set(key, Some(Record::fresh(self.now)));
-            }
+        };
+        if record.seen.is_some() && self.outdated(config, record, id, digest) {
+            let renewed = Record {
+                subs: record.subs.clone(),
+                ..Record::fresh(self.now)
+            };
+            work.set(id, Some(renewed));
         }
     }
 
     /// Ends a cycle in which everything active is finished: the diff-base
     /// becomes `essence`, every record is purged, and a deletion's finalizer
-    /// is removed, all in one patch.
+    /// is removed, all in one patch; `done` is the run whose outcome
+    /// completed the cycle.
     fn commit(
         &mut self,
-        config: &Config,
-        cycle: &Cycle,
-        essence: Essence,
-        write: Option<(Field, u8)>,
-    ) -> Vec<Effect> {
+        config: &Config<D>,
+        cycle: &Cycle<D>,
+        essence: D::Essence,
+        done: Option<Carried<D>>,
+    ) -> Vec<Effect<D>> {
         let view = &cycle.view;
         self.initial = false;
-        let records: Vec<(Key, Option<Record>)> =
-            view.progress.iter().map(|(k, _)| (*k, None)).collect();
-        let finalizer = (view.deleting && view.finalizer).then_some(false);
-        let diff_base = (!view.deleting && view.diff_base != Some(essence)).then_some(essence);
-        if records.is_empty() && write.is_none() && finalizer.is_none() && diff_base.is_none() {
+        let mut patch = Patch::on(view.version.clone());
+        patch.records = view
+            .progress
+            .iter()
+            .map(|(k, _)| (k.clone(), None))
+            .collect();
+        patch.finalizer = (view.deleting && view.finalizer).then_some(false);
+        patch.diff_base =
+            (!view.deleting && view.diff_base.as_ref() != Some(&essence)).then_some(essence);
+        patch.writes = cycle.writes.clone();
+        let empty = patch.records.is_empty()
+            && patch.writes.is_empty()
+            && patch.finalizer.is_none()
+            && patch.diff_base.is_none();
+        if empty {
             return Vec::new();
         }
-        self.send(
-            config,
-            Patch {
-                expect_rv: view.rv,
-                records,
-                diff_base,
-                write,
-                finalizer,
-                checked: false,
-            },
-        )
+        self.send(config, patch, done)
     }
 
-    /// Writes the cycle's changed records (and a handler's write), if any.
-    fn save(&mut self, config: &Config, cycle: &Cycle, write: Option<(Field, u8)>) -> Vec<Effect> {
+    /// Writes the cycle's changed records and its handlers' writes, if any;
+    /// `done` is the run whose outcome the patch records.
+    fn save(
+        &mut self,
+        config: &Config<D>,
+        cycle: &Cycle<D>,
+        done: Option<Carried<D>>,
+    ) -> Vec<Effect<D>> {
         let before = &cycle.view.progress;
-        let mut records: Vec<(Key, Option<Record>)> = cycle
+        let mut patch = Patch::on(cycle.view.version.clone());
+        patch.records = cycle
             .work
             .iter()
-            .filter(|(k, r)| before.get(*k) != Some(r))
-            .map(|(k, r)| (*k, Some(*r)))
+            .filter(|(k, r)| before.get(k) != Some(r))
+            .map(|(k, r)| (k.clone(), Some(r.clone())))
             .collect();
-        records.extend(
+        patch.records.extend(
             before
                 .iter()
-                .filter(|(k, _)| cycle.work.get(*k).is_none())
-                .map(|(k, _)| (*k, None)),
+                .filter(|(k, _)| cycle.work.get(k).is_none())
+                .map(|(k, _)| (k.clone(), None)),
         );
-        if records.is_empty() && write.is_none() {
+        patch.writes = cycle.writes.clone();
+        if patch.records.is_empty() && patch.writes.is_empty() {
             return Vec::new();
         }
-        self.send(
-            config,
-            Patch {
-                expect_rv: cycle.view.rv,
-                records,
-                write,
-                ..Patch::default()
-            },
-        )
+        self.send(config, patch, done)
     }
 
-    /// Sends `patch`, with the variant's precondition.
-    fn send(&mut self, config: &Config, mut patch: Patch) -> Vec<Effect> {
-        patch.checked = config.variant == Variant::Steadfast;
+    /// Sends `patch`, with the precondition if the rules ask for it.
+    fn send(
+        &mut self,
+        config: &Config<D>,
+        mut patch: Patch<D>,
+        carried: Option<Carried<D>>,
+    ) -> Vec<Effect<D>> {
+        patch.checked = config.rules.has(Rule::CheckedPatches);
         self.phase = Phase::Patching {
-            rv: patch.expect_rv,
+            patch: patch.clone(),
+            carried,
+            seen: Vec::new(),
         };
         vec![Effect::Patch(patch)]
+    }
+}
+
+impl<D: Domain> Engine<D> {
+    /// Calls `f` on every resourceVersion the engine holds (for a model
+    /// that renames versions).
+    pub fn visit_versions(&mut self, f: &mut impl FnMut(&mut D::Version)) {
+        if let Some(view) = &mut self.view {
+            f(&mut view.version);
+        }
+        match &mut self.hold {
+            Hold::Until(version) | Hold::Past(version) => f(version),
+            Hold::Fetching { seen, .. } => seen.iter_mut().for_each(&mut *f),
+            Hold::None => {}
+        }
+        match &mut self.phase {
+            Phase::Running { cycle, .. } => f(&mut cycle.view.version),
+            Phase::Patching { patch, seen, .. } => {
+                f(&mut patch.expect);
+                seen.iter_mut().for_each(f);
+            }
+            Phase::Idle => {}
+        }
+    }
+
+    /// Calls `f` on the name of the run the engine waits for (for a model
+    /// that renames runs).
+    pub fn visit_runs(&mut self, f: &mut impl FnMut(&mut RunId)) {
+        if let Phase::Running { run, .. } = &mut self.phase {
+            f(run);
+        }
     }
 }

@@ -1,24 +1,31 @@
 //! `lifecycle`: the handler lifecycle of a Kubernetes operator, in the model
 //! of kopf, and the fix for kopf #641.
 //!
-//! - [`object`]: the essence and the progress kept on the object.
+//! - [`domain`]: what the engine is generic over (ids, essences, digests,
+//!   resourceVersions, time).
+//! - [`object`]: the progress the engine keeps on the object.
 //! - [`annotations`]: the format of that progress in the object's
 //!   annotations, and what happens to annotations it cannot read.
 //! - [`handlers`]: the registered handlers and the pure rules about them.
+//! - [`rules`]: the rules of the two variants, by name.
 //! - [`engine`]: the engine's transition function, shared by the model and
 //!   the runtime.
 //! - [`model`]: the stateright model of the engine's world, its properties
 //!   and fairness, and its scenarios.
 
 pub mod annotations;
+pub mod domain;
 pub mod engine;
 pub mod handlers;
 pub mod model;
 pub mod object;
+pub mod rules;
 
 #[cfg(test)]
 mod tests;
 
-pub use engine::{Effect, Engine, Input, Outcome, Patch};
-pub use handlers::{Config, HandlerSpec, On, Reason, SelfWrite, SubPlan, Variant};
-pub use object::{Digest, Essence, Field, Final, Key, ObjectView, Progress, Record};
+pub use domain::{Domain, Value};
+pub use engine::{Effect, Engine, Input, Outcome, Patch, RunId};
+pub use handlers::{Config, HandlerSpec, On, Reason};
+pub use object::{Final, ObjectView, Progress, Record};
+pub use rules::{Rule, Rules, Variant};

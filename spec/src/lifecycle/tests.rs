@@ -1,17 +1,21 @@
-//! Unit tests and property tests of the engine's transition function.
+//! Unit tests and property tests of the engine's transition function, in
+//! the model's domain.
 
 use proptest::prelude::*;
 
-use super::engine::{Effect, Engine, Input, Outcome, Patch, Phase};
-use super::handlers::{Config, HandlerSpec, On, SubPlan, Variant};
-use super::model::scenarios;
-use super::object::{Essence, Field, Final, Key, ObjectView, Progress};
+use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId};
+use super::handlers::{Config, On};
+use super::model::{scenarios, Essence, Field, Key, Small};
+use super::object::{Final, ObjectView, Progress};
+use super::rules::Variant;
 use crate::trace_json::round_trip;
 
-fn view(rv: u32, tick: u8) -> ObjectView {
+type View = ObjectView<Small>;
+
+fn view(version: u32, essence: Essence) -> View {
     ObjectView {
-        rv,
-        essence: Essence([0, tick, 0]),
+        version,
+        essence,
         deleting: false,
         finalizer: false,
         progress: Progress::default(),
@@ -19,18 +23,23 @@ fn view(rv: u32, tick: u8) -> ObjectView {
     }
 }
 
-fn config(variant: Variant) -> Config {
-    scenarios::seed641(variant).config
+fn seed641() -> Config<Small> {
+    scenarios::seed641(Variant::Steadfast).config
 }
 
-fn invoked(effects: &[Effect]) -> Option<(Key, Essence)> {
+fn invoked(effects: &[Effect<Small>]) -> Option<(RunId, Key, Essence)> {
     effects.iter().find_map(|e| match e {
-        Effect::Invoke { key, essence } => Some((*key, *essence)),
+        Effect::Invoke {
+            run,
+            handler,
+            essence,
+            ..
+        } => Some((*run, *handler, *essence)),
         _ => None,
     })
 }
 
-fn patch(effects: &[Effect]) -> Option<&Patch> {
+fn patch(effects: &[Effect<Small>]) -> Option<&Patch<Small>> {
     effects.iter().find_map(|e| match e {
         Effect::Patch(p) => Some(p),
         _ => None,
@@ -38,375 +47,152 @@ fn patch(effects: &[Effect]) -> Option<&Patch> {
 }
 
 /// Applies a patch to a view the way the API server would.
-fn applied(mut v: ObjectView, p: &Patch) -> ObjectView {
+fn applied(mut v: View, p: &Patch<Small>) -> View {
     for (key, record) in &p.records {
-        v.progress.set(*key, *record);
+        v.progress.set(key, record.clone());
     }
     if let Some(base) = p.diff_base {
         v.diff_base = Some(base);
     }
-    if let Some((field, value)) = p.write {
-        v.essence = v.essence.with(field, value);
+    for (field, value) in &p.writes {
+        v.essence = v.essence.with(*field, *value);
     }
     if let Some(finalizer) = p.finalizer {
         v.finalizer = finalizer;
     }
-    v.rv += 1;
+    v.version += 1;
     v
 }
 
-/// Runs `key` to success from `v` and returns the next version.
-fn run_once(engine: &mut Engine, config: &Config, v: ObjectView) -> (Key, ObjectView) {
-    let effects = engine.step(config, Input::Observed(v.clone()));
-    let (key, _) = invoked(&effects).expect("a handler runs");
-    let effects = engine.step(
-        config,
-        Input::HandlerDone {
-            key,
-            outcome: Outcome::Success,
-        },
-    );
-    let p = patch(&effects).expect("its outcome is written").clone();
-    let next = applied(v, &p);
-    engine.step(config, Input::PatchApplied { rv: next.rv });
-    (key, next)
-}
-
-#[test]
-fn engine_should_run_one_subhandler_per_cycle_on_the_observed_tick() {
-    let config = config(Variant::Steadfast);
-    let mut engine = Engine::new();
-    let effects = engine.step(&config, Input::Observed(view(1, 1)));
-    assert_eq!(
-        effects,
-        vec![Effect::Invoke {
-            key: Key::sub(0, 0),
-            essence: Essence([0, 1, 0])
-        }]
-    );
-    assert!(matches!(engine.phase, Phase::Running { .. }));
-}
-
-/// What runs after sub-handler 0 succeeded on tick 1 and the tick then
-/// changed twice, the watch showing only the last change.
-fn run_after_two_ticks(variant: Variant) -> Option<(Key, Essence)> {
-    let config = config(variant);
-    let mut engine = Engine::new();
-    let (first, v) = run_once(&mut engine, &config, view(1, 1));
-    assert_eq!(first, Key::sub(0, 0));
-    let mut edited = v;
-    edited.rv += 2;
-    edited.essence = edited.essence.with(Field::Tick, 3);
-    invoked(&engine.step(&config, Input::Observed(edited)))
-}
-
-#[test]
-fn steadfast_should_rerun_a_subhandler_that_ran_on_an_older_tick() {
-    let next = run_after_two_ticks(Variant::Steadfast);
-    assert_eq!(next, Some((Key::sub(0, 0), Essence([0, 3, 0]))));
-}
-
-#[test]
-fn kopf_should_treat_a_subhandler_finished_on_an_older_tick_as_done() {
-    let next = run_after_two_ticks(Variant::Kopf);
-    assert_eq!(next, Some((Key::sub(0, 1), Essence([0, 3, 0]))));
-}
-
-#[test]
-fn commit_should_purge_records_and_set_the_diff_base_in_one_patch() {
-    let config = config(Variant::Steadfast);
-    let mut engine = Engine::new();
-    let mut v = view(1, 1);
-    for _ in 0..2 {
-        v = run_once(&mut engine, &config, v).1;
+fn done(run: RunId, outcome: Outcome<Small>, subs: Vec<Key>) -> Input<Small> {
+    Input::HandlerDone {
+        run,
+        outcome,
+        subs,
+        write: None,
     }
-    let effects = engine.step(&config, Input::Observed(v.clone()));
-    let (key, _) = invoked(&effects).unwrap();
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key,
-            outcome: Outcome::Success,
-        },
+}
+
+/// The engine that ran the `tick` parent of seed641 on tick 1 and saw its
+/// plan written: returns it with the version its patch made.
+fn planned() -> (Engine<Small>, View) {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let first = view(1, Essence([0, 1, 0]));
+    let effects = engine.step(&config, Input::Listed(first.clone()));
+    let (run, key, essence) = invoked(&effects).expect("the parent runs first");
+    assert_eq!((key, essence), (Key::handler(0), Essence([0, 1, 0])));
+    let plan = vec![Key::sub(0, 0), Key::sub(0, 1), Key::sub(0, 2)];
+    let effects = engine.step(&config, done(run, Outcome::Success, plan.clone()));
+    let p = patch(&effects).expect("the plan is written").clone();
+    let record = p.records[0].1.clone().expect("the parent's record");
+    assert_eq!(record.subs, plan);
+    assert_eq!(record.outcome, None, "a parent finishes with its plan");
+    let next = applied(first, &p);
+    assert_eq!(
+        engine.step(&config, Input::PatchApplied { version: 2 }),
+        [],
+        "nothing runs before the engine sees its own write"
     );
-    let p = patch(&effects).expect("a commit");
-    assert_eq!(p.expect_rv, v.rv);
-    assert_eq!(p.diff_base, Some(Essence([0, 1, 0])));
-    assert!(
-        p.records.iter().all(|(_, r)| r.is_none()),
-        "every record purged"
-    );
-    assert_eq!(p.records.len(), 2, "the two records already written");
+    (engine, next)
 }
 
 #[test]
-fn conflict_should_wait_for_a_newer_version() {
-    let config = config(Variant::Steadfast);
-    let mut engine = Engine::new();
-    let effects = engine.step(&config, Input::Observed(view(5, 1)));
-    let (key, _) = invoked(&effects).unwrap();
-    engine.step(
-        &config,
-        Input::HandlerDone {
-            key,
-            outcome: Outcome::Success,
-        },
-    );
-    assert!(
-        engine.step(&config, Input::PatchConflict).is_empty(),
-        "the same version is not retried"
-    );
-    assert!(engine.step(&config, Input::Observed(view(5, 1))).is_empty());
-    let effects = engine.step(&config, Input::Observed(view(6, 1)));
-    assert_eq!(
-        invoked(&effects).map(|(k, _)| k),
-        Some(Key::sub(0, 0)),
-        "the lost outcome is redone"
-    );
+fn a_parent_should_run_once_then_its_subhandlers_one_per_cycle() {
+    let (mut engine, next) = planned();
+    let effects = engine.step(&seed641(), Input::Observed(next));
+    let (_, key, _) = invoked(&effects).expect("a sub-handler runs");
+    assert_eq!(key, Key::sub(0, 0));
 }
 
 #[test]
-fn temporary_error_should_delay_then_retry_and_fail_at_the_limit() {
-    let mut config = config(Variant::Steadfast);
-    config.retry_limit = 2;
-    let mut engine = Engine::new();
-    let v = view(1, 1);
-    engine.step(&config, Input::Observed(v.clone()));
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key: Key::sub(0, 0),
-            outcome: Outcome::Temporary { delay: 2 },
-        },
-    );
-    let p = patch(&effects).unwrap().clone();
-    let record = p.records[0].1.unwrap();
-    assert_eq!(record.delayed_until, Some(2));
-    let v = applied(v, &p);
-    engine.step(&config, Input::PatchApplied { rv: v.rv });
-    // The other sub-handlers go first; then only the delayed one is left.
-    let effects = engine.step(&config, Input::Observed(v.clone()));
-    assert_eq!(invoked(&effects).map(|(k, _)| k), Some(Key::sub(0, 1)));
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key: Key::sub(0, 1),
-            outcome: Outcome::Temporary { delay: 2 },
-        },
-    );
-    let v = applied(v, patch(&effects).unwrap());
-    engine.step(&config, Input::PatchApplied { rv: v.rv });
-    engine.step(&config, Input::Observed(v.clone()));
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key: Key::sub(0, 2),
-            outcome: Outcome::Success,
-        },
-    );
-    let v = applied(v, patch(&effects).unwrap());
-    engine.step(&config, Input::PatchApplied { rv: v.rv });
-    let effects = engine.step(&config, Input::Observed(v.clone()));
+fn a_refused_patchs_outcome_should_be_written_again_without_a_second_run() {
+    let config = seed641();
+    let (mut engine, next) = planned();
+    let effects = engine.step(&config, Input::Observed(next.clone()));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    assert!(patch(&effects).unwrap().checked);
+    // Another writer moved the object on (status only): 409.
+    let moved = View { version: 3, ..next };
+    assert_eq!(engine.step(&config, Input::Observed(moved.clone())), []);
+    let effects = engine.step(&config, Input::PatchConflict);
+    assert_eq!(invoked(&effects), None, "{effects:?}");
+    let p = patch(&effects).expect("the outcome goes onto the newer version");
+    assert_eq!(p.expect, 3);
+    let (key, record) = &p.records[0];
+    assert_eq!(*key, Key::sub(0, 0));
+    assert_eq!(record.as_ref().unwrap().outcome, Some(Final::Success));
+}
+
+#[test]
+fn a_patch_whose_outcome_is_unknown_should_be_sent_again() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let effects = engine.step(&config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
+    let sent = patch(&effects).unwrap().clone();
     assert_eq!(
-        effects,
-        vec![Effect::WakeAt(2)],
-        "nothing is due before t=2"
-    );
-    let effects = engine.step(&config, Input::Tick { now: 2 });
-    let (key, _) = invoked(&effects).unwrap();
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key,
-            outcome: Outcome::Temporary { delay: 2 },
-        },
-    );
-    let p = patch(&effects).unwrap();
-    let record = p
-        .records
-        .iter()
-        .find(|(k, _)| *k == key)
-        .unwrap()
-        .1
-        .unwrap();
-    assert_eq!(
-        record.outcome,
-        Some(Final::Failure),
-        "the retry limit is reached"
+        engine.step(&config, Input::PatchUnknown),
+        [Effect::Patch(sent)]
     );
 }
 
 #[test]
-fn delete_handler_should_put_the_finalizer_on_first() {
-    let config = scenarios::general(Variant::Steadfast).config;
-    let mut engine = Engine::new();
-    let effects = engine.step(&config, Input::Observed(view(1, 0)));
-    assert_eq!(
-        effects,
-        vec![Effect::Patch(Patch {
-            expect_rv: 1,
-            checked: true,
-            finalizer: Some(true),
-            ..Patch::default()
-        })]
-    );
-}
-
-#[test]
-fn self_write_should_not_make_its_writer_stale_under_steadfast() {
-    let config = Config {
-        variant: Variant::Steadfast,
-        handlers: vec![HandlerSpec {
-            name: "label",
-            on: On::Create,
-            subs: SubPlan::None,
-            writes: Some(super::handlers::SelfWrite {
-                target: Field::Label,
-                source: Field::Spec,
-            }),
-        }],
-        retry_limit: 3,
-        timeout: 8,
+fn a_hung_run_should_fail_for_good_at_its_deadline_and_its_late_return_be_ignored() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let Some(Effect::Invoke { run, deadline, .. }) = effects.first().cloned() else {
+        panic!("{effects:?}");
     };
-    let mut engine = Engine::new();
-    let mut v = view(1, 0);
-    v.essence = Essence([4, 0, 0]);
-    engine.step(&config, Input::Observed(v.clone()));
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key: Key::handler(0),
-            outcome: Outcome::Success,
-        },
-    );
-    let p = patch(&effects).unwrap();
-    assert_eq!(p.write, Some((Field::Label, 4)));
+    assert_eq!(engine.step(&config, Input::Tick { now: deadline - 1 }), []);
+    // Failed for good, it is finished: the object is handled in full.
+    let effects = engine.step(&config, Input::Tick { now: deadline });
+    let p = patch(&effects).expect("a commit");
+    assert_eq!(p.diff_base, Some(Essence([0, 1, 0])), "{effects:?}");
+    // The run returns at last: the engine has moved on.
     assert_eq!(
-        p.diff_base,
-        Some(Essence([4, 0, 4])),
-        "committed on the essence after the write"
+        engine.step(&config, done(run, Outcome::Success, Vec::new())),
+        []
     );
 }
 
-/// Inputs a driver might feed, in any order, including nonsense ones.
-fn inputs() -> impl Strategy<Value = Vec<Input>> {
-    let observed = (
-        1u32..12,
-        0u8..4,
-        0u8..3,
-        any::<bool>(),
-        any::<bool>(),
-        prop::option::of(0u8..4),
-    )
-        .prop_map(|(rv, spec, tick, deleting, finalizer, base)| {
-            Input::Observed(ObjectView {
-                rv,
-                essence: Essence([spec, tick, spec]),
-                deleting,
-                finalizer,
-                progress: Progress::default(),
-                diff_base: base.map(|b| Essence([b, tick, b])),
-            })
-        });
-    let outcome = prop_oneof![
-        Just(Outcome::Success),
-        (1u8..3).prop_map(|delay| Outcome::Temporary { delay }),
-        Just(Outcome::Permanent),
-    ];
-    let done = (0u8..3, prop::option::of(0u8..3), outcome).prop_map(|(handler, sub, outcome)| {
-        Input::HandlerDone {
-            key: Key { handler, sub },
-            outcome,
-        }
-    });
-    let input = prop_oneof![
-        3 => observed,
-        3 => done,
-        1 => (1u32..14).prop_map(|rv| Input::PatchApplied { rv }),
-        1 => Just(Input::PatchConflict),
-        1 => (0u8..6).prop_map(|now| Input::Tick { now }),
-        1 => Just(Input::Gone),
-    ];
-    prop::collection::vec(input, 0..40)
+#[test]
+fn a_completion_of_an_earlier_start_should_be_ignored() {
+    let config = seed641();
+    let mut engine = Engine::new(1, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let zombie = RunId {
+        incarnation: 0,
+        ..run
+    };
+    assert_eq!(
+        engine.step(&config, done(zombie, Outcome::Success, Vec::new())),
+        []
+    );
+    assert!(patch(&engine.step(&config, done(run, Outcome::Permanent, Vec::new()))).is_some());
 }
 
-proptest! {
-    #[test]
-    fn engine_should_keep_its_invariants_under_any_inputs(
-        inputs in inputs(),
-        steadfast in any::<bool>(),
-    ) {
-        let variant = if steadfast { Variant::Steadfast } else { Variant::Kopf };
-        let config = scenarios::general(variant).config;
-        let mut engine = Engine::new();
-        let mut observed: Vec<ObjectView> = Vec::new();
-        for input in inputs {
-            // A resourceVersion names one content: a repeated version shows
-            // what it showed the first time.
-            let input = match input {
-                Input::Observed(v) => Input::Observed(
-                    observed.iter().find(|o| o.rv == v.rv).cloned().unwrap_or(v),
-                ),
-                other => other,
-            };
-            let running = matches!(engine.phase, Phase::Running { .. });
-            // A patch stays in flight unless this input reports its end.
-            let patching = matches!(engine.phase, Phase::Patching { .. })
-                && !matches!(input, Input::PatchApplied { .. } | Input::PatchConflict);
-            if let Input::Observed(v) = &input {
-                if !observed.contains(v) {
-                    observed.push(v.clone());
-                }
-            }
-            let effects = engine.step(&config, input);
-            let invokes = effects.iter().filter(|e| matches!(e, Effect::Invoke { .. })).count();
-            prop_assert!(invokes <= 1, "one run at a time");
-            prop_assert!(invokes == 0 || !running, "no run starts while one is in flight");
-            let patches: Vec<&Patch> = effects.iter().filter_map(|e| match e {
-                Effect::Patch(p) => Some(p),
-                _ => None,
-            }).collect();
-            prop_assert!(patches.len() <= 1, "one patch per step");
-            prop_assert!(patches.is_empty() || !patching, "no patch while one is in flight");
-            for p in patches {
-                let source = observed.iter().find(|v| v.rv == p.expect_rv);
-                prop_assert!(source.is_some(), "a patch expects a version the engine saw");
-                let source = source.unwrap();
-                for (key, record) in &p.records {
-                    let Some(seen) = record.and_then(|r| r.seen) else { continue };
-                    let possible = [source.essence, config.after_write(*key, source.essence)];
-                    prop_assert!(
-                        possible.iter().any(|&e| config.digest(*key, e) == seen),
-                        "record {:?} claims {:?}, never observed", key, seen
-                    );
-                }
-                if let Some(base) = p.diff_base {
-                    let possible = [source.essence, p.write.map_or(source.essence, |(f, v)| source.essence.with(f, v))];
-                    prop_assert!(possible.contains(&base), "the diff-base is an essence the engine handled");
-                }
-            }
-        }
-    }
-}
-
-proptest! {
-    /// A runtime records every input and effect as JSON lines and replays
-    /// them: each must read back as it was written.
-    #[test]
-    fn every_input_and_effect_should_round_trip_through_json(
-        inputs in inputs(),
-        steadfast in any::<bool>(),
-    ) {
-        let variant = if steadfast { Variant::Steadfast } else { Variant::Kopf };
-        let config = scenarios::general(variant).config;
-        let mut engine = Engine::new();
-        for input in inputs {
-            prop_assert_eq!(&round_trip(&input), &input);
-            for effect in engine.step(&config, input) {
-                prop_assert_eq!(round_trip(&effect), effect);
-            }
-        }
-    }
+#[test]
+fn a_list_showing_another_version_should_be_confirmed_by_a_read() {
+    let (mut engine, next) = planned();
+    let config = seed641();
+    let effects = engine.step(&config, Input::Observed(next.clone()));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    let written = applied(next, patch(&effects).unwrap());
+    let version = written.version;
+    assert_eq!(engine.step(&config, Input::PatchApplied { version }), []);
+    // The watch expired; the list is served from a cache, older than the
+    // versions the engine saw and wrote.
+    let stale = view(1, Essence([0, 1, 0]));
+    assert_eq!(engine.step(&config, Input::Listed(stale)), [Effect::Fetch]);
+    let effects = engine.step(&config, Input::Fetched(written));
+    let (_, key, _) = invoked(&effects).expect("the read version is processed");
+    assert_eq!(key, Key::sub(0, 1));
 }
 
 #[test]
@@ -415,38 +201,121 @@ fn a_cycle_with_nothing_to_write_should_go_on_to_the_newest_version() {
     // its success leaves nothing to write. Meanwhile deletion was asked
     // for: the delete handler must run next, with no patch to prompt it.
     let config = scenarios::general(Variant::Steadfast).config;
-    let resume = (0..config.handlers.len() as u8)
-        .find(|&h| config.handlers[usize::from(h)].on == On::Resume)
-        .map(Key::handler)
-        .expect("general has a resume handler");
-    let cleanup = (0..config.handlers.len() as u8)
-        .find(|&h| config.handlers[usize::from(h)].on == On::Delete)
-        .map(Key::handler)
-        .expect("general has a delete handler");
-    let essence = Essence([1, 0, 1]);
-    let handled = ObjectView {
-        rv: 5,
-        essence,
-        deleting: false,
-        finalizer: true,
-        progress: Progress::default(),
-        diff_base: Some(essence),
+    let find = |on: On<Field>| {
+        config
+            .handlers
+            .iter()
+            .find(|h| h.on == on)
+            .map(|h| h.id)
+            .unwrap()
     };
-    let mut engine = Engine::new();
-    let effects = engine.step(&config, Input::Observed(handled.clone()));
-    assert_eq!(invoked(&effects), Some((resume, essence)));
-    let deleting = ObjectView {
-        rv: 6,
+    let essence = Essence([1, 0, 1]);
+    let handled = View {
+        finalizer: true,
+        diff_base: Some(essence),
+        ..view(5, essence)
+    };
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(&config, Input::Listed(handled.clone()));
+    let (run, key, _) = invoked(&effects).unwrap();
+    assert_eq!(key, find(On::Resume));
+    let deleting = View {
+        version: 6,
         deleting: true,
         ..handled
     };
     assert_eq!(engine.step(&config, Input::Observed(deleting)), []);
-    let effects = engine.step(
-        &config,
-        Input::HandlerDone {
-            key: resume,
-            outcome: Outcome::Success,
-        },
-    );
-    assert_eq!(invoked(&effects), Some((cleanup, essence)), "{effects:?}");
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    let (_, key, _) = invoked(&effects).expect("the delete handler runs");
+    assert_eq!(key, find(On::Delete), "{effects:?}");
+}
+
+fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
+    let essence = (0u8..3, 0u8..3, 0u8..2).prop_map(|(a, b, c)| Essence([a, b, c]));
+    let object = (
+        1u32..8,
+        essence.clone(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::of(essence),
+    )
+        .prop_map(
+            |(version, essence, deleting, finalizer, diff_base)| ObjectView {
+                version,
+                essence,
+                deleting,
+                finalizer,
+                progress: Progress::default(),
+                diff_base,
+            },
+        );
+    let outcome = prop_oneof![
+        Just(Outcome::Success),
+        (1u8..3).prop_map(|delay| Outcome::Temporary { delay }),
+        Just(Outcome::Permanent),
+    ];
+    let key = (0u8..5, prop::option::of(0u8..2)).prop_map(|(handler, sub)| Key { handler, sub });
+    let done = (
+        0u32..2,
+        0u32..4,
+        outcome,
+        prop::collection::vec(key, 0..3),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(incarnation, seq, outcome, subs, writes)| Input::HandlerDone {
+                run: RunId { incarnation, seq },
+                outcome,
+                subs: subs.into_iter().filter(|k| k.sub.is_some()).collect(),
+                write: writes.then_some((Field::Label, 1)),
+            },
+        );
+    let input = prop_oneof![
+        3 => object.clone().prop_map(Input::Observed),
+        1 => object.clone().prop_map(Input::Listed),
+        1 => object.prop_map(Input::Fetched),
+        3 => done,
+        1 => (1u32..9).prop_map(|version| Input::PatchApplied { version }),
+        1 => Just(Input::PatchConflict),
+        1 => Just(Input::PatchUnknown),
+        1 => (0u8..12).prop_map(|now| Input::Tick { now }),
+        1 => Just(Input::Gone),
+    ];
+    prop::collection::vec(input, 0..40)
+}
+
+proptest! {
+    /// Whatever the world says, in any order: one run at a time, one patch
+    /// in flight, and every input and effect reads back from JSON as it was
+    /// written (a runtime records them as JSON lines and replays them).
+    #[test]
+    fn engine_should_keep_one_run_and_one_patch_and_round_trip_under_any_inputs(
+        inputs in inputs(),
+        steadfast in any::<bool>(),
+    ) {
+        let variant = if steadfast { Variant::Steadfast } else { Variant::Kopf };
+        let config = scenarios::general(variant).config;
+        let mut engine = Engine::new(1, 0);
+        let mut running = false;
+        let mut patching = false;
+        for input in inputs {
+            prop_assert_eq!(&round_trip(&input), &input);
+            let ends_patch = matches!(
+                input,
+                Input::PatchApplied { .. } | Input::PatchConflict | Input::PatchUnknown
+            );
+            let ends_run = matches!(input, Input::HandlerDone { .. } | Input::Tick { .. });
+            let effects = engine.step(&config, input);
+            for effect in &effects {
+                prop_assert_eq!(&round_trip(effect), effect);
+            }
+            let invokes = effects.iter().filter(|e| matches!(e, Effect::Invoke { .. })).count();
+            let patches = effects.iter().filter(|e| matches!(e, Effect::Patch(_))).count();
+            prop_assert!(invokes + patches <= 1, "one request per step: {:?}", effects);
+            prop_assert!(invokes == 0 || !running || ends_run, "no run while one is in flight");
+            prop_assert!(patches == 0 || !patching || ends_patch, "no patch while one is in flight");
+            running = matches!(engine.phase, super::engine::Phase::Running { .. });
+            patching = matches!(engine.phase, super::engine::Phase::Patching { .. });
+        }
+    }
 }

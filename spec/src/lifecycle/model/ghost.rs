@@ -1,0 +1,261 @@
+//! What the properties read beyond the world itself, kept from what the
+//! world does (runs that return, patches the API server applies), never
+//! from the engine's rules: which handler last finished on what, the plans
+//! parents declared, and the events the `sometimes` look for.
+
+use serde::{Deserialize, Serialize};
+
+use super::small::{Digest, Essence, Key};
+use super::{LifecycleModel, Run};
+use crate::lifecycle::engine::Patch;
+use crate::lifecycle::handlers::On;
+
+/// The ghost state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ghost {
+    /// Each handler's and sub-handler's last run of this operator's that
+    /// returned for good (success, permanent error, or a hang), with the
+    /// essence it saw, its own write included.
+    pub last: Vec<(Key, Essence)>,
+    /// Runs that returned for good (or hung) whose outcome no applied
+    /// patch has recorded yet, the latest per handler, with the essence
+    /// each saw and the plan it declared. They count once a patch records
+    /// them; an operator that crashes loses them, and they count as never
+    /// having happened (their side effects stay, which no engine can see;
+    /// see README).
+    pub pending: Vec<(Run, Essence, Vec<Key>)>,
+    /// Each parent's last plan, with the digest of the run that declared it.
+    pub plans: Vec<(Key, Digest, Vec<Key>)>,
+    /// Sub-handlers of a parent's last plan that have not returned for good
+    /// since that plan was declared.
+    pub owed: Vec<Key>,
+    /// Each handler's last run that returned: the operator start
+    /// (incarnation) whose run it was, the digest it ran on, and whether a
+    /// run of that start on that digest has succeeded since the handler
+    /// last ran on another.
+    pub returns: Vec<(Key, u32, Digest, bool)>,
+    /// The version at which each progress record last changed.
+    pub touched: Vec<(Key, u32)>,
+    /// Delete handlers that returned for good.
+    pub deleted_by: Vec<u8>,
+    /// The version a foreign write made, the last one.
+    pub foreign_at: Option<u32>,
+    /// The essences the edited field has had.
+    pub history: Vec<Essence>,
+    /// The diff-base once took an essence that `handled` does not hold of.
+    pub early_commit: bool,
+    /// A patch once overwrote a record that changed after its version.
+    pub overwrote: bool,
+    /// A handler once ran again on a digest it had succeeded on, in one
+    /// start, without running on another digest in between.
+    pub rerun: bool,
+    /// The finalizer was once removed before every delete handler returned.
+    pub early_release: bool,
+    /// A patch was once refused because of a foreign write.
+    pub foreign_refused: bool,
+    /// A zombie run once returned.
+    pub zombie_returned: bool,
+    /// A hung run's deadline once passed.
+    pub deadline_passed: bool,
+    /// A list once served a version older than the object's.
+    pub stale_listed: bool,
+    /// The watch once expired.
+    pub expired: bool,
+    /// A handler's run once wrote to the essence.
+    pub wrote: bool,
+    /// An edit once brought the essence back to an earlier one.
+    pub returned_to_earlier: bool,
+    /// A deletion was once requested while a handler ran.
+    pub deleted_while_running: bool,
+}
+
+impl Ghost {
+    /// The ghost of an object just created with `essence`.
+    pub fn new(essence: Essence) -> Self {
+        Ghost {
+            history: vec![essence],
+            ..Ghost::default()
+        }
+    }
+
+    /// Whether `essence` is handled, by a definition from the registrations
+    /// alone: every field handler's last run saw its field's value in
+    /// `essence`; every create handler ran; the create handlers' last runs,
+    /// or (if any are registered) the update handlers' last runs, all saw
+    /// `essence`; and no sub-handler of a parent's last plan is owed.
+    pub fn handled(&self, m: &LifecycleModel, essence: Essence) -> bool {
+        let mut creates_saw_it = true;
+        let mut updates_saw_it = true;
+        let mut updates = false;
+        for (h, spec) in m.config.handlers.iter().enumerate() {
+            let last = self.last_of(Key::handler(h as u8));
+            match spec.on {
+                On::Field(field) => {
+                    if last.map(|e| e.get(field)) != Some(essence.get(field)) {
+                        return false;
+                    }
+                }
+                On::Create => match last {
+                    None => return false,
+                    Some(seen) => creates_saw_it &= seen == essence,
+                },
+                On::Update => {
+                    updates = true;
+                    updates_saw_it &= last == Some(essence);
+                }
+                On::Delete | On::Resume => {}
+            }
+        }
+        self.owed.is_empty() && (creates_saw_it || !updates || updates_saw_it)
+    }
+
+    fn last_of(&self, key: Key) -> Option<Essence> {
+        self.last.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
+    }
+
+    /// `run` of this operator's returned for good (or hung), having seen
+    /// `seen` and declared `plan`: it counts once a patch records it.
+    pub fn pend(&mut self, run: Run, seen: Essence, plan: Vec<Key>) {
+        self.pending.retain(|(r, ..)| r.key != run.key);
+        self.pending.push((run, seen, plan));
+        self.pending.sort_by_key(|(r, ..)| r.key);
+    }
+
+    /// `patch` is applied: the runs whose records it writes count, and
+    /// all of them if it `purged` every record (a commit).
+    pub fn record(&mut self, m: &LifecycleModel, patch: &Patch<super::Small>, purged: bool) {
+        let commits = purged && !self.pending.is_empty();
+        let (written, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(run, ..)| commits || patch.records.iter().any(|(k, _)| *k == run.key));
+        self.pending = rest;
+        for (run, seen, plan) in written {
+            self.finished(m, run, seen);
+            if run.key.sub.is_none() {
+                // A parent's last run says what its plan is: a failed run
+                // leaves none.
+                self.planned(m, run, &plan);
+            }
+        }
+    }
+
+    /// `run` of this operator's returned for good, having seen `seen`.
+    fn finished(&mut self, m: &LifecycleModel, run: Run, seen: Essence) {
+        match self.last.iter_mut().find(|(k, _)| *k == run.key) {
+            Some(entry) => entry.1 = seen,
+            None => self.last.push((run.key, seen)),
+        }
+        self.last.sort();
+        self.owed.retain(|k| *k != run.key);
+        if run.key.sub.is_none() && m.config.handlers[usize::from(run.key.handler)].on == On::Delete
+        {
+            if let Err(at) = self.deleted_by.binary_search(&run.key.handler) {
+                self.deleted_by.insert(at, run.key.handler);
+            }
+        }
+    }
+
+    /// A parent's run declared `plan`: its sub-handlers are owed a run
+    /// after it, but for those of the same plan on the same digest (a
+    /// parent invoked again with nothing changed, as kopf does).
+    fn planned(&mut self, m: &LifecycleModel, run: Run, plan: &[Key]) {
+        let digest = m.digest(run.key, run.essence);
+        let before = self.plans.iter().position(|(k, ..)| *k == run.key);
+        let (same_digest, old) = match before {
+            Some(i) => {
+                let (_, d, old) = self.plans.remove(i);
+                (d == digest, old)
+            }
+            None => (false, Vec::new()),
+        };
+        self.owed
+            .retain(|k| k.handler != run.key.handler || (same_digest && plan.contains(k)));
+        for sub in plan {
+            let unchanged = same_digest && old.contains(sub);
+            if !unchanged && !self.owed.contains(sub) {
+                self.owed.push(*sub);
+            }
+        }
+        self.owed.sort();
+        if !plan.is_empty() {
+            self.plans.push((run.key, digest, plan.to_vec()));
+            self.plans.sort();
+        }
+    }
+
+    /// `run` returned after running on `digest`, succeeding or not. A
+    /// parent's run starts its sub-handlers' count afresh: they run as
+    /// part of it.
+    pub fn returned(&mut self, run: Run, digest: Digest, success: bool) {
+        let incarnation = run.id.incarnation;
+        if run.key.sub.is_none() {
+            self.returns
+                .retain(|(k, ..)| k.handler != run.key.handler || k.sub.is_none());
+        }
+        match self.returns.iter_mut().find(|(k, ..)| *k == run.key) {
+            Some(entry) => {
+                let same = entry.1 == incarnation && entry.2 == digest;
+                self.rerun |= same && entry.3;
+                *entry = (run.key, incarnation, digest, success || (same && entry.3));
+            }
+            None => self.returns.push((run.key, incarnation, digest, success)),
+        }
+        self.returns.sort();
+    }
+
+    /// A user's edit made the essence `after`.
+    pub fn edited(&mut self, after: Essence) {
+        if self.history.contains(&after) {
+            self.returned_to_earlier = true;
+        } else {
+            self.history.push(after);
+            self.history.sort();
+        }
+    }
+
+    /// Every delete handler returned for good.
+    pub fn deleted_by_all(&self, m: &LifecycleModel) -> bool {
+        m.config
+            .handlers
+            .iter()
+            .enumerate()
+            .filter(|(_, spec)| spec.on == On::Delete)
+            .all(|(h, _)| self.deleted_by.contains(&(h as u8)))
+    }
+
+    /// The operator crashed: the outcomes it had not written are lost.
+    pub fn crashed(&mut self) {
+        self.pending.clear();
+    }
+
+    /// `patch` is applied to the object at version `at`, making version
+    /// `made`: it overwrites unseen progress if a record it sets changed
+    /// after the version it was computed from.
+    pub fn overwrite_check(&mut self, patch: &Patch<super::Small>, at: u32, made: u32) {
+        if patch.expect != at {
+            let expect = patch.expect;
+            self.overwrote |= patch.records.iter().any(|(key, _)| {
+                self.touched
+                    .iter()
+                    .any(|(k, changed)| k == key && *changed > expect)
+            });
+        }
+        for (key, _) in &patch.records {
+            match self.touched.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => entry.1 = made,
+                None => self.touched.push((*key, made)),
+            }
+        }
+        self.touched.sort();
+    }
+
+    /// Calls `f` on every resourceVersion the ghost holds.
+    pub fn visit_versions(&mut self, f: &mut impl FnMut(&mut u32)) {
+        for (_, version) in &mut self.touched {
+            f(version);
+        }
+        if let Some(version) = &mut self.foreign_at {
+            f(version);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! `sometimes` properties that show each fault and each path of interest is
+//! reached in a scenario that budgets it, so that no property holds only
+//! because its trigger never happens.
+//!
+//! Each comes with the condition on a scenario under which it must be
+//! reached; a scenario checks those whose condition holds (and a model
+//! built [`LifecycleModel::with_every_sometimes`] checks them all, to show
+//! that each can fail).
+
+use stateright::Property;
+
+use super::{LifecycleModel, SubPlan, World};
+use crate::lifecycle::handlers::On;
+use crate::lifecycle::object::Final;
+
+/// One `sometimes`: its name, when a scenario must reach it, and the
+/// condition.
+struct Reachable {
+    name: &'static str,
+    expected: fn(&LifecycleModel) -> bool,
+    condition: fn(&LifecycleModel, &World) -> bool,
+}
+
+fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
+    m.config.handlers.iter().any(|h| h.on == on)
+}
+
+const REACHABLE: [Reachable; 14] = [
+    Reachable {
+        name: "a sub-handler runs",
+        expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
+        condition: |_, w| w.running.is_some_and(|r| r.key.sub.is_some()),
+    },
+    // Without it, "finalizer kept until delete handlers finish" and
+    // "deletion releases the finalizer" could hold for want of a deletion.
+    Reachable {
+        name: "a delete handler runs while the finalizer holds the object",
+        expected: |m| m.budget.faults.deletion && registers(m, On::Delete),
+        condition: |m, w| {
+            let held = w.object.as_ref().is_some_and(|o| o.deleting && o.finalizer);
+            held && w
+                .running
+                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Delete)
+        },
+    },
+    Reachable {
+        name: "a handler fails for good",
+        expected: |m| m.budget.faults.permanent_errors > 0,
+        condition: |_, w| {
+            w.object.as_ref().is_some_and(|o| {
+                o.progress
+                    .iter()
+                    .any(|(_, r)| r.outcome == Some(Final::Failure))
+            })
+        },
+    },
+    Reachable {
+        name: "a resume handler runs",
+        expected: |m| registers(m, On::Resume),
+        condition: |m, w| {
+            w.running
+                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Resume)
+        },
+    },
+    Reachable {
+        name: "a create handler runs",
+        expected: |m| registers(m, On::Create),
+        condition: |m, w| {
+            w.running
+                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Create)
+        },
+    },
+    Reachable {
+        name: "a handler's own write changes the essence",
+        expected: |m| m.code.iter().any(|c| c.writes.is_some()),
+        condition: |_, w| w.ghost.wrote,
+    },
+    Reachable {
+        name: "an edit brings the essence back to an earlier one",
+        expected: |m| m.budget.modulo.is_some_and(|n| n <= m.budget.faults.edits),
+        condition: |_, w| w.ghost.returned_to_earlier,
+    },
+    Reachable {
+        name: "a deletion is requested while a handler runs",
+        expected: |m| m.budget.faults.deletion,
+        condition: |_, w| w.ghost.deleted_while_running,
+    },
+    Reachable {
+        name: "another writer's change refuses a patch",
+        expected: |m| {
+            m.budget.faults.foreign_writes > 0
+                && m.config
+                    .rules
+                    .has(crate::lifecycle::rules::Rule::CheckedPatches)
+        },
+        condition: |_, w| w.ghost.foreign_refused,
+    },
+    Reachable {
+        name: "a run of a crashed operator returns after the restart",
+        expected: |m| m.budget.faults.crashes > 0,
+        condition: |_, w| w.ghost.zombie_returned,
+    },
+    Reachable {
+        name: "a hung run passes its deadline",
+        expected: |m| m.budget.faults.hangs > 0,
+        condition: |_, w| w.ghost.deadline_passed,
+    },
+    Reachable {
+        name: "a stale list is served",
+        expected: |m| m.budget.faults.stale_lists > 0,
+        condition: |_, w| w.ghost.stale_listed,
+    },
+    Reachable {
+        name: "the watch expires and the operator lists again",
+        expected: |m| m.budget.faults.expiries > 0,
+        condition: |_, w| w.ghost.expired,
+    },
+    Reachable {
+        name: "a patch's reply is lost",
+        expected: |m| m.budget.faults.lost_replies > 0,
+        condition: |m, w| w.left.lost_replies < m.budget.faults.lost_replies,
+    },
+];
+
+/// The `sometimes` a model checks: those its scenario must reach, or with
+/// `every`, all of them.
+pub(super) fn sometimes(m: &LifecycleModel, every: bool) -> Vec<Property<LifecycleModel>> {
+    REACHABLE
+        .iter()
+        .filter(|r| every || (r.expected)(m))
+        .map(|r| Property::sometimes(r.name, r.condition))
+        .collect()
+}

@@ -1,0 +1,196 @@
+//! The configurations and budgets that `steadfast check lifecycle` knows:
+//! `seed641` and `general`, and one small scenario per fault of the API
+//! server that a rule of the steadfast variant answers.
+
+use super::small::{Essence, Field, Key, Small};
+use super::{Budget, Code, Faults, LifecycleModel, SubPlan, Writes};
+use crate::lifecycle::handlers::{Config, HandlerSpec, On};
+use crate::lifecycle::rules::{Rules, Variant};
+
+/// Retries of every handler in the scenarios.
+const RETRIES: u8 = 3;
+/// Ticks an episode may take in the scenarios.
+const TIMEOUT: u8 = 8;
+
+/// Handler `index`, reacting to `on`.
+fn handler(index: u8, on: On<Field>) -> HandlerSpec<Small> {
+    HandlerSpec {
+        id: Key::handler(index),
+        on,
+        retries: RETRIES,
+        timeout: TIMEOUT,
+    }
+}
+
+/// A model of `handlers` (what each reacts to, and what its code does) in
+/// a world of `budget`.
+fn model(variant: Variant, handlers: Vec<(On<Field>, Code)>, budget: Budget) -> LifecycleModel {
+    let (specs, code) = handlers
+        .into_iter()
+        .enumerate()
+        .map(|(i, (on, code))| (handler(i as u8, on), code))
+        .unzip();
+    LifecycleModel {
+        config: Config {
+            rules: Rules::from(variant),
+            handlers: specs,
+        },
+        code,
+        budget,
+        every_sometimes: false,
+    }
+}
+
+/// A budget that edits `spec.size` of an object created as `{1, 0, 1}`.
+fn edits_of_spec(faults: Faults) -> Budget {
+    Budget {
+        initial: Essence([1, 0, 1]),
+        edited: Field::Spec,
+        modulo: None,
+        faults,
+    }
+}
+
+/// One field handler on `spec.size` with plain code.
+fn sync() -> (On<Field>, Code) {
+    (On::Field(Field::Spec), Code::PLAIN)
+}
+
+/// kopf #641 scaled down: a field handler on `status.tick` whose three
+/// sub-handlers are declared when the tick is odd; the tick is created odd
+/// and changes twice while the sub-handlers work.
+pub fn seed641(variant: Variant) -> LifecycleModel {
+    let tick = Code {
+        subs: SubPlan::WhenOdd(Field::Tick, 3),
+        writes: None,
+    };
+    let budget = Budget {
+        initial: Essence([0, 1, 0]),
+        edited: Field::Tick,
+        modulo: None,
+        faults: Faults {
+            edits: 2,
+            ..Faults::default()
+        },
+    };
+    model(variant, vec![(On::Field(Field::Tick), tick)], budget)
+}
+
+/// Every kind of handler: a create handler; a field handler on `spec.size`
+/// that declares two sub-handlers when the size is odd; an update handler
+/// that copies the size into a label (an idempotent write of its own); a
+/// delete handler; a resume handler. The size is edited twice modulo 2 (it
+/// returns to its first value), with a permanent error, a crash (its run
+/// goes on as a zombie) and a deletion.
+pub fn general(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::WhenOdd(Field::Spec, 2),
+        writes: None,
+    };
+    let label = Code {
+        subs: SubPlan::None,
+        writes: Some(Writes::Copy {
+            target: Field::Label,
+            source: Field::Spec,
+        }),
+    };
+    let mut budget = edits_of_spec(Faults {
+        edits: 2,
+        permanent_errors: 1,
+        crashes: 1,
+        deletion: true,
+        ..Faults::default()
+    });
+    budget.modulo = Some(2);
+    model(
+        variant,
+        vec![
+            (On::Create, Code::PLAIN),
+            (On::Field(Field::Spec), size),
+            (On::Update, label),
+            (On::Delete, Code::PLAIN),
+            (On::Resume, Code::PLAIN),
+        ],
+        budget,
+    )
+}
+
+/// `general` with a temporary error too (delays, and time), for
+/// benchmarks.
+pub fn bench(variant: Variant) -> LifecycleModel {
+    let mut model = general(variant);
+    model.budget.faults.temporary_errors = 1;
+    model
+}
+
+/// Another client writes the object's status twice while a field handler
+/// with two sub-handlers works through an edit: the engine's patches are
+/// refused (409).
+pub fn foreign(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::Fixed(2),
+        writes: None,
+    };
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        foreign_writes: 2,
+        ..Faults::default()
+    });
+    model(variant, vec![(On::Field(Field::Spec), size)], budget)
+}
+
+/// The operator crashes while a sub-handler runs (the run returns after
+/// the restart), and the restarted operator's list may be stale; the watch
+/// may expire later and its list may be stale too.
+pub fn stale(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::Fixed(2),
+        writes: None,
+    };
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        crashes: 1,
+        stale_lists: 1,
+        expiries: 1,
+        ..Faults::default()
+    });
+    model(variant, vec![(On::Field(Field::Spec), size)], budget)
+}
+
+/// A handler hangs, or fails once and is retried after a delay: a field
+/// handler, or the delete handler during a deletion.
+pub fn hang(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        hangs: 1,
+        temporary_errors: 1,
+        deletion: true,
+        ..Faults::default()
+    });
+    model(variant, vec![sync(), (On::Delete, Code::PLAIN)], budget)
+}
+
+/// A patch's reply is lost, whether the API server applied the patch or
+/// not, around one edit.
+pub fn lost(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        lost_replies: 1,
+        ..Faults::default()
+    });
+    model(variant, vec![sync()], budget)
+}
+
+/// A create handler that writes a label that is not idempotent (it flips
+/// it, as a counter or a timestamp would change): its own write changes
+/// the essence it depends on.
+pub fn stamp(variant: Variant) -> LifecycleModel {
+    let stamp = Code {
+        subs: SubPlan::None,
+        writes: Some(Writes::Toggle(Field::Label)),
+    };
+    model(
+        variant,
+        vec![(On::Create, stamp)],
+        edits_of_spec(Faults::default()),
+    )
+}

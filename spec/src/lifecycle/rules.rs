@@ -1,0 +1,87 @@
+//! The rules the engine may follow, by name, so that a test can take one
+//! away from the steadfast rules and show which property then fails.
+
+use serde::{Deserialize, Serialize};
+
+/// Which rules the engine follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Variant {
+    /// kopf's rules: a finished record stays finished whatever changes, the
+    /// diff-base absorbs every change, a parent is invoked again every
+    /// cycle and rebuilds its plan, patches carry no resourceVersion, and
+    /// a hung handler is waited for. It waits for its own write to come
+    /// back before it processes the object again (kopf 1.42's
+    /// `consistency_timeout`).
+    Kopf,
+    /// Every [`Rule`].
+    Steadfast,
+}
+
+/// One rule of the steadfast variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Rule {
+    /// A record is finished only on the digest its handler finished on; a
+    /// record finished on another digest starts a new episode, and the
+    /// diff-base advances only to an essence every active handler finished
+    /// on. Without it, finished stays finished (kopf).
+    DigestFinished,
+    /// A handler's digest is taken on the essence after its own write, so
+    /// its own write does not make it stale.
+    DigestAfterOwnWrite,
+    /// A parent runs once per digest: its run's plan is kept in its record
+    /// and its sub-handlers run in later cycles. Without it, the parent is
+    /// invoked again each cycle and rebuilds its plan (kopf).
+    PlanOnce,
+    /// A parent's run starts its plan afresh: records of sub-handlers from
+    /// its earlier plan are removed.
+    FreshPlan,
+    /// Patches carry the resourceVersion they were computed from, so the
+    /// API server refuses (409) a patch of an object that moved on.
+    CheckedPatches,
+    /// The outcome of a run whose patch was refused is kept, and written
+    /// onto the next version on which the handler's digest is the same,
+    /// instead of running the handler again.
+    RebaseOnConflict,
+    /// After its patch applied, the engine processes the object again only
+    /// once it sees the version its patch made (or a fresh read).
+    WaitForOwnWrite,
+    /// A list that shows another version than the newest seen (it may be
+    /// served from a cache, so older) is confirmed by a consistent read
+    /// before anything is processed.
+    ConfirmLists,
+    /// A patch whose outcome is unknown (a timeout, a lost connection) is
+    /// sent again as it was; its precondition makes that safe.
+    ResendUnknown,
+    /// A run that passes its deadline (the episode's start plus the
+    /// handler's timeout) fails for good; the engine goes on without it.
+    RunDeadline,
+}
+
+impl crate::rule_set::Rule for Rule {
+    const ALL: &'static [Rule] = &[
+        Rule::DigestFinished,
+        Rule::DigestAfterOwnWrite,
+        Rule::PlanOnce,
+        Rule::FreshPlan,
+        Rule::CheckedPatches,
+        Rule::RebaseOnConflict,
+        Rule::WaitForOwnWrite,
+        Rule::ConfirmLists,
+        Rule::ResendUnknown,
+        Rule::RunDeadline,
+    ];
+}
+
+/// The rules the engine follows: a variant's, or one of them with a rule
+/// taken away.
+pub type Rules = crate::rule_set::RuleSet<Rule>;
+
+impl From<Variant> for Rules {
+    /// Steadfast follows every rule; kopf only waits for its own write.
+    fn from(variant: Variant) -> Self {
+        match variant {
+            Variant::Steadfast => Rules::all(),
+            Variant::Kopf => Rules::from(vec![Rule::WaitForOwnWrite]),
+        }
+    }
+}
