@@ -8,6 +8,8 @@
 //!
 //! - [`leasequeue`]: schedulers and controllers on etcd (OpenWhisk's
 //!   scheduler, without #5286).
+//! - [`lifecycle`]: an operator's handlers on kube-rs (kopf's model,
+//!   without #641).
 
 #![deny(missing_docs)]
 
@@ -16,3 +18,5 @@
 pub use steadfast_spec as spec;
 
 pub mod leasequeue;
+pub mod lifecycle;
+mod trace;

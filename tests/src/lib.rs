@@ -79,3 +79,27 @@ where
         "{property} without {rule}"
     );
 }
+
+/// With `STEADFAST_KEEP_TRACES=DIR`, copies the files of `traces` into a
+/// fresh directory under `DIR` named `prefix…`, for `steadfast replay` or a
+/// reader, and says where.
+///
+/// # Panics
+///
+/// If `DIR` is not a writable directory, or a trace cannot be copied.
+pub fn keep_traces(traces: &std::path::Path, prefix: &str) {
+    let Some(keep) = std::env::var_os("STEADFAST_KEEP_TRACES") else {
+        return;
+    };
+    let kept = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(keep)
+        .expect("STEADFAST_KEEP_TRACES names a writable directory")
+        .keep();
+    for entry in std::fs::read_dir(traces).expect("the traces are readable") {
+        let trace = entry.expect("a trace").path();
+        let name = trace.file_name().expect("a trace has a name");
+        std::fs::copy(&trace, kept.join(name)).expect("the trace is copied");
+    }
+    eprintln!("traces kept in {}", kept.display());
+}

@@ -148,19 +148,7 @@ impl Drop for Run {
     /// With `STEADFAST_KEEP_TRACES=DIR`, keeps the run's traces in a fresh
     /// directory under `DIR`, for `steadfast replay` or a reader.
     fn drop(&mut self) {
-        let Some(keep) = std::env::var_os("STEADFAST_KEEP_TRACES") else {
-            return;
-        };
-        let kept = tempfile::Builder::new()
-            .prefix("leasequeue-run-")
-            .tempdir_in(keep)
-            .expect("STEADFAST_KEEP_TRACES names a writable directory")
-            .keep();
-        for trace in steadfast_tests::leasequeue_nodes::traces_in(self.traces.path()) {
-            let name = trace.file_name().expect("a trace has a name");
-            std::fs::copy(&trace, kept.join(name)).expect("the trace is copied");
-        }
-        eprintln!("traces kept in {}", kept.display());
+        steadfast_tests::keep_traces(self.traces.path(), "leasequeue-run-");
     }
 }
 

@@ -16,9 +16,11 @@ use tokio::task::JoinHandle;
 
 use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
 use super::network::Network;
-use super::node::{self, sleep_until, Recorder, Timers, Unacked};
+use super::node::{self, sleep_until, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
+use crate::trace::Recorder;
+use steadfast_spec::leasequeue::trace::Record;
 
 /// Why a submission did not return a result.
 ///
@@ -433,7 +435,14 @@ impl Driver {
     fn feed(&mut self, input: Input<Named>) {
         let effects = self.role.step(&self.config, input.clone());
         tracing::trace!(?input, ?effects, "controller step");
-        Recorder::record(&mut self.recorder, 0, &input, &effects);
+        Recorder::write(
+            &mut self.recorder,
+            &Record {
+                elapsed: 0,
+                input: &input,
+                effects: effects.iter().collect::<Vec<_>>(),
+            },
+        );
         for effect in effects {
             self.perform(effect);
         }

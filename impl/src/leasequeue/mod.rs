@@ -25,8 +25,8 @@ pub mod wire;
 
 use std::time::Duration;
 
+pub use crate::trace::TraceError;
 pub use controller::{Controller, ControllerBuilder, SubmitError};
-pub use node::TraceError;
 pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
 pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
 

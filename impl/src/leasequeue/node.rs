@@ -3,14 +3,11 @@
 //! trace a driver records.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::hash::Hash;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
-use steadfast_spec::leasequeue::trace::{Header, Record};
+use steadfast_spec::leasequeue::trace::Header;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -18,6 +15,7 @@ use super::etcd::Etcd;
 use super::network::Network;
 use super::wire::Message;
 use super::StartError;
+use crate::trace::Recorder;
 
 /// What a node listens with, and where its trace goes: set up before its
 /// driver starts.
@@ -174,89 +172,5 @@ impl Unacked {
         for (to, message) in self.pending.values() {
             network.send(to, message);
         }
-    }
-}
-
-/// Why a trace could not be written.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// use steadfast::leasequeue::etcd::EtcdOptions;
-/// use steadfast::leasequeue::{ControllerBuilder, StartError};
-///
-/// let started = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:1"]))
-///     .schedulers(["127.0.0.1:7001"])
-///     .trace("/no/such/directory/trace.jsonl")
-///     .start()
-///     .await;
-/// // etcd is not there either: whichever is found first is reported.
-/// assert!(matches!(started, Err(StartError::Trace(_) | StartError::Etcd(_))));
-/// # }
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[error("failed to write the trace {path}: {source}")]
-pub struct TraceError {
-    /// The file.
-    pub path: PathBuf,
-    /// Why.
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// A role's trace, as JSON lines: its header, then one record per step,
-/// each flushed as it is written so that a killed process leaves every
-/// step it took.
-pub(crate) struct Recorder {
-    path: PathBuf,
-    file: BufWriter<File>,
-}
-
-impl Recorder {
-    /// Creates (or truncates) `path` and writes `header`.
-    pub(crate) fn create(path: &Path, header: &Header) -> Result<Self, TraceError> {
-        let error = |source| TraceError {
-            path: path.to_owned(),
-            source,
-        };
-        let file = File::create(path).map_err(error)?;
-        let mut recorder = Recorder {
-            path: path.to_owned(),
-            file: BufWriter::new(file),
-        };
-        recorder.line(header).map_err(error)?;
-        Ok(recorder)
-    }
-
-    /// Writes one step to the trace in `slot`, if there is one; a failure
-    /// is logged and recording stops (the run goes on).
-    pub(crate) fn record<I: Serialize, E: Serialize>(
-        slot: &mut Option<Self>,
-        elapsed: u64,
-        input: &I,
-        effects: &[E],
-    ) {
-        let Some(this) = slot else {
-            return;
-        };
-        let record = Record {
-            elapsed,
-            input,
-            effects: effects.iter().collect(),
-        };
-        if let Err(source) = this.line(&record) {
-            let error = TraceError {
-                path: this.path.clone(),
-                source,
-            };
-            tracing::error!(%error, "trace recording stopped");
-            *slot = None;
-        }
-    }
-
-    fn line(&mut self, value: &impl Serialize) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.file, value)?;
-        self.file.write_all(b"\n")?;
-        self.file.flush()
     }
 }

@@ -27,9 +27,11 @@ use tokio::time::Instant;
 
 use super::etcd::{Etcd, EtcdOptions};
 use super::network::Network;
-use super::node::{self, sleep_until, Clock, Recorder, Timers, Unacked};
+use super::node::{self, sleep_until, Clock, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
+use crate::trace::Recorder;
+use steadfast_spec::leasequeue::trace::Record;
 
 /// One activation to run: what an [`Executor`] is handed.
 ///
@@ -549,7 +551,14 @@ impl<E: Executor> Driver<E> {
         let elapsed = self.clock.elapsed_ms();
         let effects = self.role.step(&self.config, elapsed, input.clone());
         tracing::trace!(?input, ?effects, "scheduler step");
-        Recorder::record(&mut self.recorder, elapsed, &input, &effects);
+        Recorder::write(
+            &mut self.recorder,
+            &Record {
+                elapsed,
+                input: &input,
+                effects: effects.iter().collect::<Vec<_>>(),
+            },
+        );
         for effect in effects {
             self.perform(effect);
         }

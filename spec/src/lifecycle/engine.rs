@@ -237,9 +237,6 @@ pub enum Hold<D: Domain> {
         /// is idle, so that it reads every write of the engine's).
         asked: bool,
     },
-    /// Versions other than this one (a refused patch's): the object moved
-    /// on from it.
-    Past(D::Version),
 }
 
 /// The engine's memory of one object. It is lost on a restart; everything
@@ -422,7 +419,6 @@ impl<D: Domain> Engine<D> {
                 (awaited, awaited)
             }
             Hold::Fetching { .. } => (false, false),
-            Hold::Past(version) => (true, *version != view.version),
         };
         self.see(view, keep);
         if !process {
@@ -451,13 +447,13 @@ impl<D: Domain> Engine<D> {
         match &self.hold {
             Hold::None => true,
             Hold::Until(_) | Hold::Fetching { .. } => false,
-            Hold::Past(version) => self.view.as_ref().is_some_and(|v| v.version != *version),
         }
     }
 
     /// The last patch was refused, or (without [`Rule::ResendUnknown`]) its
-    /// outcome is unknown: the object has moved on from its version, so
-    /// only another version is processed, with the run's outcome kept.
+    /// outcome is unknown: the object has moved on from its version, so a
+    /// newer version is processed (read, if the watch has shown none), with
+    /// the run's outcome kept.
     fn refused(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
         let Phase::Patching { patch, carried, .. } =
             std::mem::replace(&mut self.phase, Phase::Idle)
@@ -468,17 +464,18 @@ impl<D: Domain> Engine<D> {
             self.carried.retain(|c| c.handler != carried.handler);
             self.carried.push(carried);
         }
-        if let Hold::None | Hold::Past(_) = self.hold {
-            // Only a version other than the refused one can help.
-            if self
+        if self.hold == Hold::None
+            && self
                 .view
                 .as_ref()
                 .is_some_and(|v| v.version == patch.expect)
-            {
-                self.hold = Hold::Past(patch.expect);
-                return Vec::new();
-            }
-            self.hold = Hold::None;
+        {
+            // The object moved on from the newest version seen (or the
+            // refusal was spurious): read it rather than wait for the watch.
+            self.hold = Hold::Fetching {
+                seen: Vec::new(),
+                asked: false,
+            };
         }
         self.cycle(config)
     }
@@ -954,7 +951,7 @@ impl<D: Domain> Engine<D> {
             f(&mut view.version);
         }
         match &mut self.hold {
-            Hold::Until(version) | Hold::Past(version) => f(version),
+            Hold::Until(version) => f(version),
             Hold::Fetching { seen, .. } => seen.iter_mut().for_each(&mut *f),
             Hold::None => {}
         }

@@ -10,6 +10,9 @@
 //! - [`rules`]: the rules of the two variants, by name.
 //! - [`engine`]: the engine's transition function, shared by the model and
 //!   the runtime.
+//! - [`named`]: the runtime's domain (strings, canonical JSON, hashes,
+//!   milliseconds).
+//! - [`trace`]: an engine's trace in the runtime's domain, and its replay.
 //! - [`model`]: the stateright model of the engine's world, its properties
 //!   and fairness, and its scenarios.
 
@@ -18,8 +21,10 @@ pub mod domain;
 pub mod engine;
 pub mod handlers;
 pub mod model;
+pub mod named;
 pub mod object;
 pub mod rules;
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,352 @@
+//! One object's engine, driven: watch events, run results, patch results,
+//! reads and timers become inputs; invocations, patches, reads and wake-ups
+//! are carried out. The driver decides nothing about the protocol; it
+//! keeps only what it needs to carry effects out (the newest object, to
+//! hand to handlers and to keep other finalizers; the deadlines of runs).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kube::api::{Api, Patch as KubePatch, PatchParams};
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use steadfast_spec::lifecycle::named::{canonical, Named};
+use steadfast_spec::lifecycle::trace::{Header, Record};
+use steadfast_spec::lifecycle::{Config, Effect, Engine, Input, Outcome, RunId};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::handler::{Context, Handler, HandlerError, RunOutput};
+use super::object::{error_patch, merge_patch_of, seen};
+use crate::trace::Recorder;
+
+/// The wall clock, in ms since the epoch: times in progress records
+/// survive restarts.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// What the operator's watch says of one object.
+pub(crate) enum Event<K> {
+    /// A watch event.
+    Observed(K),
+    /// A list's item.
+    Listed(K),
+    /// It is gone.
+    Gone,
+}
+
+/// Everything the drivers of one operator share.
+pub(crate) struct Shared<K> {
+    pub(crate) api: Api<K>,
+    pub(crate) config: Config<Named>,
+    pub(crate) handlers: HashMap<String, Handler<K>>,
+    /// Status fields the field handlers watch.
+    pub(crate) watched: Vec<String>,
+    pub(crate) incarnation: u32,
+    pub(crate) traces: Option<PathBuf>,
+}
+
+/// One object's driver.
+pub(crate) struct Driver<K> {
+    shared: Arc<Shared<K>>,
+    name: String,
+    engine: Engine<Named>,
+    /// The newest object seen, as JSON and typed.
+    latest: Option<(Value, Arc<K>)>,
+    /// The finalizers on the newest object seen.
+    finalizers: Vec<String>,
+    wake: Option<u64>,
+    deadlines: Vec<(RunId, u64)>,
+    recorder: Option<Recorder>,
+    tasks: JoinSet<Input<Named>>,
+}
+
+impl<K> Driver<K>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    /// The driver of object `name` (`namespace/name` in traces).
+    pub(crate) fn new(shared: Arc<Shared<K>>, name: String, key: &str) -> Self {
+        let started = now_ms();
+        let recorder = shared.traces.as_ref().and_then(|dir| {
+            let file = format!("{}.{}.jsonl", key.replace('/', "_"), shared.incarnation);
+            let header = Header {
+                object: key.to_owned(),
+                incarnation: shared.incarnation,
+                started,
+                config: shared.config.clone(),
+            };
+            Recorder::create(&dir.join(file), &header)
+                .map_err(|error| tracing::error!(%error, "no trace for {key}"))
+                .ok()
+        });
+        Driver {
+            engine: Engine::new(shared.incarnation, started),
+            shared,
+            name,
+            latest: None,
+            finalizers: Vec::new(),
+            wake: None,
+            deadlines: Vec::new(),
+            recorder,
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Runs until the object is gone and nothing of it is in flight, or the
+    /// operator stops (`events` closes).
+    pub(crate) async fn run(mut self, mut events: mpsc::UnboundedReceiver<Event<K>>) {
+        loop {
+            let next_timer = self.next_timer();
+            let input = tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => match self.take_in(event) {
+                        Some(input) => input,
+                        None => continue,
+                    },
+                    None => return,
+                },
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
+                    Ok(input) => input,
+                    Err(error) => {
+                        tracing::error!(%error, "a task of {} failed", self.name);
+                        continue;
+                    }
+                },
+                () = sleep_until_ms(next_timer), if next_timer.is_some() => {
+                    let now = now_ms();
+                    self.wake = self.wake.filter(|&at| at > now);
+                    self.deadlines.retain(|&(_, at)| at > now);
+                    Input::Tick { now }
+                }
+            };
+            self.step(input);
+        }
+    }
+
+    fn next_timer(&self) -> Option<u64> {
+        let deadlines = self.deadlines.iter().map(|&(_, at)| at);
+        self.wake.into_iter().chain(deadlines).min()
+    }
+
+    /// Turns a watch event into an input, keeping the newest object.
+    fn take_in(&mut self, event: Event<K>) -> Option<Input<Named>> {
+        let (object, listed) = match event {
+            Event::Gone => {
+                self.latest = None;
+                return Some(Input::Gone);
+            }
+            Event::Observed(object) => (object, false),
+            Event::Listed(object) => (object, true),
+        };
+        let view = self.read(object)?;
+        Some(if listed {
+            Input::Listed(view)
+        } else {
+            Input::Observed(view)
+        })
+    }
+
+    /// What the engine sees of `object`; annotations it cannot read are
+    /// recorded on the object, and the version is not given to the engine.
+    fn read(&mut self, object: K) -> Option<steadfast_spec::lifecycle::ObjectView<Named>> {
+        let json = serde_json::to_value(&object).ok()?;
+        match seen(&json, &self.shared.watched) {
+            Ok(seen) => {
+                self.finalizers = seen.finalizers;
+                self.latest = Some((json, Arc::new(object)));
+                Some(seen.view)
+            }
+            Err(errors) => {
+                for error in &errors {
+                    tracing::error!(%error, "object {} is not handled", self.name);
+                }
+                let api = self.shared.api.clone();
+                let name = self.name.clone();
+                let body = error_patch(&errors);
+                tokio::spawn(async move {
+                    let _ = api
+                        .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
+                        .await;
+                });
+                None
+            }
+        }
+    }
+
+    /// Feeds the engine, records the step and carries out the effects.
+    fn step(&mut self, input: Input<Named>) {
+        let effects = self.engine.step(&self.shared.config, input.clone());
+        Recorder::write(
+            &mut self.recorder,
+            &Record {
+                input,
+                effects: effects.clone(),
+            },
+        );
+        for effect in effects {
+            self.carry_out(effect);
+        }
+    }
+
+    fn carry_out(&mut self, effect: Effect<Named>) {
+        match effect {
+            Effect::Invoke {
+                run,
+                handler,
+                parent,
+                essence,
+                old,
+                retry,
+                deadline,
+            } => {
+                self.deadlines.push((run, deadline));
+                self.invoke(run, handler, parent, &essence, old.as_deref(), retry);
+            }
+            Effect::Patch(patch) => {
+                let api = self.shared.api.clone();
+                let name = self.name.clone();
+                let body = merge_patch_of(&patch, &self.finalizers);
+                self.tasks.spawn(async move {
+                    let body = match body {
+                        Ok(body) => body,
+                        Err(error) => {
+                            tracing::error!(%error, "a patch of {name} cannot be written");
+                            return Input::PatchUnknown;
+                        }
+                    };
+                    match api
+                        .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
+                        .await
+                    {
+                        Ok(object) => Input::PatchApplied {
+                            version: object.meta().resource_version.clone().unwrap_or_default(),
+                        },
+                        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {
+                            Input::PatchConflict
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "a patch of {name} may or may not have applied");
+                            Input::PatchUnknown
+                        }
+                    }
+                });
+            }
+            Effect::Fetch => {
+                let api = self.shared.api.clone();
+                let name = self.name.clone();
+                let watched = self.shared.watched.clone();
+                self.tasks.spawn(async move {
+                    loop {
+                        match api.get_opt(&name).await {
+                            Ok(Some(object)) => {
+                                let json = serde_json::to_value(&object).unwrap_or(Value::Null);
+                                if let Ok(seen) = seen(&json, &watched) {
+                                    return Input::Fetched(seen.view);
+                                }
+                            }
+                            Ok(None) => return Input::Gone,
+                            Err(error) => tracing::warn!(%error, "reading {name} again"),
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                });
+            }
+            Effect::WakeAt(at) => {
+                self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
+            }
+        }
+    }
+
+    /// Starts a run of `handler` (a sub-handler of `parent`) on `essence`.
+    fn invoke(
+        &mut self,
+        run: RunId,
+        handler: String,
+        parent: Option<String>,
+        essence: &str,
+        old: Option<&str>,
+        retry: u8,
+    ) {
+        let Some((_, object)) = &self.latest else {
+            return;
+        };
+        let registered = parent.as_ref().unwrap_or(&handler);
+        let code = self
+            .shared
+            .handlers
+            .get(registered)
+            .and_then(|h| match &parent {
+                None => Some(h.run.clone()),
+                Some(_) => h.subs.clone(),
+            });
+        let out = Arc::new(Mutex::new(RunOutput::default()));
+        let sub = parent.as_ref().map(|p| {
+            handler
+                .strip_prefix(&format!("{p}/"))
+                .unwrap_or(&handler)
+                .to_owned()
+        });
+        let ctx = Context {
+            object: object.clone(),
+            handler: handler.clone(),
+            sub,
+            essence: serde_json::from_str(essence).unwrap_or(Value::Null),
+            old: old.and_then(|o| serde_json::from_str(o).ok()),
+            retry,
+            out: out.clone(),
+        };
+        self.tasks.spawn(async move {
+            let result = match code {
+                Some(code) => code(ctx).await,
+                None => Err(HandlerError::permanent(format!(
+                    "{handler} has no code: register sub-handlers with Handler::sub_handlers"
+                ))),
+            };
+            let output = std::mem::take(&mut *out.lock().expect("a run's output"));
+            let outcome = match &result {
+                Ok(()) => Outcome::Success,
+                Err(HandlerError::Temporary { delay, .. }) => Outcome::Temporary {
+                    delay: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                },
+                Err(HandlerError::Permanent { .. }) => Outcome::Permanent,
+            };
+            if let Err(error) = &result {
+                tracing::info!(%error, "{handler} failed");
+            }
+            let success = result.is_ok();
+            Input::HandlerDone {
+                run,
+                outcome,
+                subs: if success {
+                    output
+                        .subs
+                        .iter()
+                        .map(|s| format!("{handler}/{s}"))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                write: output.patch.filter(|_| success).map(|p| canonical(&p)),
+            }
+        });
+    }
+}
+
+/// Sleeps until `at` (ms since the epoch), or forever.
+async fn sleep_until_ms(at: Option<u64>) {
+    match at {
+        Some(at) => {
+            let wait = at.saturating_sub(now_ms());
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+        }
+        None => std::future::pending().await,
+    }
+}

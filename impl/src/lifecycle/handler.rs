@@ -1,0 +1,244 @@
+//! What an operator author writes: handlers, the context a run gets, and
+//! how a run ends.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use steadfast_spec::lifecycle::named::{at_path, compose};
+
+/// A handler's code, boxed.
+pub(crate) type HandlerFn<K> = Arc<
+    dyn Fn(Context<K>) -> Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// A handler: its code, the code of the sub-handlers its runs declare, and
+/// how long and how often it may try.
+///
+/// ```
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use steadfast::lifecycle::{Context, Handler, HandlerError};
+///
+/// let handler = Handler::new(|ctx: Context<ConfigMap>| async move {
+///     // Declare two steps; each runs, and is retried, on its own.
+///     ctx.sub("create-bucket");
+///     ctx.sub("grant-access");
+///     Ok::<(), HandlerError>(())
+/// })
+/// .sub_handlers(|ctx: Context<ConfigMap>| async move {
+///     match ctx.sub_name() {
+///         Some("create-bucket") => Ok(()),
+///         _ => Err(HandlerError::temporary("not yet", Duration::from_secs(5))),
+///     }
+/// })
+/// .retries(5)
+/// .timeout(Duration::from_secs(600));
+/// # let _ = handler;
+/// ```
+pub struct Handler<K> {
+    pub(crate) run: HandlerFn<K>,
+    pub(crate) subs: Option<HandlerFn<K>>,
+    pub(crate) retries: u8,
+    pub(crate) timeout: Duration,
+}
+
+/// Attempts before a handler that keeps failing temporarily fails for good.
+pub const DEFAULT_RETRIES: u8 = 10;
+/// How long an episode of a handler may take before it fails for good.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+fn boxed<K, F, Fut>(f: F) -> HandlerFn<K>
+where
+    F: Fn(Context<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+{
+    Arc::new(move |ctx| Box::pin(f(ctx)))
+}
+
+impl<K> Handler<K> {
+    /// A handler running `f`, with [`DEFAULT_RETRIES`] and
+    /// [`DEFAULT_TIMEOUT`].
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Context<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    {
+        Handler {
+            run: boxed(f),
+            subs: None,
+            retries: DEFAULT_RETRIES,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The code of the sub-handlers the handler's runs declare with
+    /// [`Context::sub`]; [`Context::sub_name`] says which one runs. Each
+    /// sub-handler has its own progress, retries and outcome; the handler
+    /// is finished when all of those its last run declared are.
+    #[must_use]
+    pub fn sub_handlers<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Context<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    {
+        self.subs = Some(boxed(f));
+        self
+    }
+
+    /// Attempts before it fails for good (at least 1).
+    #[must_use]
+    pub fn retries(mut self, retries: u8) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// How long an episode (first attempt to last, retries and delays
+    /// included) may take; a run still going then is abandoned and the
+    /// handler fails for good.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// How a run failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    /// Try again after `delay` (until the handler's retries or timeout run
+    /// out).
+    #[error("temporary error (retry in {delay:?}): {message}")]
+    Temporary {
+        /// What went wrong.
+        message: String,
+        /// How long to wait.
+        delay: Duration,
+    },
+    /// Do not try again on this state of the object.
+    #[error("permanent error: {message}")]
+    Permanent {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl HandlerError {
+    /// A temporary error: retry after `delay`.
+    pub fn temporary(message: impl Into<String>, delay: Duration) -> Self {
+        HandlerError::Temporary {
+            message: message.into(),
+            delay,
+        }
+    }
+
+    /// A permanent error.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        HandlerError::Permanent {
+            message: message.into(),
+        }
+    }
+}
+
+/// What a run gets: the object, the essence it must act on and the one
+/// last handled in full, its attempt, and the means to write to the object
+/// (through the engine's own patch, so that the write and the run's outcome
+/// land together) and to declare sub-handlers.
+///
+/// Cloning gives another handle on the same run.
+pub struct Context<K> {
+    pub(crate) object: Arc<K>,
+    pub(crate) handler: String,
+    pub(crate) sub: Option<String>,
+    pub(crate) essence: Value,
+    pub(crate) old: Option<Value>,
+    pub(crate) retry: u8,
+    pub(crate) out: Arc<Mutex<RunOutput>>,
+}
+
+impl<K> Clone for Context<K> {
+    fn clone(&self) -> Self {
+        Context {
+            object: self.object.clone(),
+            handler: self.handler.clone(),
+            sub: self.sub.clone(),
+            essence: self.essence.clone(),
+            old: self.old.clone(),
+            retry: self.retry,
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// What a run wrote and declared.
+#[derive(Default)]
+pub(crate) struct RunOutput {
+    pub(crate) patch: Option<Value>,
+    pub(crate) subs: Vec<String>,
+}
+
+impl<K> Context<K> {
+    /// The newest version of the object the operator has seen.
+    pub fn object(&self) -> &K {
+        &self.object
+    }
+
+    /// The handler's id (`parent/child` for a sub-handler).
+    pub fn handler(&self) -> &str {
+        &self.handler
+    }
+
+    /// For a sub-handler, the name its parent declared it by.
+    pub fn sub_name(&self) -> Option<&str> {
+        self.sub.as_deref()
+    }
+
+    /// The essence this run must act on: `spec`, labels, annotations and
+    /// watched status fields.
+    pub fn essence(&self) -> &Value {
+        &self.essence
+    }
+
+    /// The essence last handled in full (`None` before the first time).
+    pub fn old(&self) -> Option<&Value> {
+        self.old.as_ref()
+    }
+
+    /// The value at a dotted path of [`Context::essence`].
+    pub fn new_value(&self, path: &str) -> Option<&Value> {
+        at_path(&self.essence, path)
+    }
+
+    /// The value at a dotted path of [`Context::old`].
+    pub fn old_value(&self, path: &str) -> Option<&Value> {
+        self.old.as_ref().and_then(|old| at_path(old, path))
+    }
+
+    /// Attempts before this one in the episode.
+    pub fn retry(&self) -> u8 {
+        self.retry
+    }
+
+    /// Adds a JSON merge patch to what the run writes to the object; it
+    /// goes in the engine's patch with the run's outcome, only if the run
+    /// succeeds.
+    pub fn patch(&self, merge: Value) {
+        let mut out = self.out.lock().expect("a run's output");
+        compose(out.patch.get_or_insert(Value::Null), &merge);
+    }
+
+    /// Declares a sub-handler `name`, run by the handler's
+    /// [`Handler::sub_handlers`] code with its own progress (its id is
+    /// `handler/name`).
+    pub fn sub(&self, name: impl Into<String>) {
+        let mut out = self.out.lock().expect("a run's output");
+        let name = name.into();
+        if !out.subs.contains(&name) {
+            out.subs.push(name);
+        }
+    }
+}

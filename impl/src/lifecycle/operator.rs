@@ -1,0 +1,261 @@
+//! The operator: handlers registered by cause, and the loop that watches
+//! the resource and gives each object a driver of its own.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use steadfast_spec::lifecycle::{Config, HandlerSpec, On, Rules, Variant};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::driver::{Driver, Event, Shared};
+use super::handler::Handler;
+
+/// Why an operator cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// Two handlers share an id.
+    #[error("two handlers are registered as {0:?}: give each its own id")]
+    DuplicateId(String),
+    /// A handler id that cannot be kept in an annotation, or holds `/`.
+    #[error("handler id {id:?} cannot be used: {reason}")]
+    BadId {
+        /// The id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// A handler may not be tried even once.
+    #[error("handler {0:?} has 0 retries: it must be allowed at least 1 attempt")]
+    NoAttempts(String),
+    /// A field path that is not a dotted path.
+    #[error("field {0:?} is not a dotted path such as spec.replicas")]
+    BadField(String),
+    /// The trace directory cannot be made.
+    #[error("the trace directory {path} cannot be made: {source}")]
+    Traces {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// An operator for resource `K`: register handlers by cause, then
+/// [`Operator::run`].
+///
+/// ```no_run
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::{Api, Client};
+/// use steadfast::lifecycle::{Context, Handler, HandlerError, Operator};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = Client::try_default().await?;
+/// Operator::new(Api::<ConfigMap>::default_namespaced(client))
+///     .on_field("data.size", "resize", Handler::new(|ctx: Context<ConfigMap>| async move {
+///         println!("size is now {:?}", ctx.new_value("data.size"));
+///         Ok::<(), HandlerError>(())
+///     }))
+///     .run()
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Operator<K> {
+    api: Api<K>,
+    rules: Rules,
+    handlers: Vec<(
+        HandlerSpec<steadfast_spec::lifecycle::named::Named>,
+        Handler<K>,
+    )>,
+    traces: Option<PathBuf>,
+    incarnation: u32,
+}
+
+impl<K> Operator<K>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
+{
+    /// An operator of the objects `api` reaches, following steadfast's
+    /// rules, recording no traces.
+    pub fn new(api: Api<K>) -> Self {
+        Operator {
+            api,
+            rules: Rules::from(Variant::Steadfast),
+            handlers: Vec::new(),
+            traces: None,
+            incarnation: u32::try_from(super::driver::now_ms() / 1000 % u64::from(u32::MAX))
+                .unwrap_or(0),
+        }
+    }
+
+    /// Follows `variant`'s rules (`Kopf` reproduces kopf's, #641 included).
+    #[must_use]
+    pub fn variant(mut self, variant: Variant) -> Self {
+        self.rules = Rules::from(variant);
+        self
+    }
+
+    /// Records each object's engine trace (JSON lines) in `dir`, one file
+    /// per object and operator start, for `steadfast replay`.
+    #[must_use]
+    pub fn trace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.traces = Some(dir.into());
+        self
+    }
+
+    /// Names this start of the operator (by default, the second it
+    /// started): runs of another start are told apart by it.
+    #[must_use]
+    pub fn incarnation(mut self, incarnation: u32) -> Self {
+        self.incarnation = incarnation;
+        self
+    }
+
+    fn on(mut self, on: On<String>, id: &str, handler: Handler<K>) -> Self {
+        let spec = HandlerSpec {
+            id: id.to_owned(),
+            on,
+            retries: handler.retries,
+            timeout: u64::try_from(handler.timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        self.handlers.push((spec, handler));
+        self
+    }
+
+    /// `handler`, as `id`, runs once when an object is first handled.
+    #[must_use]
+    pub fn on_create(self, id: &str, handler: Handler<K>) -> Self {
+        self.on(On::Create, id, handler)
+    }
+
+    /// `handler`, as `id`, runs on every change of the essence after
+    /// creation, on the newest essence.
+    #[must_use]
+    pub fn on_update(self, id: &str, handler: Handler<K>) -> Self {
+        self.on(On::Update, id, handler)
+    }
+
+    /// `handler`, as `id`, runs when deletion is requested; a finalizer
+    /// holds the object until it finishes.
+    #[must_use]
+    pub fn on_delete(self, id: &str, handler: Handler<K>) -> Self {
+        self.on(On::Delete, id, handler)
+    }
+
+    /// `handler`, as `id`, runs when the operator starts and finds an
+    /// object it has not handled in full since.
+    #[must_use]
+    pub fn on_resume(self, id: &str, handler: Handler<K>) -> Self {
+        self.on(On::Resume, id, handler)
+    }
+
+    /// `handler`, as `id`, runs when the value at `field` (a dotted path:
+    /// `spec.replicas`, `status.phase`, `metadata.labels.app`) changes, at
+    /// creation too, and always on its newest value.
+    #[must_use]
+    pub fn on_field(self, field: &str, id: &str, handler: Handler<K>) -> Self {
+        self.on(On::Field(field.to_owned()), id, handler)
+    }
+
+    /// Checks the registrations and shares them among the drivers.
+    fn shared(self) -> Result<Arc<Shared<K>>, OperatorError> {
+        let mut handlers = HashMap::new();
+        let mut specs = Vec::new();
+        let mut watched = Vec::new();
+        for (spec, handler) in self.handlers {
+            let bad = |reason: &str| OperatorError::BadId {
+                id: spec.id.clone(),
+                reason: reason.to_owned(),
+            };
+            if spec.id.contains('/') {
+                return Err(bad("'/' separates a parent from its sub-handlers"));
+            }
+            steadfast_spec::lifecycle::annotations::progress_key(&spec.id)
+                .map_err(|e| bad(&e.to_string()))?;
+            if handler.retries == 0 {
+                return Err(OperatorError::NoAttempts(spec.id));
+            }
+            if let On::Field(field) = &spec.on {
+                if field.is_empty() || field.split('.').any(str::is_empty) {
+                    return Err(OperatorError::BadField(field.clone()));
+                }
+                watched.push(field.clone());
+            }
+            if handlers.insert(spec.id.clone(), handler).is_some() {
+                return Err(OperatorError::DuplicateId(spec.id));
+            }
+            specs.push(spec);
+        }
+        if let Some(path) = &self.traces {
+            std::fs::create_dir_all(path).map_err(|source| OperatorError::Traces {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(Arc::new(Shared {
+            api: self.api,
+            config: Config {
+                rules: self.rules,
+                handlers: specs,
+            },
+            handlers,
+            watched,
+            incarnation: self.incarnation,
+            traces: self.traces,
+        }))
+    }
+
+    /// Watches the resource and handles its objects, each by an engine of
+    /// its own, many at once, until dropped (aborting the task that runs it
+    /// stops every run of it, as a crash would).
+    ///
+    /// # Errors
+    ///
+    /// Registrations that cannot work, said before anything runs.
+    pub async fn run(self) -> Result<(), OperatorError> {
+        let shared = self.shared()?;
+        let mut drivers: HashMap<String, mpsc::UnboundedSender<Event<K>>> = HashMap::new();
+        let mut tasks = JoinSet::new();
+        let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            let (object, event) = match event {
+                Ok(watcher::Event::Apply(object)) => (object.clone(), Event::Observed(object)),
+                Ok(watcher::Event::InitApply(object)) => (object.clone(), Event::Listed(object)),
+                Ok(watcher::Event::Delete(object)) => (object, Event::Gone),
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "the watch failed; it restarts");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let key = match object.namespace() {
+                Some(namespace) => format!("{namespace}/{}", object.name_any()),
+                None => object.name_any(),
+            };
+            let sender = drivers.entry(key.clone()).or_insert_with(|| {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                let driver = Driver::new(shared.clone(), object.name_any(), &key);
+                tasks.spawn(driver.run(receiver));
+                sender
+            });
+            if sender.send(event).is_err() {
+                drivers.remove(&key);
+            }
+        }
+        Ok(())
+    }
+}

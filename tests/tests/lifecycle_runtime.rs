@@ -1,0 +1,631 @@
+//! The lifecycle runtime against the Kubernetes API test server: kopf #641
+//! shown under kopf's rules and fixed under steadfast's, an operator killed
+//! mid-handler, injected faults; every engine's trace replayed through the
+//! spec with no divergence.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Client, Config, CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use steadfast::lifecycle::{Context, Handler, HandlerError, Operator, Variant};
+use steadfast_spec::lifecycle::trace::{Header, Record};
+use steadfast_tests::kube_testserver::TestServer;
+use tokio::sync::Notify;
+
+/// The custom resource of these tests: a spec size, and a status tick that
+/// another writer moves (as in kopf #641).
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "lifecycle.steadfast.dev",
+    version = "v1",
+    kind = "Ticker",
+    namespaced,
+    status = "TickerStatus"
+)]
+pub struct TickerSpec {
+    /// What users edit.
+    pub size: i32,
+}
+
+/// The status another writer moves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TickerStatus {
+    /// The tick.
+    pub tick: i32,
+}
+
+/// A test server with the Ticker CRD established.
+async fn tickers() -> (TestServer, Api<Ticker>) {
+    let server = TestServer::start().await.expect("the test server starts");
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &Ticker::crd())
+        .await
+        .expect("the CRD is created");
+    let established = kube::runtime::wait::conditions::is_crd_established();
+    let wait = kube::runtime::wait::await_condition(crds, Ticker::crd_name(), established);
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .expect("the CRD is established")
+        .unwrap();
+    (server, Api::namespaced(client, "default"))
+}
+
+/// Runs of the sub-handlers, in order: (sub-handler, the tick it saw).
+type Runs = Arc<Mutex<Vec<(String, i64)>>>;
+
+/// kopf #641's parent: on `status.tick`, three sub-handlers when the tick
+/// is odd; each sub-handler takes `work` and reports the tick it saw.
+/// `started` is notified when a sub-handler starts.
+fn tick_handler(runs: Runs, started: Arc<Notify>, work: Duration) -> Handler<Ticker> {
+    Handler::new(|ctx: Context<Ticker>| async move {
+        let tick = ctx
+            .new_value("status.tick")
+            .and_then(|t| t.as_i64())
+            .unwrap_or(0);
+        if tick % 2 == 1 {
+            for name in ["sub0", "sub1", "sub2"] {
+                ctx.sub(name);
+            }
+        }
+        Ok::<(), HandlerError>(())
+    })
+    .sub_handlers(move |ctx: Context<Ticker>| {
+        let runs = runs.clone();
+        let started = started.clone();
+        async move {
+            started.notify_one();
+            let tick = ctx
+                .new_value("status.tick")
+                .and_then(|t| t.as_i64())
+                .unwrap_or(0);
+            tokio::time::sleep(work).await;
+            let name = ctx.sub_name().unwrap_or_default().to_owned();
+            runs.lock().unwrap().push((name, tick));
+            Ok(())
+        }
+    })
+}
+
+/// Sets the status tick, as another controller would.
+async fn set_tick(api: &Api<Ticker>, name: &str, tick: i32) {
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": { "tick": tick } })),
+    )
+    .await
+    .expect("the status is written");
+}
+
+/// Creates a ticker with tick 1.
+async fn create(api: &Api<Ticker>, name: &str) {
+    let mut ticker = Ticker::new(name, TickerSpec { size: 1 });
+    ticker.status = Some(TickerStatus { tick: 1 });
+    api.create(&PostParams::default(), &ticker).await.unwrap();
+    // A create drops the status: set it through its subresource.
+    set_tick(api, name, 1).await;
+}
+
+/// Waits until `runs` has not grown for `quiet`, at most `limit`.
+async fn settle(runs: &Runs, quiet: Duration, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut seen = usize::MAX;
+    while tokio::time::Instant::now() < deadline {
+        let now = runs.lock().unwrap().len();
+        if now == seen {
+            return;
+        }
+        seen = now;
+        tokio::time::sleep(quiet).await;
+    }
+    panic!("handlers still running after {limit:?}");
+}
+
+/// The tick each sub-handler saw last.
+fn last_ticks(runs: &Runs) -> Vec<(String, i64)> {
+    let runs = runs.lock().unwrap();
+    let mut last: Vec<(String, i64)> = Vec::new();
+    for (name, tick) in runs.iter() {
+        match last.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = *tick,
+            None => last.push((name.clone(), *tick)),
+        }
+    }
+    last.sort();
+    last
+}
+
+/// Replays every trace in `dir` through the engine: each agrees, step by
+/// step. Returns how many steps were replayed.
+fn replay_all(dir: &Path) -> usize {
+    let mut steps = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        let header: Header = serde_json::from_str(lines.next().expect("a header")).unwrap();
+        let records: Vec<Record> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+        match header.replay(&records) {
+            Ok(n) => steps += n,
+            Err(divergence) => panic!("{} diverges: {divergence:?}", path.display()),
+        }
+    }
+    steps
+}
+
+/// Runs #641's story under `variant`: the tick moves from 1 to 2 to 3
+/// while the first sub-handler works. Returns each sub-handler's last tick,
+/// and every run.
+async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+    let (server, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs: Runs = Arc::default();
+    let started = Arc::new(Notify::new());
+    let work = Duration::from_millis(300);
+    let operator = Operator::new(api.clone())
+        .variant(variant)
+        .trace(traces.path())
+        .on_field(
+            "status.tick",
+            "tick",
+            tick_handler(runs.clone(), started.clone(), work),
+        );
+    let running = tokio::spawn(operator.run());
+    create(&api, "t").await;
+    // While the first sub-handler works on tick 1, the tick moves twice.
+    started.notified().await;
+    set_tick(&api, "t", 2).await;
+    set_tick(&api, "t", 3).await;
+    settle(&runs, Duration::from_secs(2), Duration::from_secs(30)).await;
+    running.abort();
+    steadfast_tests::keep_traces(traces.path(), "lifecycle-641-");
+    let steps = replay_all(traces.path());
+    assert!(steps > 0, "the engine's steps were recorded");
+    server.shutdown().await;
+    let last = last_ticks(&runs);
+    let every = runs.lock().unwrap().clone();
+    eprintln!("{variant:?}: every run {every:?}; last ticks {last:?}");
+    (last, every)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kopf_should_leave_a_subhandler_on_an_older_tick() {
+    let (last, _) = story_641(Variant::Kopf).await;
+    assert_eq!(last.len(), 3, "{last:?}");
+    assert!(
+        last.iter().any(|(_, tick)| *tick != 3),
+        "some sub-handler never ran on the final tick: {last:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steadfast_should_run_every_subhandler_on_the_final_tick_and_rest() {
+    let (last, runs) = story_641(Variant::Steadfast).await;
+    for name in ["sub0", "sub1", "sub2"] {
+        let on_final = runs.iter().filter(|(n, t)| n == name && *t == 3).count();
+        assert_eq!(on_final, 1, "{name} ran once on the final tick: {runs:?}");
+    }
+    let expected: Vec<(String, i64)> = ["sub0", "sub1", "sub2"]
+        .iter()
+        .map(|s| ((*s).to_owned(), 3))
+        .collect();
+    assert_eq!(last, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_should_wait_for_the_delete_handler() {
+    let (server, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let cleaned = Arc::new(Notify::new());
+    let done = cleaned.clone();
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_delete(
+        "cleanup",
+        Handler::new(move |_ctx: Context<Ticker>| {
+            let done = done.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                done.notify_one();
+                Ok::<(), HandlerError>(())
+            }
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "d").await;
+    // The finalizer goes on first.
+    let finalized = async {
+        loop {
+            let object = api.get("d").await.unwrap();
+            if object
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == steadfast::lifecycle::FINALIZER)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), finalized)
+        .await
+        .expect("the finalizer is put on");
+    api.delete("d", &DeleteParams::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), cleaned.notified())
+        .await
+        .expect("the delete handler runs");
+    let gone = async {
+        while api.get_opt("d").await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone)
+        .await
+        .expect("the object goes");
+    running.abort();
+    assert!(replay_all(traces.path()) > 0);
+    server.shutdown().await;
+}
+
+/// Runs of an operator's handlers: (handler id, the essence it saw).
+type Seen = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
+
+/// An operator with a handler of each kind on tickers: a create handler; a
+/// field handler on `spec.size` whose runs declare sub-handlers `a` and
+/// `b`, each taking `work`; an update handler that writes the size into a
+/// label; a delete handler. Every run is recorded in `seen`.
+fn every_kind(api: &Api<Ticker>, seen: &Seen, work: Duration) -> Operator<Ticker> {
+    let record = |seen: &Seen, ctx: &Context<Ticker>| {
+        seen.lock()
+            .unwrap()
+            .push((ctx.handler().to_owned(), ctx.essence().clone()));
+    };
+    let (s1, s2, s3, s4, s5) = (
+        seen.clone(),
+        seen.clone(),
+        seen.clone(),
+        seen.clone(),
+        seen.clone(),
+    );
+    Operator::new(api.clone())
+        .on_create(
+            "create",
+            Handler::new(move |ctx: Context<Ticker>| {
+                record(&s1, &ctx);
+                async { Ok::<(), HandlerError>(()) }
+            }),
+        )
+        .on_field(
+            "spec.size",
+            "size",
+            Handler::new(move |ctx: Context<Ticker>| {
+                record(&s2, &ctx);
+                ctx.sub("a");
+                ctx.sub("b");
+                async { Ok::<(), HandlerError>(()) }
+            })
+            .sub_handlers(move |ctx: Context<Ticker>| {
+                let seen = s3.clone();
+                async move {
+                    tokio::time::sleep(work).await;
+                    record(&seen, &ctx);
+                    Ok(())
+                }
+            }),
+        )
+        .on_update(
+            "label",
+            Handler::new(move |ctx: Context<Ticker>| {
+                record(&s4, &ctx);
+                let size = ctx.new_value("spec.size").cloned().unwrap_or_default();
+                ctx.patch(json!({ "metadata": { "labels": { "size": size.to_string() } } }));
+                async { Ok::<(), HandlerError>(()) }
+            }),
+        )
+        .on_delete(
+            "cleanup",
+            Handler::new(move |ctx: Context<Ticker>| {
+                record(&s5, &ctx);
+                async { Ok::<(), HandlerError>(()) }
+            }),
+        )
+}
+
+/// A test server, a ticker API, a trace directory and the record of runs.
+struct Bed {
+    server: TestServer,
+    api: Api<Ticker>,
+    traces: tempfile::TempDir,
+    seen: Seen,
+}
+
+impl Bed {
+    async fn new() -> Self {
+        let (server, api) = tickers().await;
+        Bed {
+            server,
+            api,
+            traces: tempfile::tempdir().unwrap(),
+            seen: Arc::default(),
+        }
+    }
+
+    /// Starts an operator of every kind of handler, as start `incarnation`.
+    fn start(&self, incarnation: u32, work: Duration) -> tokio::task::JoinHandle<()> {
+        let operator = every_kind(&self.api, &self.seen, work)
+            .incarnation(incarnation)
+            .trace(self.traces.path());
+        tokio::spawn(async move {
+            operator.run().await.expect("the operator runs");
+        })
+    }
+
+    /// Waits until the object `name` is handled in full and rests: no
+    /// progress records, its diff-base is its essence, and no run for
+    /// `quiet`.
+    async fn rested(&self, name: &str) -> Ticker {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} never rested: {:?}",
+                self.seen
+            );
+            let before = self.seen.lock().unwrap().len();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let object = self.api.get(name).await.unwrap();
+            let annotations = object.metadata.annotations.clone().unwrap_or_default();
+            let progress = annotations
+                .keys()
+                .any(|k| k.starts_with("steadfast.dev/progress."));
+            let quiet = self.seen.lock().unwrap().len() == before;
+            if !progress && quiet && annotations.contains_key("steadfast.dev/diff-base") {
+                return object;
+            }
+        }
+    }
+
+    /// How many runs of `handler` saw `size`.
+    fn runs_on(&self, handler: &str, size: i64) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(h, e)| h == handler && e["spec"]["size"] == size)
+            .count()
+    }
+
+    /// Replays every trace, keeps them if asked, and stops the server.
+    async fn finish(self, prefix: &str) {
+        steadfast_tests::keep_traces(self.traces.path(), prefix);
+        assert!(replay_all(self.traces.path()) > 0);
+        self.server.shutdown().await;
+    }
+}
+
+/// Every handler of `every_kind` ran on size `size`, exactly `times` times
+/// each (the update handler only if `updated`).
+fn assert_handled_once(bed: &Bed, size: i64, updated: bool) {
+    let mut handlers = vec!["size", "size/a", "size/b"];
+    if updated {
+        handlers.push("label");
+    }
+    for handler in handlers {
+        assert_eq!(
+            bed.runs_on(handler, size),
+            1,
+            "{handler} on {size}: {:?}",
+            bed.seen
+        );
+    }
+}
+
+/// The resource name of tickers, for faults.
+const TICKERS: &str = "tickers.lifecycle.steadfast.dev";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_mid_handler_should_resume_from_the_annotations() {
+    let bed = Bed::new().await;
+    let first = bed.start(1, Duration::from_millis(600));
+    create(&bed.api, "k").await;
+    // Kill it while sub-handler `a` works (after the parent's plan is
+    // written).
+    let started = async {
+        loop {
+            let object = bed.api.get("k").await.unwrap();
+            let annotations = object.metadata.annotations.unwrap_or_default();
+            if annotations.keys().any(|k| k.contains("progress.size.")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), started)
+        .await
+        .expect("the plan is written");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    first.abort();
+    let _ = first.await;
+    let second = bed.start(2, Duration::from_millis(50));
+    bed.rested("k").await;
+    second.abort();
+    // The parent's plan survived the crash: it did not run again; each
+    // sub-handler finished once (the killed run of `a` never returned).
+    assert_handled_once(&bed, 1, false);
+    assert_eq!(bed.runs_on("create", 1), 1, "{:?}", bed.seen);
+    bed.finish("lifecycle-killed-").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_conflicts_should_neither_lose_nor_repeat_a_run() {
+    let bed = Bed::new().await;
+    let operator = bed.start(1, Duration::from_millis(50));
+    create(&bed.api, "c").await;
+    bed.server
+        .inject(steadfast_tests::kube_testserver::Fault::Conflicts {
+            resource: TICKERS.into(),
+            namespace: Some("default".into()),
+            name: "c".into(),
+            count: 6,
+        })
+        .unwrap();
+    bed.rested("c").await;
+    operator.abort();
+    assert_handled_once(&bed, 1, false);
+    bed.finish("lifecycle-conflicts-").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_watch_and_a_paused_server_should_be_ridden_out() {
+    use steadfast_tests::kube_testserver::Fault;
+    let bed = Bed::new().await;
+    let operator = bed.start(1, Duration::from_millis(200));
+    create(&bed.api, "e").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    bed.server.inject(Fault::ExpireWatches).unwrap();
+    bed.server.inject(Fault::Pause).unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    bed.server.inject(Fault::Resume).unwrap();
+    bed.rested("e").await;
+    operator.abort();
+    assert_handled_once(&bed, 1, false);
+    bed.finish("lifecycle-expired-").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_writer_and_an_edit_should_end_in_the_final_essence_handled() {
+    use steadfast_tests::kube_testserver::Fault;
+    let bed = Bed::new().await;
+    let operator = bed.start(1, Duration::from_millis(150));
+    create(&bed.api, "f").await;
+    bed.rested("f").await;
+    // An edit, and meanwhile another controller labels the object.
+    bed.api
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "size": 2 } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut labels = serde_json::Map::new();
+    labels.insert("team".into(), json!("blue"));
+    bed.server
+        .inject(Fault::ForeignWrite {
+            resource: TICKERS.into(),
+            namespace: Some("default".into()),
+            name: "f".into(),
+            labels: Some(labels),
+            status: None,
+        })
+        .unwrap();
+    let object = bed.rested("f").await;
+    operator.abort();
+    let labels = object.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("size").map(String::as_str),
+        Some("2"),
+        "the update handler's write"
+    );
+    assert_eq!(labels.get("team").map(String::as_str), Some("blue"));
+    // The size handler and its plan ran on size 2 once; the update
+    // handler's last run saw the foreign label.
+    assert_handled_once(&bed, 2, false);
+    let last_label_run = bed
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(h, _)| h == "label")
+        .cloned()
+        .expect("the update handler ran");
+    assert_eq!(last_label_run.1["metadata"]["labels"]["team"], "blue");
+    bed.finish("lifecycle-foreign-").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
+    let (server, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "stuck",
+        Handler::new(|_ctx: Context<Ticker>| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok::<(), HandlerError>(())
+        })
+        .timeout(Duration::from_millis(500)),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "h").await;
+    let handled = async {
+        loop {
+            let object = api.get("h").await.unwrap();
+            let annotations = object.metadata.annotations.unwrap_or_default();
+            if annotations.contains_key("steadfast.dev/diff-base") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), handled)
+        .await
+        .expect("the hung handler is given up and the object handled");
+    running.abort();
+    assert!(replay_all(traces.path()) > 0);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_while_handlers_run_should_run_the_delete_handler_then_let_go() {
+    let bed = Bed::new().await;
+    let operator = bed.start(1, Duration::from_millis(300));
+    create(&bed.api, "x").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    bed.api.delete("x", &DeleteParams::default()).await.unwrap();
+    let gone = async {
+        while bed.api.get_opt("x").await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), gone)
+        .await
+        .expect("the object goes");
+    operator.abort();
+    assert_eq!(bed.runs_on("cleanup", 1), 1, "{:?}", bed.seen);
+    bed.finish("lifecycle-deleted-").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_objects_should_each_be_handled_once() {
+    let bed = Bed::new().await;
+    let operator = bed.start(1, Duration::from_millis(20));
+    let names: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    for name in &names {
+        create(&bed.api, name).await;
+    }
+    for name in &names {
+        bed.rested(name).await;
+    }
+    operator.abort();
+    for handler in ["create", "size", "size/a", "size/b"] {
+        let runs = bed
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(h, _)| h == handler)
+            .count();
+        assert_eq!(runs, names.len(), "{handler}");
+    }
+    bed.finish("lifecycle-many-").await;
+}
