@@ -1,9 +1,9 @@
-//! Replay of recorded leasequeue runs: each role's trace through its
-//! `step`, then the safety properties that span roles, over every trace
-//! together.
+//! Replay of recorded runs: each leasequeue role's or lifecycle engine's
+//! trace through its `step`, then the safety properties that the traces
+//! show, over every trace together.
 //!
 //! A trace is what a driver of the `steadfast` runtime records (JSON lines:
-//! a [`Header`], then one record per step). [`read`] parses one;
+//! a header, then one record per step). [`read`] parses one;
 //! [`Trace::replay`] re-runs it and reports the first step whose effects
 //! differ: the driver decided something the role did not, or the trace was
 //! edited. [`cross_role`] then checks what no single role can see:
@@ -17,7 +17,11 @@
 //! (an activation a scheduler forgot, its dedupe window past, may end once
 //! more per time it was forgotten);
 //! - **one owner per key**: no two schedulers serve an action from queues
-//!   on the same endpoint key (the key its create revision names).
+//!   on the same endpoint key (the key its create revision names);
+//! - **a handler succeeds once per digest per start** (lifecycle engines):
+//!   no handler runs again, in one operator start, on a digest it succeeded
+//!   on without a run on another digest in between (a parent's run starts
+//!   its sub-handlers afresh), as the model's property of that name says.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +29,7 @@ use std::path::{Path, PathBuf};
 use steadfast_spec::leasequeue::scheduler::{ClaimResult, Effect, Input};
 use steadfast_spec::leasequeue::trace::{Header, Replay, SchedulerRecord, Steps};
 use steadfast_spec::leasequeue::{controller, trace::ControllerRecord};
+use steadfast_spec::lifecycle;
 
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +73,27 @@ pub enum TraceError {
 pub struct Trace {
     /// The file it came from.
     pub path: PathBuf,
-    /// The role and its setup.
-    pub header: Header,
-    /// Its steps.
-    pub steps: Steps,
+    /// What it recorded.
+    pub run: Recorded,
+}
+
+/// A recorded run, of the protocol its header names.
+#[derive(Clone, Debug)]
+pub enum Recorded {
+    /// A leasequeue scheduler's or controller's.
+    Role {
+        /// The role and its setup.
+        header: Header,
+        /// Its steps.
+        steps: Steps,
+    },
+    /// A lifecycle engine's (one object, one operator start).
+    Engine {
+        /// The object and the engine's setup.
+        header: lifecycle::trace::Header,
+        /// Its steps.
+        records: Vec<lifecycle::trace::Record>,
+    },
 }
 
 /// Reads the trace in `path`.
@@ -93,6 +115,17 @@ pub fn read(path: &Path) -> Result<Trace, TraceError> {
     let first = lines.next().ok_or_else(|| TraceError::Empty {
         path: path.to_owned(),
     })?;
+    let role: serde_json::Value = parse(path, first, "trace header")?;
+    if role.get("role").and_then(|r| r.as_str()) == Some("engine") {
+        let header = parse(path, first, "lifecycle engine header")?;
+        let records = lines
+            .map(|line| parse(path, line, "lifecycle engine record"))
+            .collect::<Result<_, _>>()?;
+        return Ok(Trace {
+            path: path.to_owned(),
+            run: Recorded::Engine { header, records },
+        });
+    }
     let header: Header = parse(path, first, "trace header")?;
     let steps = match header {
         Header::Scheduler { .. } => Steps::Scheduler(
@@ -108,8 +141,7 @@ pub fn read(path: &Path) -> Result<Trace, TraceError> {
     };
     Ok(Trace {
         path: path.to_owned(),
-        header,
-        steps,
+        run: Recorded::Role { header, steps },
     })
 }
 
@@ -146,11 +178,18 @@ pub enum Verdict {
 }
 
 impl Trace {
-    /// The role and its name, for reports: `scheduler 127.0.0.1:7001`.
+    /// The role and its name, for reports: `scheduler 127.0.0.1:7001`,
+    /// `engine of default/t (start 3)`.
     pub fn role(&self) -> String {
-        match &self.header {
-            Header::Scheduler { id, .. } => format!("scheduler {id}"),
-            Header::Controller { .. } => "controller".into(),
+        match &self.run {
+            Recorded::Role {
+                header: Header::Scheduler { id, .. },
+                ..
+            } => format!("scheduler {id}"),
+            Recorded::Role { .. } => "controller".into(),
+            Recorded::Engine { header, .. } => {
+                format!("engine of {} (start {})", header.object, header.incarnation)
+            }
         }
     }
 
@@ -162,7 +201,16 @@ impl Trace {
             recorded,
             replayed,
         };
-        match self.header.replay(self.steps.clone()) {
+        let (header, steps) = match &self.run {
+            Recorded::Role { header, steps } => (header, steps),
+            Recorded::Engine { header, records } => {
+                return match header.replay(records) {
+                    Ok(count) => Verdict::Agrees(count),
+                    Err(d) => diverged(d.step, to_json(&d.recorded), to_json(&d.replayed)),
+                };
+            }
+        };
+        match header.replay(steps.clone()) {
             Replay::Agrees(count) => Verdict::Agrees(count),
             Replay::SchedulerDiverged(d) => {
                 diverged(d.step, to_json(&d.recorded), to_json(&d.replayed))
@@ -176,16 +224,29 @@ impl Trace {
     }
 
     fn scheduler(&self) -> Option<(&str, &[SchedulerRecord])> {
-        match (&self.header, &self.steps) {
-            (Header::Scheduler { id, .. }, Steps::Scheduler(records)) => Some((id, records)),
+        match &self.run {
+            Recorded::Role {
+                header: Header::Scheduler { id, .. },
+                steps: Steps::Scheduler(records),
+            } => Some((id, records)),
             _ => None,
         }
     }
 
     fn controller(&self) -> Option<&[ControllerRecord]> {
-        match &self.steps {
-            Steps::Controller(records) => Some(records),
-            Steps::Scheduler(_) => None,
+        match &self.run {
+            Recorded::Role {
+                steps: Steps::Controller(records),
+                ..
+            } => Some(records),
+            _ => None,
+        }
+    }
+
+    fn engine(&self) -> Option<(&lifecycle::trace::Header, &[lifecycle::trace::Record])> {
+        match &self.run {
+            Recorded::Engine { header, records } => Some((header, records)),
+            Recorded::Role { .. } => None,
         }
     }
 }
@@ -228,6 +289,16 @@ pub enum Violation {
         /// Where each end was recorded.
         ends: Vec<At>,
     },
+    /// A handler ran again, in one operator start, on a digest it had
+    /// succeeded on.
+    Rerun {
+        /// The handler.
+        handler: String,
+        /// The digest.
+        digest: String,
+        /// The success, and the run after it.
+        runs: Vec<At>,
+    },
     /// Two schedulers served one action from queues on the same key.
     SharedKey {
         /// The action.
@@ -246,6 +317,7 @@ impl Violation {
             Violation::ExecutedTwice { .. } => "executed at most once",
             Violation::EndedTwice { .. } => "one end per activation",
             Violation::SharedKey { .. } => "one owner per key",
+            Violation::Rerun { .. } => "a handler succeeds once per digest per start",
         }
     }
 }
@@ -268,6 +340,15 @@ impl std::fmt::Display for Violation {
             Violation::EndedTwice { id, ends } => {
                 write!(f, "activation {id} ended more than once: {}", list(ends))
             }
+            Violation::Rerun {
+                handler,
+                digest,
+                runs,
+            } => write!(
+                f,
+                "handler {handler} ran again on digest {digest} after succeeding on it: {}",
+                list(runs)
+            ),
             Violation::SharedKey {
                 action,
                 created,
@@ -283,10 +364,11 @@ impl std::fmt::Display for Violation {
 }
 
 /// The names of the properties [`cross_role`] checks.
-pub const CROSS_ROLE_PROPERTIES: [&str; 3] = [
+pub const CROSS_ROLE_PROPERTIES: [&str; 4] = [
     "executed at most once",
     "one end per activation",
     "one owner per key",
+    "a handler succeeds once per digest per start",
 ];
 
 /// Checks the safety properties that span roles over `traces` together.
@@ -342,7 +424,67 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
             created,
             schedulers: schedulers.into_iter().collect(),
         });
-    executed.chain(ended).chain(shared).collect()
+    let reruns = traces.iter().flat_map(reruns);
+    executed.chain(ended).chain(shared).chain(reruns).collect()
+}
+
+/// The runs of a lifecycle engine's trace that repeat a success: a run of a
+/// handler on a digest returning after a success of it on that digest, with
+/// no run of it on another digest in between (a top-level handler's return
+/// starts its sub-handlers afresh).
+fn reruns(trace: &Trace) -> Vec<Violation> {
+    let Some((header, records)) = trace.engine() else {
+        return Vec::new();
+    };
+    let at = |step| At {
+        path: trace.path.clone(),
+        step,
+    };
+    // Each run's handler, parent and digest, from its invocation.
+    let mut runs: BTreeMap<lifecycle::RunId, (String, Option<String>, String)> = BTreeMap::new();
+    // Each handler's last return: its digest, and where it succeeded on it.
+    let mut last: BTreeMap<String, (String, Option<usize>)> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for (step, record) in records.iter().enumerate() {
+        if let lifecycle::Input::HandlerDone { run, outcome, .. } = &record.input {
+            if let Some((handler, parent, digest)) = runs.get(run).cloned() {
+                if parent.is_none() {
+                    let prefix = format!("{handler}/");
+                    last.retain(|h, _| !h.starts_with(&prefix));
+                }
+                let before = last.get(&handler).filter(|(d, _)| *d == digest);
+                let succeeded = before.and_then(|(_, s)| *s);
+                if let Some(first) = succeeded {
+                    violations.push(Violation::Rerun {
+                        handler: handler.clone(),
+                        digest: digest.clone(),
+                        runs: vec![at(first), at(step)],
+                    });
+                }
+                let now = (*outcome == lifecycle::Outcome::Success).then_some(step);
+                last.insert(handler, (digest, succeeded.or(now)));
+            }
+        }
+        for effect in &record.effects {
+            if let lifecycle::Effect::Invoke {
+                run,
+                handler,
+                parent,
+                essence,
+                ..
+            } = effect
+            {
+                let registered = parent.as_ref().unwrap_or(handler);
+                let digest = header
+                    .config
+                    .handler(registered)
+                    .map(|spec| spec.digest(essence))
+                    .unwrap_or_default();
+                runs.insert(*run, (handler.clone(), parent.clone(), digest));
+            }
+        }
+    }
+    violations
 }
 
 /// What a scheduler's trace says that a cross-role property reads.

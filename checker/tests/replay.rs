@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 use steadfast_spec::leasequeue::scheduler::{self, ClaimResult, Input, Scheduler};
 use steadfast_spec::leasequeue::trace::{Header, Named, Record};
 use steadfast_spec::leasequeue::Variant;
+use steadfast_spec::lifecycle;
 
 fn replay(files: &[PathBuf]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_steadfast"))
@@ -172,4 +173,109 @@ fn replay_should_need_a_file() {
     let output = replay(&[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("FILES"), "{}", text(&output));
+}
+
+/// The trace of a lifecycle engine under `variant`, driven as a runtime
+/// would: a field handler `tick` on `status.tick` whose runs declare
+/// sub-handlers `a` and `b`; every run succeeds; every patch applies and
+/// the watch shows the version it made.
+fn engine_trace(variant: lifecycle::Variant) -> String {
+    use lifecycle::named::Named as Kube;
+    use lifecycle::{Config, Effect, Engine, HandlerSpec, Input, ObjectView, On, Outcome};
+    let config = Config::<Kube> {
+        rules: variant.into(),
+        handlers: vec![HandlerSpec {
+            id: "tick".into(),
+            on: On::Field("status.tick".into()),
+            retries: 3,
+            timeout: 60_000,
+        }],
+    };
+    let header = lifecycle::trace::Header {
+        object: "default/t".into(),
+        incarnation: 1,
+        started: 0,
+        config: config.clone(),
+    };
+    let mut view = ObjectView::<Kube> {
+        version: "1".into(),
+        essence: r#"{"status":{"tick":1}}"#.into(),
+        deleting: false,
+        finalizer: false,
+        progress: Default::default(),
+        diff_base: None,
+    };
+    let mut engine = Engine::new(1, 0);
+    let mut lines = vec![serde_json::to_string(&header).unwrap()];
+    let mut inputs = vec![Input::Listed(view.clone())];
+    while let Some(input) = inputs.pop() {
+        let effects = engine.step(&config, input.clone());
+        let record = lifecycle::trace::Record {
+            input,
+            effects: effects.clone(),
+        };
+        lines.push(serde_json::to_string(&record).unwrap());
+        for effect in effects {
+            match effect {
+                Effect::Invoke { run, parent, .. } => inputs.push(Input::HandlerDone {
+                    run,
+                    outcome: Outcome::Success,
+                    subs: if parent.is_none() {
+                        vec!["tick/a".into(), "tick/b".into()]
+                    } else {
+                        Vec::new()
+                    },
+                    write: None,
+                }),
+                Effect::Patch(patch) => {
+                    for (key, record) in patch.records {
+                        view.progress.set(&key, record);
+                    }
+                    view.diff_base = patch.diff_base.or(view.diff_base.take());
+                    view.version = (view.version.parse::<u32>().unwrap() + 1).to_string();
+                    // Last in, first out: the reply, then the watch event.
+                    inputs.push(Input::Observed(view.clone()));
+                    inputs.push(Input::PatchApplied {
+                        version: view.version.clone(),
+                    });
+                }
+                Effect::Fetch | Effect::WakeAt(_) => {}
+            }
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn lifecycle_engine_traces_should_replay_and_show_kopfs_rerun_of_a_parent() {
+    let steadfast = file(
+        "engine-steadfast.jsonl",
+        &engine_trace(lifecycle::Variant::Steadfast),
+    );
+    let output = replay(&[steadfast]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("engine of default/t (start 1):"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("a handler succeeds once per digest per start: holds"),
+        "{}",
+        text(&output)
+    );
+    // kopf invokes the parent again each cycle, on the same digest.
+    let kopf = file("engine-kopf.jsonl", &engine_trace(lifecycle::Variant::Kopf));
+    let output = replay(&[kopf]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("a handler succeeds once per digest per start: VIOLATED"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("handler tick ran again"),
+        "{}",
+        text(&output)
+    );
 }

@@ -1,6 +1,7 @@
 //! steadfast-tests: integration tests across the workspace. The tests live in
 //! `tests/`; this library holds what they share: [`kube_testserver`], the
-//! Kubernetes API server they run against; [`etcd_server`], real etcd on
+//! Kubernetes API server they run against; [`kube_target`], it or a real
+//! cluster; [`etcd_server`], real etcd on
 //! loopback with its faults; [`tcp_proxy`], network faults on loopback;
 //! [`leasequeue_nodes`], leasequeue schedulers run as processes would be,
 //! and the replay of their traces.
@@ -8,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod etcd_server;
+pub mod kube_target;
 pub mod kube_testserver;
 pub mod leasequeue_nodes;
 pub mod tcp_proxy;

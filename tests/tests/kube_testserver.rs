@@ -12,17 +12,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{finalizer, reflector, watcher};
-use kube::{Client, Config, CustomResource, CustomResourceExt, Resource, ResourceExt};
+use kube::{CustomResource, Resource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use steadfast_tests::kube_target::KubeTarget;
 use steadfast_tests::kube_testserver::{Fault, ServerConfig, TestServer, FAULTS_PATH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -54,87 +55,21 @@ type ConflictContext = (Api<Widget>, Arc<Mutex<u32>>);
 type CleanupContext = (Api<Widget>, Arc<Mutex<Vec<String>>>);
 
 /// Where a test runs: a fresh test server, or the configured cluster.
-struct Harness {
-    client: Client,
-    server: Option<TestServer>,
-    namespace: String,
+type Harness = KubeTarget;
+
+/// The APIs these tests use, in the test's namespace.
+trait Apis {
+    fn configmaps(&self) -> Api<ConfigMap>;
+    async fn widgets(&self) -> Api<Widget>;
 }
 
-impl Harness {
-    async fn start() -> Self {
-        Self::start_with(ServerConfig::default()).await
-    }
-
-    async fn start_with(config: ServerConfig) -> Self {
-        if std::env::var("STEADFAST_KUBE_TESTS").as_deref() == Ok("cluster") {
-            let client = Client::try_default()
-                .await
-                .expect("STEADFAST_KUBE_TESTS=cluster needs a kubeconfig (KUBECONFIG or ~/.kube/config) for a reachable cluster");
-            let namespace = format!(
-                "steadfast-{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            );
-            let object: Namespace =
-                serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap();
-            Api::<Namespace>::all(client.clone())
-                .create(&PostParams::default(), &object)
-                .await
-                .expect("a test namespace");
-            return Self {
-                client,
-                server: None,
-                namespace,
-            };
-        }
-        let server = TestServer::start_with(config)
-            .await
-            .expect("the test server starts on loopback");
-        let client = Client::try_from(Config::new(server.url().parse().unwrap()))
-            .expect("a client for the test server");
-        Self {
-            client,
-            server: Some(server),
-            namespace: "default".into(),
-        }
-    }
-
-    /// The test server, for the cases that inject faults; `None` on a real
-    /// cluster, where such a case reports that it was skipped.
-    fn server(&self, case: &str) -> Option<&TestServer> {
-        if self.server.is_none() {
-            eprintln!(
-                "{case}: skipped on a real cluster (it needs the test server's faults or settings)"
-            );
-        }
-        self.server.as_ref()
-    }
-
+impl Apis for KubeTarget {
     fn configmaps(&self) -> Api<ConfigMap> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
     async fn widgets(&self) -> Api<Widget> {
-        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        match crds.create(&PostParams::default(), &Widget::crd()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(error) => panic!("the Widget CRD cannot be created: {error}"),
-        }
-        let established = kube::runtime::wait::conditions::is_crd_established();
-        let wait = kube::runtime::wait::await_condition(crds, Widget::crd_name(), established);
-        tokio::time::timeout(Duration::from_secs(30), wait)
-            .await
-            .expect("the CRD is established")
-            .unwrap();
-        Api::namespaced(self.client.clone(), &self.namespace)
-    }
-
-    async fn finish(self) {
-        if self.server.is_none() {
-            let _ = Api::<Namespace>::all(self.client)
-                .delete(&self.namespace, &DeleteParams::default())
-                .await;
-        }
+        self.install::<Widget>().await
     }
 }
 

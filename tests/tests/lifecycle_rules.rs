@@ -87,15 +87,6 @@ fn a_list_showing_another_version_must_be_confirmed() {
 }
 
 #[test]
-fn a_patch_whose_outcome_is_unknown_must_be_sent_again() {
-    assert_needed(
-        Rule::ResendUnknown,
-        scenarios::lost,
-        "handled on the final essence",
-    );
-}
-
-#[test]
 fn a_run_past_its_deadline_must_be_given_up() {
     assert_needed(
         Rule::RunDeadline,

@@ -7,15 +7,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Client, Config, CustomResource, CustomResourceExt};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator, Variant};
-use steadfast_spec::lifecycle::trace::{Header, Record};
-use steadfast_tests::kube_testserver::TestServer;
+use steadfast_checker::replay::{self, Trace};
+use steadfast_tests::kube_target::KubeTarget;
+use steadfast_tests::kube_testserver::Fault;
 use tokio::sync::Notify;
 
 /// The custom resource of these tests: a spec size, and a status tick that
@@ -40,21 +40,12 @@ pub struct TickerStatus {
     pub tick: i32,
 }
 
-/// A test server with the Ticker CRD established.
-async fn tickers() -> (TestServer, Api<Ticker>) {
-    let server = TestServer::start().await.expect("the test server starts");
-    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &Ticker::crd())
-        .await
-        .expect("the CRD is created");
-    let established = kube::runtime::wait::conditions::is_crd_established();
-    let wait = kube::runtime::wait::await_condition(crds, Ticker::crd_name(), established);
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .expect("the CRD is established")
-        .unwrap();
-    (server, Api::namespaced(client, "default"))
+/// A test server (or, with `STEADFAST_KUBE_TESTS=cluster`, a namespace of
+/// the cluster) with the Ticker CRD established.
+async fn tickers() -> (KubeTarget, Api<Ticker>) {
+    let target = KubeTarget::start().await;
+    let api = target.install::<Ticker>().await;
+    (target, api)
 }
 
 /// Runs of the sub-handlers, in order: (sub-handler, the tick it saw).
@@ -142,20 +133,24 @@ fn last_ticks(runs: &Runs) -> Vec<(String, i64)> {
     last
 }
 
-/// Replays every trace in `dir` through the engine: each agrees, step by
-/// step. Returns how many steps were replayed.
-fn replay_all(dir: &Path) -> usize {
+/// Replays every trace in `dir` through the engine, as `steadfast replay`
+/// does: each agrees, step by step, and (if `holds`) no safety property the
+/// traces show is violated. Returns how many steps were replayed.
+fn replay_all(dir: &Path, holds: bool) -> usize {
+    let traces: Vec<Trace> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| replay::read(&entry.unwrap().path()).expect("a readable trace"))
+        .collect();
     let mut steps = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let mut lines = text.lines();
-        let header: Header = serde_json::from_str(lines.next().expect("a header")).unwrap();
-        let records: Vec<Record> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
-        match header.replay(&records) {
-            Ok(n) => steps += n,
-            Err(divergence) => panic!("{} diverges: {divergence:?}", path.display()),
+    for trace in &traces {
+        match trace.replay() {
+            replay::Verdict::Agrees(n) => steps += n,
+            diverged => panic!("{} diverges: {diverged:?}", trace.path.display()),
         }
+    }
+    if holds {
+        let violations = replay::cross_role(&traces);
+        assert!(violations.is_empty(), "{violations:?}");
     }
     steps
 }
@@ -164,7 +159,7 @@ fn replay_all(dir: &Path) -> usize {
 /// while the first sub-handler works. Returns each sub-handler's last tick,
 /// and every run.
 async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
-    let (server, api) = tickers().await;
+    let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
     let runs: Runs = Arc::default();
     let started = Arc::new(Notify::new());
@@ -185,10 +180,10 @@ async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>)
     set_tick(&api, "t", 3).await;
     settle(&runs, Duration::from_secs(2), Duration::from_secs(30)).await;
     running.abort();
-    steadfast_tests::keep_traces(traces.path(), "lifecycle-641-");
-    let steps = replay_all(traces.path());
+    steadfast_tests::keep_traces(traces.path(), &format!("lifecycle-641-{variant:?}-"));
+    let steps = replay_all(traces.path(), variant == Variant::Steadfast);
     assert!(steps > 0, "the engine's steps were recorded");
-    server.shutdown().await;
+    target.finish().await;
     let last = last_ticks(&runs);
     let every = runs.lock().unwrap().clone();
     eprintln!("{variant:?}: every run {every:?}; last ticks {last:?}");
@@ -221,7 +216,7 @@ async fn steadfast_should_run_every_subhandler_on_the_final_tick_and_rest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_should_wait_for_the_delete_handler() {
-    let (server, api) = tickers().await;
+    let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
     let cleaned = Arc::new(Notify::new());
     let done = cleaned.clone();
@@ -270,8 +265,8 @@ async fn deletion_should_wait_for_the_delete_handler() {
         .await
         .expect("the object goes");
     running.abort();
-    assert!(replay_all(traces.path()) > 0);
-    server.shutdown().await;
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
 }
 
 /// Runs of an operator's handlers: (handler id, the essence it saw).
@@ -340,7 +335,7 @@ fn every_kind(api: &Api<Ticker>, seen: &Seen, work: Duration) -> Operator<Ticker
 
 /// A test server, a ticker API, a trace directory and the record of runs.
 struct Bed {
-    server: TestServer,
+    target: KubeTarget,
     api: Api<Ticker>,
     traces: tempfile::TempDir,
     seen: Seen,
@@ -348,9 +343,9 @@ struct Bed {
 
 impl Bed {
     async fn new() -> Self {
-        let (server, api) = tickers().await;
+        let (target, api) = tickers().await;
         Bed {
-            server,
+            target,
             api,
             traces: tempfile::tempdir().unwrap(),
             seen: Arc::default(),
@@ -405,8 +400,8 @@ impl Bed {
     /// Replays every trace, keeps them if asked, and stops the server.
     async fn finish(self, prefix: &str) {
         steadfast_tests::keep_traces(self.traces.path(), prefix);
-        assert!(replay_all(self.traces.path()) > 0);
-        self.server.shutdown().await;
+        assert!(replay_all(self.traces.path(), true) > 0);
+        self.target.finish().await;
     }
 }
 
@@ -466,33 +461,38 @@ async fn an_operator_killed_mid_handler_should_resume_from_the_annotations() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_conflicts_should_neither_lose_nor_repeat_a_run() {
     let bed = Bed::new().await;
+    let Some(server) = bed.target.server("a storm of conflicts") else {
+        return;
+    };
     let operator = bed.start(1, Duration::from_millis(50));
     create(&bed.api, "c").await;
-    bed.server
-        .inject(steadfast_tests::kube_testserver::Fault::Conflicts {
-            resource: TICKERS.into(),
-            namespace: Some("default".into()),
-            name: "c".into(),
-            count: 6,
-        })
-        .unwrap();
+    let conflicts = Fault::Conflicts {
+        resource: TICKERS.into(),
+        namespace: Some(bed.target.namespace.clone()),
+        name: "c".into(),
+        count: 6,
+    };
+    server.inject(conflicts).unwrap();
     bed.rested("c").await;
     operator.abort();
+    steadfast_tests::keep_traces(bed.traces.path(), "lifecycle-conflicts-");
     assert_handled_once(&bed, 1, false);
     bed.finish("lifecycle-conflicts-").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_watch_and_a_paused_server_should_be_ridden_out() {
-    use steadfast_tests::kube_testserver::Fault;
     let bed = Bed::new().await;
+    let Some(server) = bed.target.server("an expired watch and a paused server") else {
+        return;
+    };
     let operator = bed.start(1, Duration::from_millis(200));
     create(&bed.api, "e").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    bed.server.inject(Fault::ExpireWatches).unwrap();
-    bed.server.inject(Fault::Pause).unwrap();
+    server.inject(Fault::ExpireWatches).unwrap();
+    server.inject(Fault::Pause).unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    bed.server.inject(Fault::Resume).unwrap();
+    server.inject(Fault::Resume).unwrap();
     bed.rested("e").await;
     operator.abort();
     assert_handled_once(&bed, 1, false);
@@ -501,7 +501,6 @@ async fn an_expired_watch_and_a_paused_server_should_be_ridden_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_writer_and_an_edit_should_end_in_the_final_essence_handled() {
-    use steadfast_tests::kube_testserver::Fault;
     let bed = Bed::new().await;
     let operator = bed.start(1, Duration::from_millis(150));
     create(&bed.api, "f").await;
@@ -516,16 +515,11 @@ async fn a_foreign_writer_and_an_edit_should_end_in_the_final_essence_handled() 
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut labels = serde_json::Map::new();
-    labels.insert("team".into(), json!("blue"));
-    bed.server
-        .inject(Fault::ForeignWrite {
-            resource: TICKERS.into(),
-            namespace: Some("default".into()),
-            name: "f".into(),
-            labels: Some(labels),
-            status: None,
-        })
+    // Another writer's merge patch, with no precondition.
+    let foreign = json!({ "metadata": { "labels": { "team": "blue" } } });
+    bed.api
+        .patch("f", &PatchParams::default(), &Patch::Merge(&foreign))
+        .await
         .unwrap();
     let object = bed.rested("f").await;
     operator.abort();
@@ -554,7 +548,7 @@ async fn a_foreign_writer_and_an_edit_should_end_in_the_final_essence_handled() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
-    let (server, api) = tickers().await;
+    let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
     let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
         "spec.size",
@@ -581,8 +575,8 @@ async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
         .await
         .expect("the hung handler is given up and the object handled");
     running.abort();
-    assert!(replay_all(traces.path()) > 0);
-    server.shutdown().await;
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,6 +108,16 @@ impl<K> Handler<K> {
 }
 
 /// How a run failed.
+///
+/// ```
+/// use std::time::Duration;
+/// use steadfast::lifecycle::HandlerError;
+///
+/// let busy = HandlerError::temporary("the registry is busy", Duration::from_secs(10));
+/// assert_eq!(busy.to_string(), "temporary error (retry in 10s): the registry is busy");
+/// let bad = HandlerError::permanent("spec.size must be positive");
+/// assert!(matches!(bad, HandlerError::Permanent { .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HandlerError {
     /// Try again after `delay` (until the handler's retries or timeout run
@@ -150,6 +160,24 @@ impl HandlerError {
 /// land together) and to declare sub-handlers.
 ///
 /// Cloning gives another handle on the same run.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use serde_json::json;
+/// use steadfast::lifecycle::{Context, Handler, HandlerError};
+///
+/// let handler = Handler::new(|ctx: Context<ConfigMap>| async move {
+///     for (path, old, new) in ctx.diff() {
+///         println!("{path}: {old:?} -> {new:?}");
+///     }
+///     if ctx.new_value("data.mode") == Some(&json!("archive")) {
+///         // Lands with this run's outcome, in the engine's own patch.
+///         ctx.patch(json!({ "metadata": { "labels": { "archived": "true" } } }));
+///     }
+///     Ok::<(), HandlerError>(())
+/// });
+/// # let _ = handler;
+/// ```
 pub struct Context<K> {
     pub(crate) object: Arc<K>,
     pub(crate) handler: String,
@@ -171,6 +199,44 @@ impl<K> Clone for Context<K> {
             retry: self.retry,
             out: self.out.clone(),
         }
+    }
+}
+
+/// Adds the leaf changes between `old` and `new` under `path`.
+fn diff_into(
+    changes: &mut Vec<(String, Option<Value>, Option<Value>)>,
+    path: String,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) {
+    if old == new {
+        return;
+    }
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (old, new) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                diff_into(changes, join(key), a.get(key), b.get(key));
+            }
+        }
+        (None, Some(Value::Object(b))) => {
+            for (key, value) in b {
+                diff_into(changes, join(key), None, Some(value));
+            }
+        }
+        (Some(Value::Object(a)), None) => {
+            for (key, value) in a {
+                diff_into(changes, join(key), Some(value), None);
+            }
+        }
+        (old, new) => changes.push((path, old.cloned(), new.cloned())),
     }
 }
 
@@ -218,6 +284,20 @@ impl<K> Context<K> {
         self.old.as_ref().and_then(|old| at_path(old, path))
     }
 
+    /// What changed from [`Context::old`] to [`Context::essence`], leaf by
+    /// leaf, in path order: `(path, old, new)`, `None` where a side has no
+    /// value (everything is new at creation).
+    pub fn diff(&self) -> Vec<(String, Option<Value>, Option<Value>)> {
+        let mut changes = Vec::new();
+        diff_into(
+            &mut changes,
+            String::new(),
+            self.old.as_ref(),
+            Some(&self.essence),
+        );
+        changes
+    }
+
     /// Attempts before this one in the episode.
     pub fn retry(&self) -> u8 {
         self.retry
@@ -240,5 +320,33 @@ impl<K> Context<K> {
         if !out.subs.contains(&name) {
             out.subs.push(name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_diff_should_list_changed_leaves_in_path_order() {
+        let ctx = Context {
+            object: Arc::new(()),
+            handler: "h".into(),
+            sub: None,
+            essence: json!({"spec": {"size": 2, "image": "a"}, "metadata": {"labels": {"x": "1"}}}),
+            old: Some(json!({"spec": {"size": 1, "image": "a", "gone": true}})),
+            retry: 0,
+            out: Arc::default(),
+        };
+        assert_eq!(
+            ctx.diff(),
+            vec![
+                ("metadata.labels.x".to_owned(), None, Some(json!("1"))),
+                ("spec.gone".to_owned(), Some(json!(true)), None),
+                ("spec.size".to_owned(), Some(json!(1)), Some(json!(2))),
+            ]
+        );
     }
 }

@@ -21,6 +21,25 @@ use super::driver::{Driver, Event, Shared};
 use super::handler::Handler;
 
 /// Why an operator cannot start.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::{Api, Client, Config};
+/// use steadfast::lifecycle::{Context, Handler, HandlerError, Operator, OperatorError};
+///
+/// let client = Client::try_from(Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+/// let noop = || Handler::new(|_: Context<ConfigMap>| async { Ok::<(), HandlerError>(()) });
+/// let error = Operator::new(Api::<ConfigMap>::all(client))
+///     .on_create("sync", noop())
+///     .on_update("sync", noop())
+///     .run()
+///     .await
+///     .unwrap_err();
+/// assert!(matches!(error, OperatorError::DuplicateId(id) if id == "sync"));
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
     /// Two handlers share an id.

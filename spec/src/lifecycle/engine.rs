@@ -209,13 +209,13 @@ pub enum Phase<D: Domain> {
     },
     /// A patch is in flight.
     Patching {
-        /// The patch, to be sent again if its outcome is unknown.
+        /// The patch.
         patch: Patch<D>,
         /// The outcome of the run it records, if it records one.
         carried: Option<Carried<D>>,
-        /// The versions seen since it was sent: one of them may be the
-        /// version it makes.
-        seen: Vec<D::Version>,
+        /// The versions the watch showed since it was sent: one of them
+        /// may be the version it makes.
+        seen: Vec<ObjectView<D>>,
     },
 }
 
@@ -246,8 +246,11 @@ pub enum Hold<D: Domain> {
 pub struct Engine<D: Domain> {
     /// Where the engine is in its cycle.
     pub phase: Phase<D>,
-    /// The newest version seen.
+    /// The newest version seen that is not known to be older than another
+    /// seen: the one processed next.
     pub view: Option<ObjectView<D>>,
+    /// The version the watch (or a list) showed last, kept or not.
+    pub shown: Option<D::Version>,
     /// Which versions are not processed yet.
     pub hold: Hold<D>,
     /// Outcomes of runs whose patches were refused, one per handler, each
@@ -285,6 +288,7 @@ impl<D: Domain> Engine<D> {
         Engine {
             phase: Phase::Idle,
             view: None,
+            shown: None,
             hold: Hold::None,
             carried: Vec::new(),
             initial: true,
@@ -320,19 +324,22 @@ impl<D: Domain> Engine<D> {
             }
             Input::Fetched(view) => {
                 if let Hold::Fetching { seen, .. } = &self.hold {
-                    // The watch restarted from the list: unless it showed
-                    // the version read here, it will, after older ones.
-                    self.hold = if seen.contains(&view.version) {
+                    // The watch restarted from a list, or lags: unless it has
+                    // shown the version read here, it will, after older ones.
+                    let shown =
+                        seen.contains(&view.version) || self.shown.as_ref() == Some(&view.version);
+                    self.hold = if shown {
                         Hold::None
                     } else {
                         Hold::Until(view.version.clone())
                     };
                 }
-                self.see(view, true);
+                self.view = Some(view);
                 self.cycle(config)
             }
             Input::Gone => {
                 self.view = None;
+                self.shown = None;
                 self.hold = Hold::None;
                 self.carried.clear();
                 Vec::new()
@@ -373,9 +380,14 @@ impl<D: Domain> Engine<D> {
                 else {
                     return Vec::new();
                 };
+                let made = seen.into_iter().rev().find(|v| v.version == version);
                 if let Hold::Fetching { .. } = self.hold {
                     // The read is asked for now, after the write.
-                } else if waits && !seen.contains(&version) {
+                } else if let Some(made) = made {
+                    // The watch showed the version the patch made.
+                    self.view = Some(made);
+                    self.hold = Hold::None;
+                } else if waits {
                     self.hold = Hold::Until(version);
                     return Vec::new();
                 } else {
@@ -384,15 +396,10 @@ impl<D: Domain> Engine<D> {
                 self.cycle(config)
             }
             Input::PatchConflict => self.refused(config),
-            Input::PatchUnknown => {
-                let Phase::Patching { patch, .. } = &self.phase else {
-                    return Vec::new();
-                };
-                if config.rules.has(Rule::ResendUnknown) {
-                    return vec![Effect::Patch(patch.clone())];
-                }
-                self.refused(config)
-            }
+            // A patch that may or may not have applied is met as a refused
+            // one: the object is read, and the run's outcome written again
+            // if it is not there.
+            Input::PatchUnknown => self.refused(config),
             Input::Tick { now } => {
                 self.now = self.now.max(now);
                 match &self.phase {
@@ -431,8 +438,9 @@ impl<D: Domain> Engine<D> {
     /// Takes in a version of the object, as the newest seen if `keep`; it
     /// may be the version the patch in flight made.
     fn see(&mut self, view: ObjectView<D>, keep: bool) {
+        self.shown = Some(view.version.clone());
         if let Phase::Patching { seen, .. } = &mut self.phase {
-            seen.push(view.version.clone());
+            seen.push(view.clone());
         }
         if let Hold::Fetching { seen, .. } = &mut self.hold {
             seen.push(view.version.clone());
@@ -450,10 +458,9 @@ impl<D: Domain> Engine<D> {
         }
     }
 
-    /// The last patch was refused, or (without [`Rule::ResendUnknown`]) its
-    /// outcome is unknown: the object has moved on from its version, so a
-    /// newer version is processed (read, if the watch has shown none), with
-    /// the run's outcome kept.
+    /// The last patch was refused, or its outcome is unknown: a newer
+    /// version is processed (read, if the watch has shown none), with the
+    /// run's outcome kept to be written again ([`Rule::RebaseOnConflict`]).
     fn refused(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
         let Phase::Patching { patch, carried, .. } =
             std::mem::replace(&mut self.phase, Phase::Idle)
@@ -950,6 +957,9 @@ impl<D: Domain> Engine<D> {
         if let Some(view) = &mut self.view {
             f(&mut view.version);
         }
+        if let Some(version) = &mut self.shown {
+            f(version);
+        }
         match &mut self.hold {
             Hold::Until(version) => f(version),
             Hold::Fetching { seen, .. } => seen.iter_mut().for_each(&mut *f),
@@ -959,7 +969,7 @@ impl<D: Domain> Engine<D> {
             Phase::Running { cycle, .. } => f(&mut cycle.view.version),
             Phase::Patching { patch, seen, .. } => {
                 f(&mut patch.expect);
-                seen.iter_mut().for_each(f);
+                seen.iter_mut().for_each(|v| f(&mut v.version));
             }
             Phase::Idle => {}
         }

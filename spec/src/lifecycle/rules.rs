@@ -49,9 +49,6 @@ pub enum Rule {
     /// served from a cache, so older) is confirmed by a consistent read
     /// before anything is processed.
     ConfirmLists,
-    /// A patch whose outcome is unknown (a timeout, a lost connection) is
-    /// sent again as it was; its precondition makes that safe.
-    ResendUnknown,
     /// A run that passes its deadline (the episode's start plus the
     /// handler's timeout) fails for good; the engine goes on without it.
     RunDeadline,
@@ -67,7 +64,6 @@ impl crate::rule_set::Rule for Rule {
         Rule::RebaseOnConflict,
         Rule::WaitForOwnWrite,
         Rule::ConfirmLists,
-        Rule::ResendUnknown,
         Rule::RunDeadline,
     ];
 }

@@ -126,17 +126,20 @@ fn a_refused_patchs_outcome_should_be_written_again_without_a_second_run() {
 }
 
 #[test]
-fn a_patch_whose_outcome_is_unknown_should_be_sent_again() {
+fn a_patch_whose_outcome_is_unknown_should_be_checked_by_a_read_and_written_again() {
     let config = seed641();
     let mut engine = Engine::new(0, 0);
-    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let first = view(1, Essence([0, 1, 0]));
+    let effects = engine.step(&config, Input::Listed(first.clone()));
     let (run, _, _) = invoked(&effects).unwrap();
     let effects = engine.step(&config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
     let sent = patch(&effects).unwrap().clone();
-    assert_eq!(
-        engine.step(&config, Input::PatchUnknown),
-        [Effect::Patch(sent)]
-    );
+    assert_eq!(engine.step(&config, Input::PatchUnknown), [Effect::Fetch]);
+    // It had not applied: the same outcome goes onto the same version, and
+    // the parent does not run again.
+    let effects = engine.step(&config, Input::Fetched(first));
+    assert_eq!(invoked(&effects), None);
+    assert_eq!(patch(&effects), Some(&sent));
 }
 
 #[test]

@@ -9,8 +9,10 @@ use super::handlers::Config;
 use super::named::Named;
 
 /// The first line of an engine's trace: the object and how its engine
-/// started.
+/// started. Written with `"role": "engine"`, so that a reader tells it from
+/// a leasequeue role's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "role", rename = "engine")]
 pub struct Header {
     /// The object, `namespace/name` (or `name` for a cluster-scoped one).
     pub object: String,
