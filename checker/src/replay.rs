@@ -431,7 +431,8 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
 /// The runs of a lifecycle engine's trace that repeat a success: a run of a
 /// handler on a digest returning after a success of it on that digest, with
 /// no run of it on another digest in between (a top-level handler's return
-/// starts its sub-handlers afresh).
+/// starts its sub-handlers afresh; the object going starts everything
+/// afresh).
 fn reruns(trace: &Trace) -> Vec<Violation> {
     let Some((header, records)) = trace.engine() else {
         return Vec::new();
@@ -446,6 +447,10 @@ fn reruns(trace: &Trace) -> Vec<Violation> {
     let mut last: BTreeMap<String, (String, Option<usize>)> = BTreeMap::new();
     let mut violations = Vec::new();
     for (step, record) in records.iter().enumerate() {
+        if let lifecycle::Input::Gone = &record.input {
+            // An object made again under the name is another object.
+            last.clear();
+        }
         if let lifecycle::Input::HandlerDone { run, outcome, .. } = &record.input {
             if let Some((handler, parent, digest)) = runs.get(run).cloned() {
                 if parent.is_none() {

@@ -580,7 +580,8 @@ async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deletion_while_handlers_run_should_run_the_delete_handler_then_let_go() {
+async fn deletion_while_handlers_run_should_run_the_delete_handler_then_a_new_object_start_afresh()
+{
     let bed = Bed::new().await;
     let operator = bed.start(1, Duration::from_millis(300));
     create(&bed.api, "x").await;
@@ -594,8 +595,12 @@ async fn deletion_while_handlers_run_should_run_the_delete_handler_then_let_go()
     tokio::time::timeout(Duration::from_secs(15), gone)
         .await
         .expect("the object goes");
-    operator.abort();
     assert_eq!(bed.runs_on("cleanup", 1), 1, "{:?}", bed.seen);
+    // A new object of the same name is a new object: handled afresh.
+    create(&bed.api, "x").await;
+    bed.rested("x").await;
+    operator.abort();
+    assert_eq!(bed.runs_on("create", 1), 2, "{:?}", bed.seen);
     bed.finish("lifecycle-deleted-").await;
 }
 

@@ -76,7 +76,13 @@ where
     pub(crate) fn new(shared: Arc<Shared<K>>, name: String, key: &str) -> Self {
         let started = now_ms();
         let recorder = shared.traces.as_ref().and_then(|dir| {
-            let file = format!("{}.{}.jsonl", key.replace('/', "_"), shared.incarnation);
+            // One file per engine: per object, operator start and (for an
+            // object deleted and made again) driver start.
+            let file = format!(
+                "{}.{}.{started}.jsonl",
+                key.replace('/', "_"),
+                shared.incarnation
+            );
             let header = Header {
                 object: key.to_owned(),
                 incarnation: shared.incarnation,
@@ -100,9 +106,13 @@ where
         }
     }
 
-    /// Runs until the object is gone and nothing of it is in flight, or the
-    /// operator stops (`events` closes).
-    pub(crate) async fn run(mut self, mut events: mpsc::UnboundedReceiver<Event<K>>) {
+    /// Runs until the object is gone with nothing of it in flight, or the
+    /// operator stops (`events` closes); returns `key`, the object's.
+    pub(crate) async fn run(
+        mut self,
+        key: String,
+        mut events: mpsc::UnboundedReceiver<Event<K>>,
+    ) -> String {
         loop {
             let next_timer = self.next_timer();
             let input = tokio::select! {
@@ -111,7 +121,7 @@ where
                         Some(input) => input,
                         None => continue,
                     },
-                    None => return,
+                    None => return key,
                 },
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
                     Ok(input) => input,
@@ -127,7 +137,13 @@ where
                     Input::Tick { now }
                 }
             };
+            let gone = matches!(input, Input::Gone);
             self.step(input);
+            if gone && self.tasks.is_empty() {
+                // Nothing of the object is left to do; a new object of the
+                // same name gets a driver of its own.
+                return key;
+            }
         }
     }
 

@@ -265,14 +265,35 @@ where
                 Some(namespace) => format!("{namespace}/{}", object.name_any()),
                 None => object.name_any(),
             };
-            let sender = drivers.entry(key.clone()).or_insert_with(|| {
+            let start = |event| {
                 let (sender, receiver) = mpsc::unbounded_channel();
                 let driver = Driver::new(shared.clone(), object.name_any(), &key);
-                tasks.spawn(driver.run(receiver));
-                sender
-            });
-            if sender.send(event).is_err() {
-                drivers.remove(&key);
+                // A new channel takes its first event.
+                let _ = sender.send(event);
+                (sender, driver.run(key.clone(), receiver))
+            };
+            let event = match drivers.get(&key) {
+                Some(sender) => match sender.send(event) {
+                    Ok(()) => continue,
+                    // Its driver finished (the object was gone): this is a
+                    // new object of the same name.
+                    Err(mpsc::error::SendError(event)) => event,
+                },
+                None => event,
+            };
+            let (sender, driver) = start(event);
+            tasks.spawn(driver);
+            drivers.insert(key, sender);
+            // Drivers that finished are forgotten as they go.
+            while let Some(finished) = tasks.try_join_next() {
+                if let Ok(key) = finished {
+                    if drivers
+                        .get(&key)
+                        .is_some_and(mpsc::UnboundedSender::is_closed)
+                    {
+                        drivers.remove(&key);
+                    }
+                }
             }
         }
         Ok(())

@@ -381,6 +381,11 @@ impl<D: Domain> Engine<D> {
                     return Vec::new();
                 };
                 let made = seen.into_iter().rev().find(|v| v.version == version);
+                if self.view.is_none() {
+                    // The object went meanwhile: no version of it will come.
+                    self.hold = Hold::None;
+                    return Vec::new();
+                }
                 if let Hold::Fetching { .. } = self.hold {
                     // The read is asked for now, after the write.
                 } else if let Some(made) = made {
