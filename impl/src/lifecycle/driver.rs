@@ -42,6 +42,14 @@ pub(crate) enum Event<K> {
     Gone,
 }
 
+/// What a task of the driver's comes back with.
+enum Done<K> {
+    /// An input for the engine: a run's or a patch's result.
+    Input(Input<Named>),
+    /// The object as a consistent read found it (`None`: it is gone).
+    Read(Option<K>),
+}
+
 /// Everything the drivers of one operator share.
 pub(crate) struct Shared<K> {
     pub(crate) api: Api<K>,
@@ -65,7 +73,7 @@ pub(crate) struct Driver<K> {
     wake: Option<u64>,
     deadlines: Vec<(RunId, u64)>,
     recorder: Option<Recorder>,
-    tasks: JoinSet<Input<Named>>,
+    tasks: JoinSet<Done<K>>,
 }
 
 impl<K> Driver<K>
@@ -124,7 +132,16 @@ where
                     None => return key,
                 },
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
-                    Ok(input) => input,
+                    Ok(Done::Input(input)) => input,
+                    // A read object is taken in as a watched one is.
+                    Ok(Done::Read(Some(object))) => match self.read(object) {
+                        Some(view) => Input::Fetched(view),
+                        None => continue,
+                    },
+                    Ok(Done::Read(None)) => {
+                        self.latest = None;
+                        Input::Gone
+                    }
                     Err(error) => {
                         tracing::error!(%error, "a task of {} failed", self.name);
                         continue;
@@ -235,10 +252,10 @@ where
                         Ok(body) => body,
                         Err(error) => {
                             tracing::error!(%error, "a patch of {name} cannot be written");
-                            return Input::PatchUnknown;
+                            return Done::Input(Input::PatchUnknown);
                         }
                     };
-                    match api
+                    let input = match api
                         .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
                         .await
                     {
@@ -252,23 +269,17 @@ where
                             tracing::warn!(%error, "a patch of {name} may or may not have applied");
                             Input::PatchUnknown
                         }
-                    }
+                    };
+                    Done::Input(input)
                 });
             }
             Effect::Fetch => {
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
-                let watched = self.shared.watched.clone();
                 self.tasks.spawn(async move {
                     loop {
                         match api.get_opt(&name).await {
-                            Ok(Some(object)) => {
-                                let json = serde_json::to_value(&object).unwrap_or(Value::Null);
-                                if let Ok(seen) = seen(&json, &watched) {
-                                    return Input::Fetched(seen.view);
-                                }
-                            }
-                            Ok(None) => return Input::Gone,
+                            Ok(object) => return Done::Read(object),
                             Err(error) => tracing::warn!(%error, "reading {name} again"),
                         }
                         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -337,21 +348,16 @@ where
             if let Err(error) = &result {
                 tracing::info!(%error, "{handler} failed");
             }
-            let success = result.is_ok();
-            Input::HandlerDone {
+            Done::Input(Input::HandlerDone {
                 run,
                 outcome,
-                subs: if success {
-                    output
-                        .subs
-                        .iter()
-                        .map(|s| format!("{handler}/{s}"))
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-                write: output.patch.filter(|_| success).map(|p| canonical(&p)),
-            }
+                subs: output
+                    .subs
+                    .iter()
+                    .map(|s| format!("{handler}/{s}"))
+                    .collect(),
+                write: output.patch.map(|p| canonical(&p)),
+            })
         });
     }
 }

@@ -53,8 +53,10 @@ pub enum Input<D: Domain> {
         /// How it ended.
         outcome: Outcome<D>,
         /// The sub-handlers it declared (a parent's plan); empty for a leaf.
+        /// Taken only from a run that succeeded.
         subs: Vec<D::Handler>,
-        /// Its own write to the object, to go in the engine's patch.
+        /// Its own write to the object, to go in the engine's patch. Taken
+        /// only from a run that succeeded.
         write: Option<D::Write>,
     },
     /// The last patch was applied and made this resourceVersion.
@@ -173,6 +175,20 @@ pub struct Carried<D: Domain> {
     pub subs: Vec<D::Handler>,
     /// What it wrote.
     pub write: Option<D::Write>,
+}
+
+impl<D: Domain> Carried<D> {
+    /// A run of `handler` on `digest` given up (out of time or attempts):
+    /// a permanent failure that declared and wrote nothing.
+    fn given_up(handler: D::Handler, digest: D::Digest) -> Self {
+        Carried {
+            handler,
+            digest,
+            outcome: Outcome::Permanent,
+            subs: Vec::new(),
+            write: None,
+        }
+    }
 }
 
 /// The cycle being processed: the version it started from, the progress as
@@ -503,16 +519,10 @@ impl<D: Domain> Engine<D> {
         else {
             return Vec::new();
         };
-        let timed_out = Carried {
-            digest: self
-                .spec(config, &handler, parent.as_ref())
-                .digest(&cycle.view.essence),
-            handler,
-            outcome: Outcome::Permanent,
-            subs: Vec::new(),
-            write: None,
-        };
-        self.finish(config, parent, cycle, timed_out)
+        let digest = self
+            .spec(config, &handler, parent.as_ref())
+            .digest(&cycle.view.essence);
+        self.finish(config, parent, cycle, Carried::given_up(handler, digest))
     }
 
     /// The registration that governs `handler`: its own, or its parent's.
@@ -590,14 +600,8 @@ impl<D: Domain> Engine<D> {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
-                    let timed_out = Carried {
-                        digest: spec.digest(&essence),
-                        handler,
-                        outcome: Outcome::Permanent,
-                        subs: Vec::new(),
-                        write: None,
-                    };
-                    return self.finish(config, parent, cycle, timed_out);
+                    let given_up = Carried::given_up(handler, spec.digest(&essence));
+                    return self.finish(config, parent, cycle, given_up);
                 }
                 let run = RunId {
                     incarnation: self.incarnation,
@@ -638,10 +642,15 @@ impl<D: Domain> Engine<D> {
         config: &Config<D>,
         parent: Option<D::Handler>,
         mut cycle: Cycle<D>,
-        done: Carried<D>,
+        mut done: Carried<D>,
     ) -> Vec<Effect<D>> {
         let spec = self.spec(config, &done.handler, parent.as_ref());
         let ran_on = cycle.view.essence.clone();
+        // Only a run that succeeded writes (or declares a plan).
+        if done.outcome != Outcome::Success {
+            done.write = None;
+            done.subs.clear();
+        }
         let written = match &done.write {
             Some(write) => D::apply(&ran_on, write),
             None => ran_on.clone(),

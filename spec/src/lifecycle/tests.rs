@@ -322,3 +322,22 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_run_should_neither_write_nor_declare() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let failed = Input::HandlerDone {
+        run,
+        outcome: Outcome::Temporary { delay: 1 },
+        subs: vec![Key::sub(0, 0)],
+        write: Some((Field::Label, 1)),
+    };
+    let effects = engine.step(&config, failed);
+    let p = patch(&effects).expect("the attempt is recorded");
+    assert!(p.writes.is_empty(), "{p:?}");
+    let (_, record) = &p.records[0];
+    assert!(record.as_ref().unwrap().subs.is_empty());
+}
