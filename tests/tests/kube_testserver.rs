@@ -1095,27 +1095,38 @@ impl Kubectl {
     }
 }
 
+impl Kubectl {
+    /// `kubectl` for the harness's target; `None` (with a message naming
+    /// `case`) where kubectl is not installed.
+    fn for_harness(h: &Harness, case: &str) -> Option<Self> {
+        if std::process::Command::new("kubectl")
+            .arg("version")
+            .arg("--client")
+            .output()
+            .is_err()
+        {
+            eprintln!("{case}: skipped, kubectl is not on PATH (scripts/test installs it)");
+            return None;
+        }
+        let config = h.server.as_ref().map(|server| {
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), server.kubeconfig()).unwrap();
+            file
+        });
+        Some(Self {
+            config,
+            cache: tempfile::tempdir().unwrap(),
+            namespace: h.namespace.clone(),
+        })
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_should_round_trip_a_custom_resource() {
-    if std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
-    {
-        eprintln!("kubectl_should_round_trip_a_custom_resource: skipped, kubectl is not on PATH (scripts/test installs it)");
-        return;
-    }
     let h = Harness::start().await;
-    let config = h.server.as_ref().map(|server| {
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(file.path(), server.kubeconfig()).unwrap();
-        file
-    });
-    let kubectl = Kubectl {
-        config,
-        cache: tempfile::tempdir().unwrap(),
-        namespace: h.namespace.clone(),
+    let Some(kubectl) = Kubectl::for_harness(&h, "kubectl_should_round_trip_a_custom_resource")
+    else {
+        return h.finish().await;
     };
     // OpenAPI schemas are not served, so client-side validation is off.
     let crd = json!({
@@ -1524,5 +1535,419 @@ async fn streaming_list_watcher_should_get_initial_events_and_their_end() {
         .unwrap()
         .unwrap();
     assert!(matches!(next, watcher::Event::Apply(c) if c.name_any() == "i-1"));
+    h.finish().await;
+}
+
+/// A request sent as is (no kind or version filled in by a typed client),
+/// through the harness's client: the body it answers, or the refusal.
+async fn raw_request(h: &Harness, method: &str, path: &str, body: Value) -> kube::Result<Value> {
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", "application/json")
+        .body(body.to_string().into_bytes())
+        .unwrap();
+    h.client.request::<Value>(request).await
+}
+
+/// The `Status` of a refused call, whole.
+fn refused_status<T: std::fmt::Debug>(result: kube::Result<T>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected the API to refuse, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_built_in_object_posted_without_kind_should_take_the_url_s() {
+    // The real server decodes a built-in type's body with the URL's
+    // GroupVersionKind as default (apiserver/pkg/endpoints/handlers/create.go);
+    // Events are commonly sent this way. A custom resource's body is read by
+    // the unstructured decoder, which needs `kind` (400).
+    let h = Harness::start().await;
+    let widgets = h.widgets().await;
+    let namespace = &h.namespace;
+    let created = raw_request(
+        &h,
+        "POST",
+        &format!("/api/v1/namespaces/{namespace}/configmaps"),
+        json!({ "metadata": { "name": "bare" }, "data": { "k": "v" } }),
+    )
+    .await
+    .expect("a configmap without apiVersion and kind is created");
+    assert_eq!(
+        (created["apiVersion"].as_str(), created["kind"].as_str()),
+        (Some("v1"), Some("ConfigMap"))
+    );
+    let stored = h.configmaps().get("bare").await.unwrap();
+    assert_eq!(stored.data.unwrap()["k"], "v");
+    let refused = raw_request(
+        &h,
+        "POST",
+        &format!("/apis/tests.steadfast.dev/v1/namespaces/{namespace}/widgets"),
+        json!({ "metadata": { "name": "bare" }, "spec": { "replicas": 1 } }),
+    )
+    .await;
+    assert_eq!(
+        refused_status(refused).code,
+        400,
+        "a custom resource names its kind"
+    );
+    assert!(widgets.get_opt("bare").await.unwrap().is_none());
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_change_should_bump_the_generation_only_where_status_is_a_subresource() {
+    // The custom resource strategy's PrepareForUpdate
+    // (apiextensions-apiserver/pkg/registry/customresource/strategy.go)
+    // exempts only `metadata` from the generation, and `status` too where
+    // the status subresource is enabled.
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    let h = Harness::start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": { "name": "gizmos.tests.steadfast.dev" },
+        "spec": {
+            "group": "tests.steadfast.dev", "scope": "Namespaced",
+            "names": { "plural": "gizmos", "singular": "gizmo", "kind": "Gizmo" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }]
+        }
+    }))
+    .unwrap();
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("the Gizmo CRD: {error}"),
+    }
+    let established = kube::runtime::wait::conditions::is_crd_established();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, "gizmos.tests.steadfast.dev", established),
+    )
+    .await
+    .expect("the Gizmo CRD is established")
+    .unwrap();
+    let resource =
+        ApiResource::from_gvk(&GroupVersionKind::gvk("tests.steadfast.dev", "v1", "Gizmo"));
+    let gizmos: Api<DynamicObject> =
+        Api::namespaced_with(h.client.clone(), &h.namespace, &resource);
+    let mut gizmo = DynamicObject::new("g", &resource);
+    gizmo.data = json!({ "spec": { "size": 1 } });
+    let created = gizmos.create(&PostParams::default(), &gizmo).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let merge = |body: Value| Patch::Merge(body);
+    let labelled = gizmos
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &merge(json!({ "metadata": { "labels": { "a": "b" } } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        labelled.metadata.generation,
+        Some(1),
+        "metadata leaves the generation"
+    );
+    let status = gizmos
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &merge(json!({ "status": { "seen": 1 } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.data["status"]["seen"], 1);
+    assert_eq!(
+        status.metadata.generation,
+        Some(2),
+        "no status subresource: status counts"
+    );
+
+    let widgets = h.widgets().await;
+    widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    let written = widgets
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &merge(json!({ "status": { "observed": 1 } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        written.metadata.generation,
+        Some(1),
+        "a status subresource's writes leave it"
+    );
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_should_serve_the_resource_version_they_ask_for() {
+    // The API concepts page, "Semantics for get and list", and
+    // ValidateListOptions (apimachinery/pkg/apis/meta/internalversion/validation).
+    use kube::api::VersionMatch;
+    let h = Harness::start().await;
+    let api = h.configmaps();
+    let first = api
+        .create(
+            &PostParams::default(),
+            &configmap("at-a", &[], &[("k", "1")]),
+        )
+        .await
+        .unwrap();
+    let at_first = rv(&first);
+    api.patch(
+        "at-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "data": { "k": "2" } })),
+    )
+    .await
+    .unwrap();
+    let last = api
+        .create(&PostParams::default(), &configmap("at-b", &[], &[]))
+        .await
+        .unwrap();
+    let names = |list: &kube::core::ObjectList<ConfigMap>| -> Vec<(String, String)> {
+        list.items
+            .iter()
+            .filter(|c| c.name_any().starts_with("at-"))
+            .map(|c| {
+                (
+                    c.name_any(),
+                    c.data
+                        .clone()
+                        .unwrap_or_default()
+                        .get("k")
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let exact = api
+        .list(
+            &ListParams::default()
+                .at(&at_first)
+                .matching(VersionMatch::Exact),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        exact.metadata.resource_version.as_deref(),
+        Some(at_first.as_str())
+    );
+    assert_eq!(
+        names(&exact),
+        [("at-a".to_owned(), "1".to_owned())],
+        "the state at that version"
+    );
+    let paged = api
+        .list(
+            &ListParams::default()
+                .at(&at_first)
+                .matching(VersionMatch::Exact)
+                .limit(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        paged.metadata.resource_version.as_deref(),
+        Some(at_first.as_str())
+    );
+    let newer = api
+        .list(
+            &ListParams::default()
+                .at(&at_first)
+                .matching(VersionMatch::NotOlderThan),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&newer),
+        [
+            ("at-a".to_owned(), "2".to_owned()),
+            ("at-b".to_owned(), String::new())
+        ]
+    );
+
+    // kube-rs retries a 504 fifteen times by default: this client sees the
+    // first answer.
+    let mut config = match &h.server {
+        Some(server) => kube::Config::new(server.url().parse().unwrap()),
+        None => kube::Config::infer().await.unwrap(),
+    };
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+    let path = format!("/api/v1/namespaces/{}/configmaps", h.namespace);
+    let get = |query: String| {
+        let path = format!("{path}?{query}");
+        let client = client.clone();
+        async move {
+            let request = axum::http::Request::get(path).body(Vec::new()).unwrap();
+            client.request::<Value>(request).await
+        }
+    };
+    let no_version = refused_status(get("resourceVersionMatch=Exact".into()).await);
+    assert_eq!(
+        (no_version.code, no_version.reason.as_str()),
+        (422, "Invalid")
+    );
+    assert!(
+        no_version
+            .message
+            .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        "{no_version:?}"
+    );
+    let zero = refused_status(get("resourceVersion=0&resourceVersionMatch=Exact".into()).await);
+    assert_eq!(zero.code, 422);
+    let watch = refused_status(
+        get("watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=1".into()).await,
+    );
+    assert_eq!(
+        watch.code, 422,
+        "a watch takes a match only with sendInitialEvents"
+    );
+
+    let ahead = rv(&last).parse::<u64>().unwrap() + 1_000_000;
+    let started = Instant::now();
+    let future = refused_status(
+        get(format!(
+            "resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"
+        ))
+        .await,
+    );
+    assert_eq!(
+        (future.code, future.reason.as_str()),
+        (504, "Timeout"),
+        "{future:?}"
+    );
+    assert!(
+        future.message.contains("Too large resource version"),
+        "{future:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the server waits for the version first"
+    );
+
+    if let Some(server) =
+        h.server("a list at a compacted version (needs the test server's history)")
+    {
+        server.inject(Fault::ExpireWatches).unwrap();
+        let gone = refusal(
+            api.list(
+                &ListParams::default()
+                    .at(&at_first)
+                    .matching(VersionMatch::Exact),
+            )
+            .await,
+        );
+        assert_eq!(gone.0, 410, "a compacted version is gone");
+    }
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_meta_should_be_validated_as_the_api_server_validates_it() {
+    // ValidateObjectMeta and ValidateAnnotations
+    // (apimachinery/pkg/api/validation/objectmeta.go), ValidateLabels
+    // (apimachinery/pkg/apis/meta/v1/validation), and the decoder's type
+    // check of ObjectMeta (400).
+    let h = Harness::start().await;
+    let api = h.configmaps();
+    let invalid = |result: kube::Result<ConfigMap>, field: &str| {
+        let status = refused_status(result);
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (422, "Invalid"),
+            "{status:?}"
+        );
+        let details = status.details.expect("an Invalid status has details");
+        assert_eq!(
+            details.kind, "ConfigMap",
+            "details name the kind, not the plural"
+        );
+        assert!(
+            details
+                .causes
+                .iter()
+                .any(|c| c.field == field && c.message.starts_with("Invalid value")),
+            "{field} among {:?}",
+            details.causes
+        );
+    };
+    let post = PostParams::default();
+    invalid(
+        api.create(&post, &configmap("x_y", &[], &[])).await,
+        "metadata.name",
+    );
+    invalid(
+        api.create(&post, &configmap("m", &[("app", "has spaces")], &[]))
+            .await,
+        "metadata.labels",
+    );
+    let mut annotated = configmap("m", &[], &[]);
+    annotated.metadata.annotations = Some([("bad!".to_owned(), "v".to_owned())].into());
+    invalid(api.create(&post, &annotated).await, "metadata.annotations");
+    api.create(&post, &configmap("m", &[], &[])).await.unwrap();
+    invalid(
+        api.patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "a b": "c" } } })),
+        )
+        .await,
+        "metadata.labels",
+    );
+    let number = raw_request(
+        &h,
+        "POST",
+        &format!("/api/v1/namespaces/{}/configmaps", h.namespace),
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "n", "annotations": { "a": 1 } } }),
+    )
+    .await;
+    assert_eq!(
+        refused_status(number).code,
+        400,
+        "a number is no annotation value"
+    );
+    let listed = api
+        .list(&ListParams::default())
+        .await
+        .expect("every stored object reads back typed");
+    let names: BTreeSet<String> = listed.items.iter().map(ResourceExt::name_any).collect();
+    assert!(names.contains("m") && !names.contains("x_y") && !names.contains("n"));
+    h.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_should_print_why_an_object_is_invalid() {
+    // kubectl words a 422 from its `details` (kind, name, causes), as
+    // k8s.io/kubectl/pkg/cmd/util/helpers.go's StandardErrorMessage does.
+    let h = Harness::start().await;
+    let Some(kubectl) = Kubectl::for_harness(&h, "kubectl_should_print_why_an_object_is_invalid")
+    else {
+        return h.finish().await;
+    };
+    // From a file: kubectl sends it as JSON (its imperative `create
+    // configmap` speaks protobuf, which this server does not serve).
+    let manifest =
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "x_y" } });
+    let (ok, output) = kubectl.run(
+        &["create", "--validate=false", "-f", "-"],
+        Some(&manifest.to_string()),
+    );
+    assert!(!ok, "an invalid name is refused: {output}");
+    assert!(
+        output.contains("The ConfigMap \"x_y\" is invalid")
+            && output.contains("metadata.name: Invalid value: \"x_y\""),
+        "kubectl prints the kind and the cause: {output}"
+    );
     h.finish().await;
 }

@@ -15,8 +15,13 @@ use super::patch::PatchKind;
 use super::resource::group_version;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::{ApiError, ApiResult};
-use super::store::{Deletion, Filter, Scope, Subresource};
+use super::store::{Deletion, Filter, ListAt, Scope, Subresource};
 use super::{watch, Fault, Shared, FAULTS_PATH};
+
+/// How long a list at a resourceVersion the store has not reached waits for
+/// it before 504 (the watch cache's `blockTimeout`,
+/// `staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go`).
+const TOO_LARGE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The version this server reports, and the API it follows.
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
@@ -238,12 +243,29 @@ async fn serve(
                 "resources": resources,
             }))
         }
-        Route::Collection { scope } => collection(&call, scope),
+        Route::Collection { scope } => collection(&call, scope).await,
         Route::Object {
             scope,
             name,
             subresource,
         } => object(&call, scope, &name, subresource),
+    }
+}
+
+/// Waits until the store has reached `revision`, at most [`TOO_LARGE_WAIT`];
+/// then 504, as the real server answers a list from the future.
+async fn reach(shared: &Shared, revision: u64) -> ApiResult<()> {
+    let mut revisions = shared.revision.subscribe();
+    let reached = tokio::time::timeout(TOO_LARGE_WAIT, revisions.wait_for(|&now| now >= revision))
+        .await
+        .is_ok_and(|waited| waited.is_ok());
+    if reached {
+        Ok(())
+    } else {
+        Err(ApiError::too_large_resource_version(
+            revision,
+            shared.store().revision(),
+        ))
     }
 }
 
@@ -258,7 +280,7 @@ fn dry_run(query: &HashMap<String, String>) -> ApiResult<bool> {
     }
 }
 
-fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
+async fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
     let query = &call.query;
     match *call.method {
         Method::GET => {
@@ -267,6 +289,7 @@ fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
                 labels: LabelSelector::parse(selector("labelSelector"))?,
                 fields: FieldSelector::parse(selector("fieldSelector"))?,
             };
+            let matching = query.get("resourceVersionMatch").map(String::as_str);
             if matches!(query.get("watch").map(String::as_str), Some("true" | "1")) {
                 return watch::start(Arc::clone(call.shared), scope, filter, query);
             }
@@ -277,10 +300,18 @@ fn collection(call: &Call<'_>, scope: Scope) -> ApiResult<Response> {
                 None => None,
             };
             let continue_token = query.get("continue").map(String::as_str);
+            let at = ListAt::parse(
+                query.get("resourceVersion").map(String::as_str),
+                matching,
+                continue_token,
+            )?;
+            if let Some(minimum) = at.minimum() {
+                reach(call.shared, minimum).await?;
+            }
             let list = call
                 .shared
                 .store()
-                .list(&scope, &filter, limit, continue_token)?;
+                .list(&scope, &filter, at, limit, continue_token)?;
             Ok(respond(list, StatusCode::OK))
         }
         Method::POST if scope.namespace.is_some() || !scope.resource.namespaced => {

@@ -36,6 +36,7 @@ mod resource;
 mod selector;
 mod status;
 mod store;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;

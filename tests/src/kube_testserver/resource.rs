@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::status::{ApiError, ApiResult};
+use super::status::{ApiError, ApiResult, Cause};
 
 /// Identifies a resource type across its versions: API group (`""` for the
 /// core group) and plural name.
@@ -168,12 +168,12 @@ pub fn group_version(group: &str, version: &str) -> String {
 pub fn from_crd(crd: &Value) -> ApiResult<ResourceType> {
     let name = crd["metadata"]["name"].as_str().unwrap_or_default();
     let invalid =
-        |message: String| ApiError::invalid("customresourcedefinitions", CRD_GROUP, name, message);
+        |cause: Cause| ApiError::invalid("CustomResourceDefinition", CRD_GROUP, name, vec![cause]);
     let spec = &crd["spec"];
     let text = |value: &Value, field: &str| -> ApiResult<String> {
         match value.as_str() {
             Some(s) if !s.is_empty() => Ok(s.to_owned()),
-            _ => Err(invalid(format!("{field}: Required value"))),
+            _ => Err(invalid(Cause::required(field, ""))),
         }
     };
     let group = text(&spec["group"], "spec.group")?;
@@ -181,16 +181,21 @@ pub fn from_crd(crd: &Value) -> ApiResult<ResourceType> {
     let plural = text(&names["plural"], "spec.names.plural")?;
     let kind = text(&names["kind"], "spec.names.kind")?;
     if name != format!("{plural}.{group}") {
-        return Err(invalid(format!(
-            "metadata.name: Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"
+        return Err(invalid(Cause::invalid(
+            "metadata.name",
+            &format!("{name:?}"),
+            "must be spec.names.plural+\".\"+spec.group",
         )));
     }
     let namespaced = match spec["scope"].as_str() {
         Some("Namespaced") => true,
         Some("Cluster") => false,
-        other => {
-            return Err(invalid(format!(
-                "spec.scope: Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+        None | Some("") => return Err(invalid(Cause::required("spec.scope", ""))),
+        Some(other) => {
+            return Err(invalid(Cause::not_supported(
+                "spec.scope",
+                &format!("{other:?}"),
+                &["Cluster", "Namespaced"],
             )))
         }
     };
@@ -205,7 +210,11 @@ pub fn from_crd(crd: &Value) -> ApiResult<ResourceType> {
         let version_name = text(&version["name"], &format!("spec.versions[{i}].name"))?;
         if version["storage"].as_bool() == Some(true) {
             if storage.is_some() {
-                return Err(invalid("spec.versions: Invalid value: must have exactly one version marked as storage version".into()));
+                return Err(invalid(Cause::invalid(
+                    "spec.versions",
+                    &spec["versions"].to_string(),
+                    "must have exactly one version marked as storage version",
+                )));
             }
             storage = Some(versions.len());
         }
@@ -217,9 +226,11 @@ pub fn from_crd(crd: &Value) -> ApiResult<ResourceType> {
         }
     }
     let Some(storage) = storage.filter(|&s| s < versions.len()) else {
-        return Err(invalid(
-            "spec.versions: Invalid value: must have exactly one served version marked as storage version".into(),
-        ));
+        return Err(invalid(Cause::invalid(
+            "spec.versions",
+            &spec["versions"].to_string(),
+            "must have exactly one served version marked as storage version",
+        )));
     };
     versions.swap(0, storage);
     let string = |value: &Value| value.as_str().map(str::to_owned);

@@ -82,16 +82,34 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
-    /// 422: the object is not valid (name mismatch, finalizer added while deleting, ...).
-    pub fn invalid(resource: &str, group: &str, name: &str, message: impl Into<String>) -> Self {
-        let what = qualified(resource, group);
-        let message = message.into();
-        Self::new(
+    /// 422 `Invalid`: the object (of `kind` in `group`) breaks the rules
+    /// each cause names. As the real server's `NewInvalid`
+    /// (`staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go`): the
+    /// message is `Kind.group "name" is invalid: ` and the causes (one as
+    /// it is, several in brackets); `details` carries the kind (not the
+    /// plural) and every cause, which `kubectl` prints.
+    pub fn invalid(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let what = qualified(kind, group);
+        let each: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let all = match each.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let mut error = Self::new(
             422,
             "Invalid",
-            format!("{what} \"{name}\" is invalid: {message}"),
-        )
-        .with_details(resource, group, name)
+            format!("{what} \"{name}\" is invalid: {all}"),
+        );
+        let causes: Vec<Value> = causes
+            .iter()
+            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+            .collect();
+        error.details =
+            Some(json!({ "name": name, "group": group, "kind": kind, "causes": causes }));
+        error
     }
 
     /// 405: the verb is not served on this path.
@@ -138,6 +156,24 @@ impl ApiError {
         error
     }
 
+    /// 504 `Timeout` for a list at a resourceVersion the store has not
+    /// reached after waiting, as the real server's
+    /// `NewTooLargeResourceVersionError`
+    /// (`staging/src/k8s.io/apiserver/pkg/storage/errors.go`) answers it.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut error = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        error.retry_after = Some(1);
+        error.details = Some(json!({
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        }));
+        error
+    }
+
     /// The HTTP status code.
     pub fn status_code(&self) -> StatusCode {
         StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -161,7 +197,78 @@ impl ApiError {
     }
 }
 
-/// `configmaps` or `widgets.example.com`, as the real server names a resource in messages.
+/// One field a 422 names: a `StatusCause` of its `Status`, worded as the
+/// real server's field errors are
+/// (`staging/src/k8s.io/apimachinery/pkg/util/validation/field/errors.go`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// The cause type: `FieldValueInvalid`, `FieldValueRequired`, ...
+    pub reason: &'static str,
+    /// The field's path, such as `metadata.name`.
+    pub field: String,
+    /// What is wrong with it (the field error without its path).
+    pub message: String,
+}
+
+impl Cause {
+    fn new(reason: &'static str, field: &str, what: &str, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            what.to_owned()
+        } else {
+            format!("{what}: {detail}")
+        };
+        Self {
+            reason,
+            field: field.to_owned(),
+            message,
+        }
+    }
+
+    /// `Required value`, with `detail` if not empty.
+    pub fn required(field: &str, detail: &str) -> Self {
+        Self::new("FieldValueRequired", field, "Required value", detail)
+    }
+
+    /// `Invalid value: <value>: <detail>`; `value` as the server prints it
+    /// (a string quoted).
+    pub fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self::new(
+            "FieldValueInvalid",
+            field,
+            &format!("Invalid value: {value}"),
+            detail,
+        )
+    }
+
+    /// `Forbidden: <detail>`.
+    pub fn forbidden(field: &str, detail: &str) -> Self {
+        Self::new("FieldValueForbidden", field, "Forbidden", detail)
+    }
+
+    /// `Unsupported value: <value>: supported values: "a", "b"`.
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self::new(
+            "FieldValueNotSupported",
+            field,
+            &format!("Unsupported value: {value}"),
+            &format!("supported values: {}", supported.join(", ")),
+        )
+    }
+
+    /// `Too long: may not be more than <limit> bytes`.
+    pub fn too_long(field: &str, limit: usize) -> Self {
+        Self::new(
+            "FieldValueTooLong",
+            field,
+            &format!("Too long: may not be more than {limit} bytes"),
+            "",
+        )
+    }
+}
+
+/// `configmaps` or `widgets.example.com` (or a kind, `Widget.example.com`),
+/// as the real server names a resource in messages.
 fn qualified(resource: &str, group: &str) -> String {
     if group.is_empty() {
         resource.to_owned()

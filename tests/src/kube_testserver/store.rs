@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 use super::patch::{self, PatchKind};
 use super::resource::{self, ResourceKey, ResourceType, CRD_GROUP};
 use super::selector::{FieldSelector, LabelSelector};
-use super::status::{ApiError, ApiResult};
+use super::status::{ApiError, ApiResult, Cause};
+use super::validation::{self, NameRule};
 
 /// Where an object lives: its type, namespace (`""` if cluster-scoped) and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,6 +52,15 @@ impl Scope {
         }
     }
 
+    /// Whether the object `key` is of this scope's type and namespace.
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        key.resource == self.resource.key
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == key.namespace)
+    }
+
     /// `object` as the client asked for it: in the request's version.
     pub fn present(&self, mut object: Value) -> Value {
         object["apiVersion"] = Value::String(self.resource.api_version(&self.version));
@@ -59,6 +69,20 @@ impl Scope {
 
     fn group(&self) -> &str {
         &self.resource.key.group
+    }
+
+    fn kind(&self) -> &str {
+        &self.resource.kind
+    }
+
+    /// How names of this type are checked: namespaces are RFC 1123 labels,
+    /// everything else served here RFC 1123 subdomains.
+    fn name_rule(&self) -> NameRule {
+        if self.resource.key == namespaces_key() {
+            NameRule::Label
+        } else {
+            NameRule::Subdomain
+        }
     }
 
     fn plural(&self) -> &str {
@@ -124,6 +148,102 @@ pub struct Filter {
 impl Filter {
     fn matches(&self, object: &Value) -> bool {
         self.labels.matches(object) && self.fields.matches(object)
+    }
+}
+
+/// Which state of the store a list serves: its `resourceVersion` and
+/// `resourceVersionMatch` (the table "resourceVersionMatch and paging
+/// parameters for list" of the API concepts page,
+/// <https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListAt {
+    /// No resourceVersion: the most recent state.
+    Latest,
+    /// `resourceVersion=0`: any state; this server serves the latest.
+    Any,
+    /// A resourceVersion, with `NotOlderThan` or no match: the latest
+    /// state, once the store has reached that revision.
+    NotOlderThan(u64),
+    /// `resourceVersionMatch=Exact`: the state at exactly that revision,
+    /// 410 once it is compacted.
+    Exact(u64),
+}
+
+impl ListAt {
+    /// Reads a list request's `resourceVersion`, `resourceVersionMatch` and
+    /// `continue`, refusing what the real server refuses:
+    /// `ValidateListOptions`
+    /// (`staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/validation/validation.go`)
+    /// with 422, and a resourceVersion beside a continue token with 400, as
+    /// the etcd3 store does.
+    pub fn parse(
+        version: Option<&str>,
+        matching: Option<&str>,
+        continue_token: Option<&str>,
+    ) -> ApiResult<Self> {
+        let version = version.filter(|v| !v.is_empty());
+        let matching = matching.filter(|m| !m.is_empty());
+        let continued = continue_token.is_some_and(|c| !c.is_empty());
+        if let Some(matching) = matching {
+            let field = "resourceVersionMatch";
+            let mut causes = Vec::new();
+            if version.is_none() {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if continued {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if !matches!(matching, "Exact" | "NotOlderThan") {
+                causes.push(Cause::not_supported(
+                    field,
+                    &format!("{matching:?}"),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if matching == "Exact" && version == Some("0") {
+                causes.push(Cause::forbidden(
+                    field,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+            if !causes.is_empty() {
+                return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", causes));
+            }
+        }
+        let Some(version) = version else {
+            return Ok(Self::Latest);
+        };
+        if continued {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        if version == "0" {
+            return Ok(Self::Any);
+        }
+        let revision = version.parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "invalid resource version {version:?}: resourceVersions are the strings this server handed out"
+            ))
+        })?;
+        Ok(match matching {
+            Some("Exact") => Self::Exact(revision),
+            _ => Self::NotOlderThan(revision),
+        })
+    }
+
+    /// The revision the store must have reached before the list is served.
+    pub fn minimum(self) -> Option<u64> {
+        match self {
+            Self::Latest | Self::Any => None,
+            Self::NotOlderThan(revision) | Self::Exact(revision) => Some(revision),
+        }
     }
 }
 
@@ -237,20 +357,25 @@ impl Store {
     }
 
     /// The objects of a scope that pass `filter`, ordered by namespace and
-    /// name, `limit` at a time; `continue_token` resumes after the last page.
+    /// name, as they were at the revision `at` names, `limit` at a time;
+    /// `continue_token` resumes after the last page, at the first page's
+    /// revision, so that every page is of one snapshot (as etcd serves them).
     ///
-    /// A continued page lists the objects as they are now (the real server
-    /// lists every page at the first page's revision), and reports the first
-    /// page's revision.
+    /// `at` must not be ahead of the store: the HTTP layer waits for that
+    /// revision first (see [`ListAt::minimum`]).
     pub fn list(
         &self,
         scope: &Scope,
         filter: &Filter,
+        at: ListAt,
         limit: Option<usize>,
         continue_token: Option<&str>,
     ) -> ApiResult<Value> {
         let (revision, after) = match continue_token {
-            None | Some("") => (self.revision, None),
+            None | Some("") => match at {
+                ListAt::Exact(revision) => (revision, None),
+                ListAt::Latest | ListAt::Any | ListAt::NotOlderThan(_) => (self.revision, None),
+            },
             Some(token) => {
                 let (revision, key) = decode_continue(token, scope)?;
                 if revision < self.compacted {
@@ -262,8 +387,11 @@ impl Store {
                 (revision, Some(key))
             }
         };
-        let mut matching = self
-            .objects_in(scope)
+        let objects = self.objects_at(scope, revision).map_err(|_| {
+            ApiError::expired("The resourceVersion for the provided list is too old.")
+        })?;
+        let mut matching = objects
+            .iter()
             .filter(|(key, _)| after.as_ref().is_none_or(|after| *key > after))
             .filter(|(_, object)| filter.matches(object));
         let limit = limit.filter(|&l| l > 0).unwrap_or(usize::MAX);
@@ -290,6 +418,39 @@ impl Store {
         }))
     }
 
+    /// The objects of a scope as they were at `revision`: the current ones
+    /// with every later change in the history undone, newest first. Refused
+    /// when the history no longer holds every change after `revision`.
+    fn objects_at(
+        &self,
+        scope: &Scope,
+        revision: u64,
+    ) -> Result<BTreeMap<ObjectKey, Value>, Expired> {
+        if revision < self.compacted {
+            return Err(Expired {
+                requested: revision,
+                oldest: self.compacted,
+            });
+        }
+        let mut objects: BTreeMap<ObjectKey, Value> = self
+            .objects_in(scope)
+            .map(|(key, object)| (key.clone(), object.clone()))
+            .collect();
+        for event in self.history.iter().rev() {
+            if event.revision <= revision {
+                break;
+            }
+            if !scope.contains(&event.key) {
+                continue;
+            }
+            match &event.previous {
+                Some(previous) => objects.insert(event.key.clone(), previous.clone()),
+                None => objects.remove(&event.key),
+            };
+        }
+        Ok(objects)
+    }
+
     /// Every object of a scope that passes `filter`, and the revision they
     /// were read at: what a watch without a resourceVersion starts with.
     pub fn snapshot(&self, scope: &Scope, filter: &Filter) -> (Vec<Value>, u64) {
@@ -303,7 +464,20 @@ impl Store {
 
     /// Creates an object (POST).
     pub fn create(&mut self, scope: &Scope, mut object: Value) -> ApiResult<Value> {
+        if !scope.resource.custom {
+            // A built-in type's decoder defaults the kind and version from
+            // the URL (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go`
+            // decodes with the URL's GroupVersionKind as default); a custom
+            // resource's unstructured decoder does not.
+            if let Some(map) = object.as_object_mut() {
+                map.entry("apiVersion")
+                    .or_insert_with(|| scope.resource.api_version(&scope.version).into());
+                map.entry("kind")
+                    .or_insert_with(|| scope.resource.kind.clone().into());
+            }
+        }
         check_identity(scope, &object, true)?;
+        validation::check_types(&scope.resource.kind, &scope.version, &object)?;
         let metadata = metadata_of(&mut object)?;
         if let Some(namespace) = &scope.namespace {
             match metadata.get("namespace").and_then(Value::as_str) {
@@ -329,14 +503,27 @@ impl Store {
             ),
             _ => {
                 return Err(ApiError::invalid(
-                    scope.plural(),
+                    scope.kind(),
                     scope.group(),
                     "",
-                    "metadata.name: Required value: name or generateName is required",
+                    vec![Cause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
                 ))
             }
         };
         metadata.insert("name".into(), Value::String(name.clone()));
+        let causes = validation::meta_causes(&object, Some(scope.name_rule()));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(
+                scope.kind(),
+                scope.group(),
+                &name,
+                causes,
+            ));
+        }
+        let metadata = metadata_of(&mut object)?;
         if metadata
             .get("resourceVersion")
             .and_then(Value::as_str)
@@ -419,10 +606,14 @@ impl Store {
             // Custom resources, unlike most built-in types, take no update
             // without a precondition.
             return Err(ApiError::invalid(
-                scope.plural(),
+                scope.kind(),
                 scope.group(),
                 name,
-                "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                vec![Cause::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
             ));
         }
         self.write(scope, name, old, body, subresource)
@@ -538,14 +729,7 @@ impl Store {
             .history
             .partition_point(|event| event.revision <= after);
         let events = self.history.range(start..).filter_map(|event| {
-            if event.key.resource != scope.resource.key {
-                return None;
-            }
-            if scope
-                .namespace
-                .as_ref()
-                .is_some_and(|ns| *ns != event.key.namespace)
-            {
+            if !scope.contains(&event.key) {
                 return None;
             }
             let now = filter.matches(&event.object);
@@ -578,13 +762,9 @@ impl Store {
             namespace: scope.namespace.clone().unwrap_or_default(),
             name: String::new(),
         };
-        self.objects.range(start..).take_while(move |(key, _)| {
-            key.resource == scope.resource.key
-                && scope
-                    .namespace
-                    .as_ref()
-                    .is_none_or(|ns| *ns == key.namespace)
-        })
+        self.objects
+            .range(start..)
+            .take_while(move |(key, _)| scope.contains(key))
     }
 
     fn take_conflict(&mut self, key: &ObjectKey) -> bool {
@@ -638,6 +818,7 @@ impl Store {
         subresource: Option<Subresource>,
     ) -> ApiResult<Option<Value>> {
         check_name(&candidate, name)?;
+        validation::check_types(&scope.resource.kind, &scope.version, &candidate)?;
         if subresource.is_some() {
             for field in ["resourceVersion", "uid"] {
                 match (
@@ -696,12 +877,19 @@ impl Store {
                 .collect();
             if !added.is_empty() {
                 return Err(ApiError::invalid(
-                    scope.plural(),
+                    scope.kind(),
                     scope.group(),
                     name,
-                    format!("metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                    vec![Cause::forbidden(
+                        "metadata.finalizers",
+                        &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                    )],
                 ));
             }
+        }
+        let causes = validation::meta_causes(&next, None);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(scope.kind(), scope.group(), name, causes));
         }
         if scope.resource.key.group == CRD_GROUP {
             resource::from_crd(&next)?;
@@ -709,7 +897,10 @@ impl Store {
         if next == *old {
             return Ok(None);
         }
-        if without_metadata_and_status(&next) != without_metadata_and_status(old) {
+        // Only `metadata`, and `status` where it is a subresource, leave the
+        // generation alone (the custom resource strategy's
+        // `PrepareForUpdate`, `staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go`).
+        if beyond_generation(&next, has_status) != beyond_generation(old, has_status) {
             next["metadata"]["generation"] = json!(generation(old) + 1);
         }
         Ok(Some(next))
@@ -855,11 +1046,15 @@ fn with_field(mut object: Value, field: &str, value: Option<&Value>) -> Value {
     object
 }
 
-fn without_metadata_and_status(object: &Value) -> Value {
+/// The part of an object whose change bumps its generation: everything but
+/// `metadata`, and but `status` when the type has a status subresource.
+fn beyond_generation(object: &Value, status_subresource: bool) -> Value {
     let mut rest = object.clone();
     if let Some(map) = rest.as_object_mut() {
         map.remove("metadata");
-        map.remove("status");
+        if status_subresource {
+            map.remove("status");
+        }
     }
     rest
 }

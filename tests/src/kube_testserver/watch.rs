@@ -14,7 +14,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
-use super::status::{ApiError, ApiResult};
+use super::status::{ApiError, ApiResult, Cause};
 use super::store::{EventKind, Filter, Scope};
 use super::Shared;
 
@@ -43,6 +43,7 @@ pub(super) fn start(
     filter: Filter,
     query: &HashMap<String, String>,
 ) -> ApiResult<Response> {
+    check_options(query)?;
     let flag = |name: &str| matches!(query.get(name).map(String::as_str), Some("true" | "1"));
     let from = match query.get("resourceVersion").map(String::as_str) {
         None | Some("") | Some("0") => None,
@@ -75,6 +76,46 @@ pub(super) fn start(
         body,
     )
         .into_response())
+}
+
+/// Refuses, with 422, the `resourceVersionMatch` a watch may not have, as
+/// the real server's `validateWatchOptions`
+/// (`staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/validation/validation.go`):
+/// `sendInitialEvents` needs `NotOlderThan`, and only it allows a match.
+fn check_options(query: &HashMap<String, String>) -> ApiResult<()> {
+    let field = "resourceVersionMatch";
+    let matching = query
+        .get(field)
+        .map(String::as_str)
+        .filter(|m| !m.is_empty());
+    let initial_events = query.contains_key("sendInitialEvents");
+    let mut causes = Vec::new();
+    if initial_events && matching != Some("NotOlderThan") {
+        causes.push(Cause::forbidden(
+            field,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if let Some(matching) = matching {
+        if !initial_events {
+            causes.push(Cause::forbidden(
+                field,
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if matching != "NotOlderThan" {
+            causes.push(Cause::not_supported(
+                field,
+                &format!("{matching:?}"),
+                &["NotOlderThan"],
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", causes))
+    }
 }
 
 /// Sends one event line; `false` once the client is gone.
