@@ -239,7 +239,7 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
                         version: view.version.clone(),
                     });
                 }
-                Effect::Fetch | Effect::WakeAt(_) => {}
+                Effect::Fetch | Effect::WakeAt(_) | Effect::Tell(_) => {}
             }
         }
     }

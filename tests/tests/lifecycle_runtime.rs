@@ -628,3 +628,96 @@ async fn many_objects_should_each_be_handled_once() {
     }
     bed.finish("lifecycle-many-").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::api::ListParams;
+    use steadfast_spec::lifecycle::annotations::progress_key;
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let attempts = Arc::new(Mutex::new(0));
+    let counted = attempts.clone();
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "flaky",
+        Handler::new(move |_ctx: Context<Ticker>| {
+            let counted = counted.clone();
+            async move {
+                let attempt = {
+                    let mut attempts = counted.lock().unwrap();
+                    *attempts += 1;
+                    *attempts
+                };
+                Err(if attempt == 1 {
+                    HandlerError::temporary("the registry is busy", Duration::from_secs(2))
+                } else {
+                    HandlerError::permanent("spec.size must be even")
+                })
+            }
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "f").await;
+    let key = progress_key("flaky").unwrap();
+    let kept = async {
+        loop {
+            let object = api.get("f").await.unwrap();
+            let annotations = object.metadata.annotations.unwrap_or_default();
+            if let Some(record) = annotations.get(&key) {
+                let record: serde_json::Value = serde_json::from_str(record).unwrap();
+                if record["error"] == "the registry is busy" {
+                    return record;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let record = tokio::time::timeout(Duration::from_secs(10), kept)
+        .await
+        .expect("the failure's message is kept in the handler's progress record");
+    assert!(record["delayedUntil"].is_u64(), "{record}");
+    let events: Api<K8sEvent> = Api::namespaced(target.client.clone(), &target.namespace);
+    let told = |reason: &'static str, words: &'static str| {
+        let events = events.clone();
+        async move {
+            loop {
+                let listed = events.list(&ListParams::default()).await.unwrap();
+                let found = listed.items.into_iter().find(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("f")
+                        && e.note.as_deref().is_some_and(|n| n.contains(words))
+                });
+                if let Some(event) = found {
+                    return event;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let retrying = tokio::time::timeout(
+        Duration::from_secs(10),
+        told("HandlerRetrying", "the registry is busy"),
+    )
+    .await
+    .expect("a HandlerRetrying event on the object");
+    assert_eq!(retrying.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        retrying.reporting_controller.as_deref(),
+        Some(steadfast::lifecycle::DEFAULT_REPORTER)
+    );
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        told("HandlerFailed", "spec.size must be even"),
+    )
+    .await
+    .expect("a HandlerFailed event once the engine gives the handler up");
+    assert_eq!(
+        *attempts.lock().unwrap(),
+        2,
+        "a permanent failure is not retried"
+    );
+    running.abort();
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}

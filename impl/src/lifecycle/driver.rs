@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, Patch as KubePatch, PatchParams};
 use kube::Resource;
 use serde::de::DeserializeOwned;
@@ -16,10 +17,11 @@ use serde::Serialize;
 use serde_json::Value;
 use steadfast_spec::lifecycle::named::{canonical, Named};
 use steadfast_spec::lifecycle::trace::{Header, Record};
-use steadfast_spec::lifecycle::{Config, Effect, Engine, Input, Outcome, RunId};
+use steadfast_spec::lifecycle::{Config, Effect, Engine, Input, Outcome, RunId, Verdict};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::object::{error_patch, merge_patch_of, seen};
 use crate::trace::Recorder;
@@ -59,6 +61,8 @@ pub(crate) struct Shared<K> {
     pub(crate) watched: Vec<String>,
     pub(crate) incarnation: u32,
     pub(crate) traces: Option<PathBuf>,
+    /// Where handler failures and refused patches are told, if anywhere.
+    pub(crate) events: Option<Events>,
 }
 
 /// One object's driver.
@@ -79,6 +83,7 @@ pub(crate) struct Driver<K> {
 impl<K> Driver<K>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
 {
     /// The driver of object `name` (`namespace/name` in traces).
     pub(crate) fn new(shared: Arc<Shared<K>>, name: String, key: &str) -> Self {
@@ -244,6 +249,7 @@ where
                 self.invoke(run, handler, parent, &essence, old.as_deref(), retry);
             }
             Effect::Patch(patch) => {
+                let events = self.notices();
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
                 let body = merge_patch_of(&patch, &self.finalizers);
@@ -264,6 +270,17 @@ where
                         },
                         Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {
                             Input::PatchConflict
+                        }
+                        Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => {
+                            tracing::error!(code = status.code, message = %status.message, "the API server refused a patch of {name}");
+                            if let Some((events, reference)) = events {
+                                let notice = Notice::Refused {
+                                    code: status.code,
+                                    message: status.message.clone(),
+                                };
+                                events.post(reference, &notice);
+                            }
+                            Input::PatchUnknown
                         }
                         Err(error) => {
                             tracing::warn!(%error, "a patch of {name} may or may not have applied");
@@ -289,6 +306,37 @@ where
             Effect::WakeAt(at) => {
                 self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
             }
+            Effect::Tell(verdict) => self.tell(verdict),
+        }
+    }
+
+    /// Where Events go, and the object they are about, if both are known.
+    fn notices(&self) -> Option<(Events, ObjectReference)> {
+        let events = self.shared.events.clone()?;
+        let (_, object) = self.latest.as_ref()?;
+        Some((events, object.object_ref(&K::DynamicType::default())))
+    }
+
+    /// Logs the engine's verdict on a run and posts it as an Event.
+    fn tell(&self, verdict: Verdict<Named>) {
+        let notice = match verdict {
+            Verdict::Retrying {
+                handler,
+                message,
+                at,
+            } => {
+                let wait = Duration::from_millis(at.saturating_sub(now_ms()));
+                tracing::warn!(%message, ?wait, "handler {handler} of {} failed; it is retried", self.name);
+                Notice::Retrying { handler, message }
+            }
+            Verdict::Failed { handler, message } => {
+                let message = message.unwrap_or_else(|| "out of time or attempts".into());
+                tracing::error!(%message, "handler {handler} of {} failed for good", self.name);
+                Notice::Failed { handler, message }
+            }
+        };
+        if let Some((events, reference)) = self.notices() {
+            events.post(reference, &notice);
         }
     }
 
@@ -340,10 +388,13 @@ where
             let output = std::mem::take(&mut *out.lock().expect("a run's output"));
             let outcome = match &result {
                 Ok(()) => Outcome::Success,
-                Err(HandlerError::Temporary { delay, .. }) => Outcome::Temporary {
+                Err(HandlerError::Temporary { delay, message }) => Outcome::Temporary {
                     delay: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    message: bounded(message),
                 },
-                Err(HandlerError::Permanent { .. }) => Outcome::Permanent,
+                Err(HandlerError::Permanent { message }) => Outcome::Permanent {
+                    message: bounded(message),
+                },
             };
             if let Err(error) = &result {
                 tracing::info!(%error, "{handler} failed");

@@ -17,11 +17,12 @@
 //! parent again.
 
 mod driver;
+mod events;
 mod handler;
 mod object;
 mod operator;
 
 pub use handler::{Context, Handler, HandlerError, DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use object::FINALIZER;
-pub use operator::{Operator, OperatorError};
+pub use operator::{Operator, OperatorError, DEFAULT_REPORTER};
 pub use steadfast_spec::lifecycle::Variant;

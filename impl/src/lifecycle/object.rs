@@ -63,6 +63,7 @@ pub(crate) fn seen(object: &Value, watched: &[String]) -> Result<Seen, Vec<Annot
                 seen: r.seen,
                 started: r.started,
                 subs: r.subs,
+                error: r.error,
             };
             (r.handler, record)
         })
@@ -107,6 +108,7 @@ pub(crate) fn merge_patch_of(
                     started: r.started,
                     delayed_until: r.delayed_until,
                     subs: r.subs.clone(),
+                    error: r.error.clone(),
                 })
                 .expect("a record serializes"),
             ),
@@ -170,6 +172,7 @@ mod tests {
             seen: Some("00000000000000aa".into()),
             started: 5,
             subs: Vec::new(),
+            error: None,
         }
     }
 

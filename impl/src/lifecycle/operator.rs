@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::driver::{Driver, Event, Shared};
+use super::events::Events;
 use super::handler::Handler;
 
 /// Why an operator cannot start.
@@ -99,7 +100,13 @@ pub struct Operator<K> {
     )>,
     traces: Option<PathBuf>,
     incarnation: u32,
+    /// The reporting controller of its Events; `None`: no Events.
+    reporter: Option<String>,
 }
+
+/// The reporting controller an operator's Events name unless
+/// [`Operator::reporter`] says otherwise.
+pub const DEFAULT_REPORTER: &str = "steadfast-operator";
 
 impl<K> Operator<K>
 where
@@ -114,6 +121,7 @@ where
             rules: Rules::from(Variant::Steadfast),
             handlers: Vec::new(),
             traces: None,
+            reporter: Some(DEFAULT_REPORTER.to_owned()),
             incarnation: u32::try_from(super::driver::now_ms() / 1000 % u64::from(u32::MAX))
                 .unwrap_or(0),
         }
@@ -131,6 +139,25 @@ where
     #[must_use]
     pub fn trace(mut self, dir: impl Into<PathBuf>) -> Self {
         self.traces = Some(dir.into());
+        self
+    }
+
+    /// Names the controller that reports this operator's Kubernetes Events
+    /// (default [`DEFAULT_REPORTER`]; the instance is the pod, from
+    /// `POD_NAME`, or the hostname). Events tell a handler's failures
+    /// (`HandlerRetrying`, `HandlerFailed`) and a patch the API server
+    /// refused for good (`PatchRefused`); the operator then needs `create`
+    /// and `patch` on `events.k8s.io` events.
+    #[must_use]
+    pub fn reporter(mut self, controller: &str) -> Self {
+        self.reporter = Some(controller.to_owned());
+        self
+    }
+
+    /// Posts no Events (for an operator not allowed to).
+    #[must_use]
+    pub fn without_events(mut self) -> Self {
+        self.reporter = None;
         self
     }
 
@@ -223,6 +250,12 @@ where
                 source,
             })?;
         }
+        let events = self.reporter.map(|controller| {
+            let instance = std::env::var("POD_NAME")
+                .ok()
+                .or_else(|| kube::runtime::events::Reporter::from(controller.as_str()).instance);
+            Events::new(self.api.clone().into_client(), &controller, instance)
+        });
         Ok(Arc::new(Shared {
             api: self.api,
             config: Config {
@@ -233,6 +266,7 @@ where
             watched,
             incarnation: self.incarnation,
             traces: self.traces,
+            events,
         }))
     }
 

@@ -37,6 +37,7 @@
 //!         started: 1_764_590_400_000,
 //!         delayed_until: None,
 //!         subs: Vec::new(),
+//!         error: None,
 //!     }],
 //! };
 //! let annotations: BTreeMap<String, String> = encode(&progress).unwrap();
@@ -82,6 +83,10 @@ pub struct ProgressRecord {
     /// For a parent: the ids of the sub-handlers its last run declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subs: Vec<String>,
+    /// What the last failed run of this episode said, for people
+    /// (`kubectl describe` shows it); absent once a run succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Everything the engine keeps on an object.
@@ -273,6 +278,7 @@ mod tests {
             started: 1_000,
             delayed_until: Some(4_000),
             subs: vec![format!("{handler}/child")],
+            error: Some("the registry is busy".into()),
         }
     }
 
@@ -309,16 +315,20 @@ mod tests {
             any::<u64>(),
             prop::option::of(any::<u64>()),
             prop::collection::vec(handler_id(), 0..3),
+            prop::option::of("[^\\p{Cc}]{0,40}"),
         )
             .prop_map(
-                |(handler, retries, outcome, seen, started, delayed_until, subs)| ProgressRecord {
-                    handler,
-                    retries,
-                    outcome,
-                    seen,
-                    started,
-                    delayed_until,
-                    subs,
+                |(handler, retries, outcome, seen, started, delayed_until, subs, error)| {
+                    ProgressRecord {
+                        handler,
+                        retries,
+                        outcome,
+                        seen,
+                        started,
+                        delayed_until,
+                        subs,
+                        error,
+                    }
                 },
             )
     }

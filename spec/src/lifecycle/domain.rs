@@ -66,6 +66,9 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     type Time: Value + Copy;
     /// A span of time.
     type Duration: Value + Copy;
+    /// What a failed run said, kept in its record for people (a runtime's
+    /// is the error's text; the model's is one value, since no decision reads it).
+    type Message: Value;
 
     /// The digest of `field` of `essence`, or of the whole essence.
     fn digest(essence: &Self::Essence, field: Option<&Self::Field>) -> Self::Digest;

@@ -79,7 +79,7 @@ pub enum Input<D: Domain> {
 }
 
 /// How one run of a handler ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub enum Outcome<D: Domain> {
     /// It did its work.
@@ -88,9 +88,18 @@ pub enum Outcome<D: Domain> {
     Temporary {
         /// How long to wait before the next attempt.
         delay: D::Duration,
+        /// What it said, kept in its record.
+        message: D::Message,
     },
     /// It failed for good.
-    Permanent,
+    Permanent {
+        /// What it said, kept in its record.
+        message: D::Message,
+    },
+    /// The engine gave it up, out of time or attempts, before it ran or at
+    /// its deadline: the engine's own verdict, which no run returns. The
+    /// record keeps the last failure's message.
+    GivenUp,
 }
 
 /// One patch of the object, all or nothing.
@@ -157,6 +166,35 @@ pub enum Effect<D: Domain> {
     Fetch,
     /// Report [`Input::Tick`] at this time: a delayed handler is due.
     WakeAt(D::Time),
+    /// Tell people (a Kubernetes Event, a log line) what the engine
+    /// concluded of a run; nothing answers it. Told once per run, when its
+    /// outcome is first taken in (not when a carried outcome is written
+    /// again).
+    Tell(Verdict<D>),
+}
+
+/// What the engine concluded of one run, for people.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Verdict<D: Domain> {
+    /// The run failed; the handler is tried again at `at`.
+    Retrying {
+        /// Which handler or sub-handler.
+        handler: D::Handler,
+        /// What the run said.
+        message: D::Message,
+        /// When the next attempt is due.
+        at: D::Time,
+    },
+    /// The handler failed for good in this episode (a permanent error, its
+    /// last attempt, or out of time).
+    Failed {
+        /// Which handler or sub-handler.
+        handler: D::Handler,
+        /// What its last failed run said; `None` if it was given up before
+        /// any run failed.
+        message: Option<D::Message>,
+    },
 }
 
 /// The outcome of a run, kept while its patch is in flight so that it can
@@ -184,7 +222,7 @@ impl<D: Domain> Carried<D> {
         Carried {
             handler,
             digest,
-            outcome: Outcome::Permanent,
+            outcome: Outcome::GivenUp,
             subs: Vec::new(),
             write: None,
         }
@@ -382,7 +420,7 @@ impl<D: Domain> Engine<D> {
                         subs,
                         write,
                     };
-                    self.finish(config, parent, cycle, done)
+                    self.finish_telling(config, parent, cycle, done)
                 }
                 other => {
                     // Not the run this engine waits for: one it abandoned,
@@ -522,7 +560,7 @@ impl<D: Domain> Engine<D> {
         let digest = self
             .spec(config, &handler, parent.as_ref())
             .digest(&cycle.view.essence);
-        self.finish(config, parent, cycle, Carried::given_up(handler, digest))
+        self.finish_telling(config, parent, cycle, Carried::given_up(handler, digest))
     }
 
     /// The registration that governs `handler`: its own, or its parent's.
@@ -601,7 +639,7 @@ impl<D: Domain> Engine<D> {
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
                     let given_up = Carried::given_up(handler, spec.digest(&essence));
-                    return self.finish(config, parent, cycle, given_up);
+                    return self.finish_telling(config, parent, cycle, given_up);
                 }
                 let run = RunId {
                     incarnation: self.incarnation,
@@ -633,6 +671,46 @@ impl<D: Domain> Engine<D> {
                 effects
             }
         }
+    }
+
+    /// [`Engine::finish`] for an outcome taken in for the first time: the
+    /// verdict on it is told ([`Effect::Tell`]) before what follows.
+    fn finish_telling(
+        &mut self,
+        config: &Config<D>,
+        parent: Option<D::Handler>,
+        cycle: Cycle<D>,
+        done: Carried<D>,
+    ) -> Vec<Effect<D>> {
+        let spec = self.spec(config, &done.handler, parent.as_ref());
+        let record = cycle.work.get(&done.handler);
+        let attempts = record.map_or(0, |r| r.retries).saturating_add(1);
+        let handler = done.handler.clone();
+        let verdict = match &done.outcome {
+            Outcome::Success => None,
+            Outcome::Temporary { delay, message } if attempts < spec.retries => {
+                Some(Verdict::Retrying {
+                    handler,
+                    message: message.clone(),
+                    at: D::after(self.now, *delay),
+                })
+            }
+            Outcome::Temporary { message, .. } | Outcome::Permanent { message } => {
+                Some(Verdict::Failed {
+                    handler,
+                    message: Some(message.clone()),
+                })
+            }
+            Outcome::GivenUp => Some(Verdict::Failed {
+                handler,
+                message: record.and_then(|r| r.error.clone()),
+            }),
+        };
+        let mut effects = self.finish(config, parent, cycle, done);
+        if let Some(verdict) = verdict {
+            effects.insert(0, Effect::Tell(verdict));
+        }
+        effects
     }
 
     /// Records a run's outcome, then goes on with the cycle: into a
@@ -669,6 +747,13 @@ impl<D: Domain> Engine<D> {
             .unwrap_or_else(|| Record::fresh(self.now));
         record.retries = record.retries.saturating_add(1);
         record.delayed_until = None;
+        match &done.outcome {
+            Outcome::Success => record.error = None,
+            Outcome::Temporary { message, .. } | Outcome::Permanent { message } => {
+                record.error = Some(message.clone());
+            }
+            Outcome::GivenUp => {}
+        }
         match done.outcome {
             Outcome::Success if parent.is_none() => {
                 // A top-level run declares its plan (a leaf's is empty).
@@ -694,7 +779,8 @@ impl<D: Domain> Engine<D> {
                 record.outcome = Some(Final::Success);
                 record.seen = Some(spec.digest(&judged));
             }
-            Outcome::Temporary { delay } => {
+            Outcome::Temporary { delay, .. } => {
+                // The same count as the verdict's in `finish_telling`.
                 if record.retries >= spec.retries {
                     record.outcome = Some(Final::Failure);
                     record.seen = Some(spec.digest(&ran_on));
@@ -702,7 +788,7 @@ impl<D: Domain> Engine<D> {
                     record.delayed_until = Some(D::after(self.now, delay));
                 }
             }
-            Outcome::Permanent => {
+            Outcome::Permanent { .. } | Outcome::GivenUp => {
                 record.outcome = Some(Final::Failure);
                 record.seen = Some(spec.digest(&ran_on));
             }

@@ -26,6 +26,7 @@ impl Domain for Named {
     type Write = String;
     type Time = u64;
     type Duration = u64;
+    type Message = String;
 
     /// The hash of the canonical JSON at `field` (a dotted path; `null`
     /// where it is absent), or of the whole essence.

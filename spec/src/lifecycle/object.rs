@@ -32,6 +32,9 @@ pub struct Record<D: Domain> {
     pub started: D::Time,
     /// For a parent: the sub-handlers its last run declared.
     pub subs: Vec<D::Handler>,
+    /// What the last failed run of this episode said; `None` once a run
+    /// succeeds.
+    pub error: Option<D::Message>,
 }
 
 impl<D: Domain> Record<D> {
@@ -44,6 +47,7 @@ impl<D: Domain> Record<D> {
             seen: None,
             started: now,
             subs: Vec::new(),
+            error: None,
         }
     }
 }

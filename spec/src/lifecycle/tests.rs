@@ -3,9 +3,9 @@
 
 use proptest::prelude::*;
 
-use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId};
+use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId, Verdict};
 use super::handlers::{Config, On};
-use super::model::{scenarios, Essence, Field, Key, Small};
+use super::model::{scenarios, Essence, Field, Key, Said, Small};
 use super::object::{Final, ObjectView, Progress};
 use super::rules::Variant;
 use crate::trace_json::round_trip;
@@ -176,7 +176,102 @@ fn a_completion_of_an_earlier_start_should_be_ignored() {
         engine.step(&config, done(zombie, Outcome::Success, Vec::new())),
         []
     );
-    assert!(patch(&engine.step(&config, done(run, Outcome::Permanent, Vec::new()))).is_some());
+    assert!(patch(&engine.step(
+        &config,
+        done(
+            run,
+            Outcome::Permanent {
+                message: Said::Failed
+            },
+            Vec::new()
+        )
+    ))
+    .is_some());
+}
+
+fn told(effects: &[Effect<Small>]) -> Vec<&Verdict<Small>> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Tell(verdict) => Some(verdict),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_failure_should_be_told_once_and_kept_in_the_record_until_a_success() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let first = view(1, Essence([0, 1, 0]));
+    let (run, handler, _) = invoked(&engine.step(&config, Input::Listed(first.clone()))).unwrap();
+    let temporary = Outcome::Temporary {
+        delay: 2,
+        message: Said::Failed,
+    };
+    let effects = engine.step(&config, done(run, temporary, Vec::new()));
+    assert_eq!(
+        told(&effects),
+        [&Verdict::Retrying {
+            handler,
+            message: Said::Failed,
+            at: 2
+        }]
+    );
+    let p = patch(&effects).expect("the delay is recorded").clone();
+    let record = p.records[0].1.clone().expect("a record");
+    assert_eq!(record.error, Some(Said::Failed), "the message is kept");
+    // The patch is refused and the outcome written again on the newer
+    // version: the verdict is not told again.
+    let effects = engine.step(&config, Input::PatchConflict);
+    assert!(told(&effects).is_empty(), "{effects:?}");
+    let effects = engine.step(&config, Input::Fetched(view(2, Essence([0, 1, 0]))));
+    assert!(told(&effects).is_empty(), "{effects:?}");
+    let written = patch(&effects).expect("the outcome written again");
+    let after = applied(view(2, Essence([0, 1, 0])), written);
+    engine.step(
+        &config,
+        Input::PatchApplied {
+            version: after.version,
+        },
+    );
+    engine.step(&config, Input::Observed(after));
+    let (run, _, _) =
+        invoked(&engine.step(&config, Input::Tick { now: 2 })).expect("retried when due");
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    assert!(told(&effects).is_empty(), "a success is not told");
+    let records = &patch(&effects).expect("a patch").records;
+    assert!(
+        records
+            .iter()
+            .all(|(_, r)| r.as_ref().is_none_or(|r| r.error.is_none())),
+        "a success clears the message: {records:?}"
+    );
+}
+
+#[test]
+fn a_permanent_failure_should_be_told_with_its_message() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let (run, handler, _) =
+        invoked(&engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))))).unwrap();
+    let effects = engine.step(
+        &config,
+        done(
+            run,
+            Outcome::Permanent {
+                message: Said::Failed,
+            },
+            Vec::new(),
+        ),
+    );
+    assert_eq!(
+        told(&effects),
+        [&Verdict::Failed {
+            handler,
+            message: Some(Said::Failed)
+        }]
+    );
 }
 
 #[test]
@@ -254,8 +349,13 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         );
     let outcome = prop_oneof![
         Just(Outcome::Success),
-        (1u8..3).prop_map(|delay| Outcome::Temporary { delay }),
-        Just(Outcome::Permanent),
+        (1u8..3).prop_map(|delay| Outcome::Temporary {
+            delay,
+            message: Said::Failed
+        }),
+        Just(Outcome::Permanent {
+            message: Said::Failed
+        }),
     ];
     let key = (0u8..5, prop::option::of(0u8..2)).prop_map(|(handler, sub)| Key { handler, sub });
     let done = (
@@ -331,7 +431,10 @@ fn a_failed_run_should_neither_write_nor_declare() {
     let (run, _, _) = invoked(&effects).unwrap();
     let failed = Input::HandlerDone {
         run,
-        outcome: Outcome::Temporary { delay: 1 },
+        outcome: Outcome::Temporary {
+            delay: 1,
+            message: Said::Failed,
+        },
         subs: vec![Key::sub(0, 0)],
         write: Some((Field::Label, 1)),
     };

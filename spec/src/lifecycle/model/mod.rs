@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 pub use ghost::Ghost;
-pub use small::{Digest, Essence, Field, Key, Small};
+pub use small::{Digest, Essence, Field, Key, Said, Small};
 
 use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId};
 use super::handlers::Config;
@@ -324,6 +324,8 @@ impl LifecycleModel {
                 Effect::Patch(patch) => world.patch = Some(patch),
                 Effect::Fetch => world.fetch = true,
                 Effect::WakeAt(at) => world.wake = Some(world.wake.map_or(at, |w| w.min(at))),
+                // Nothing in the world answers what the engine tells people.
+                Effect::Tell(_) => {}
             }
         }
     }
@@ -535,10 +537,15 @@ impl Model for LifecycleModel {
         if w.running.is_some() {
             actions.push(Action::HandlerReturn(Outcome::Success));
             if l.temporary_errors > 0 {
-                actions.push(Action::HandlerReturn(Outcome::Temporary { delay: 1 }));
+                actions.push(Action::HandlerReturn(Outcome::Temporary {
+                    delay: 1,
+                    message: Said::Failed,
+                }));
             }
             if l.permanent_errors > 0 {
-                actions.push(Action::HandlerReturn(Outcome::Permanent));
+                actions.push(Action::HandlerReturn(Outcome::Permanent {
+                    message: Said::Failed,
+                }));
             }
             if l.hangs > 0 {
                 actions.push(Action::HandlerHang);
@@ -644,8 +651,8 @@ impl Model for LifecycleModel {
                 let run = w.running.take()?;
                 match outcome {
                     Outcome::Temporary { .. } => w.left.temporary_errors -= 1,
-                    Outcome::Permanent => w.left.permanent_errors -= 1,
-                    Outcome::Success => {}
+                    Outcome::Permanent { .. } => w.left.permanent_errors -= 1,
+                    Outcome::Success | Outcome::GivenUp => {}
                 }
                 let (subs, write) = self.returned(&mut w, run, outcome, true);
                 self.feed(
@@ -824,7 +831,7 @@ impl LifecycleModel {
         let digest = self.digest(run.key, run.essence);
         w.ghost.returned(run, digest, outcome == Outcome::Success);
         w.ghost.wrote |= write.is_some();
-        if current && matches!(outcome, Outcome::Success | Outcome::Permanent) {
+        if current && matches!(outcome, Outcome::Success | Outcome::Permanent { .. }) {
             let seen = write.map_or(run.essence, |(f, v)| run.essence.with(f, v));
             w.ghost.pend(run, seen, subs.clone());
         }

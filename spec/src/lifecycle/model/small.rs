@@ -21,6 +21,7 @@ impl Domain for Small {
     type Write = (Field, u8);
     type Time = u8;
     type Duration = u8;
+    type Message = Said;
 
     fn digest(essence: &Essence, field: Option<&Field>) -> Digest {
         match field {
@@ -37,6 +38,17 @@ impl Domain for Small {
         time.saturating_add(span)
     }
 }
+
+/// What a failed run says in the model: one value, since no decision reads
+/// a message (a `()` would not survive JSON inside an `Option`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Said {
+    /// The run failed.
+    Failed,
+}
+
+/// The model's outcomes are plain values, so its actions can be copied.
+impl Copy for crate::lifecycle::engine::Outcome<Small> {}
 
 /// A field of the essence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
