@@ -19,4 +19,5 @@ pub use steadfast_spec as spec;
 
 pub mod leasequeue;
 pub mod lifecycle;
+pub mod metrics;
 mod trace;

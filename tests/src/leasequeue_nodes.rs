@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 /// A scheduler running in a runtime (and a thread) of its own.
 pub struct SchedulerProcess {
     address: String,
+    metrics_address: Option<std::net::SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -55,7 +56,9 @@ impl SchedulerProcess {
             runtime.block_on(async move {
                 match builder.start(executor).await {
                     Ok(scheduler) => {
-                        let _ = started.send(Ok(scheduler.address().to_owned()));
+                        let addresses =
+                            (scheduler.address().to_owned(), scheduler.metrics_address());
+                        let _ = started.send(Ok(addresses));
                         let _ = stopped.await;
                         scheduler.kill().await;
                     }
@@ -67,9 +70,10 @@ impl SchedulerProcess {
             // Every task of the scheduler stops where it is.
             runtime.shutdown_background();
         });
-        let address = address.await.expect("the scheduler's thread answers")?;
+        let (address, metrics_address) = address.await.expect("the scheduler's thread answers")?;
         Ok(SchedulerProcess {
             address,
+            metrics_address,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -78,6 +82,11 @@ impl SchedulerProcess {
     /// Its address: its name in etcd.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// Where its metrics and probes are served, if its builder asked.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_address
     }
 
     /// Kills it, as SIGKILL would a process: its lease is left to expire.

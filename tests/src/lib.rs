@@ -4,7 +4,8 @@
 //! cluster; [`etcd_server`], real etcd on
 //! loopback with its faults; [`tcp_proxy`], network faults on loopback;
 //! [`leasequeue_nodes`], leasequeue schedulers run as processes would be,
-//! and the replay of their traces.
+//! and the replay of their traces; [`scrape`], what a metrics endpoint
+//! serves.
 
 #![deny(missing_docs)]
 
@@ -12,6 +13,7 @@ pub mod etcd_server;
 pub mod kube_target;
 pub mod kube_testserver;
 pub mod leasequeue_nodes;
+pub mod scrape;
 pub mod tcp_proxy;
 
 use std::hash::Hash;

@@ -613,3 +613,115 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
     let trace = std::fs::read_to_string(run.trace("scheduler")).unwrap();
     assert!(trace.contains(r#"{"Forget":{"id":"copy"}}"#), "{trace}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lease_and_the_watch() {
+    use steadfast_tests::scrape::{get, sample};
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let builder = run
+        .scheduler_builder(&endpoints, "scheduler-1")
+        .metrics("127.0.0.1:0");
+    let scheduler = run.scheduler(builder, Duration::from_millis(10)).await;
+    let at = scheduler.metrics_address().expect("metrics asked for");
+    let controller = ControllerBuilder::new(options(&endpoints))
+        .schedulers([scheduler.address()])
+        .wake_every(Duration::from_millis(300))
+        .redeliver_every(Duration::from_millis(300))
+        .trace(run.trace("controller-1"))
+        .metrics("127.0.0.1:0")
+        .start()
+        .await
+        .expect("the controller starts");
+    let via = controller.metrics_address().expect("metrics asked for");
+    for (address, what) in [
+        (at, "the scheduler's lease"),
+        (via, "the controller's watch"),
+    ] {
+        let ready = async {
+            while get(address, "/readyz").await.0 != 200 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), ready)
+            .await
+            .unwrap_or_else(|_| panic!("/readyz turns ready after {what}"));
+    }
+    let (_, before) = get(at, "/metrics").await;
+    assert_eq!(
+        sample(&before, "steadfast_scheduler_lease_held"),
+        Some(1.0),
+        "{before}"
+    );
+    assert_eq!(
+        sample(&before, "steadfast_scheduler_fenced"),
+        Some(0.0),
+        "{before}"
+    );
+    let executed = r#"steadfast_scheduler_activations_total{outcome="executed",reason=""}"#;
+    assert_eq!(sample(&before, executed), None, "{before}");
+
+    let results = submit(
+        &[&controller],
+        3,
+        1,
+        Duration::ZERO,
+        Duration::from_secs(10),
+    )
+    .await;
+    run.assert_each_ran_once(&results);
+    let (_, scheduled) = get(at, "/metrics").await;
+    assert_eq!(sample(&scheduled, executed), Some(3.0), "{scheduled}");
+    assert_eq!(
+        sample(&scheduled, "steadfast_scheduler_queues_owned"),
+        Some(1.0),
+        "{scheduled}"
+    );
+    let (_, routed) = get(via, "/metrics").await;
+    assert_eq!(
+        sample(
+            &routed,
+            r#"steadfast_controller_activations_total{outcome="executed",reason=""}"#
+        ),
+        Some(3.0),
+        "{routed}"
+    );
+    assert_eq!(
+        sample(&routed, "steadfast_controller_in_flight"),
+        Some(0.0),
+        "{routed}"
+    );
+
+    // etcd frozen past the lease's validity: the scheduler is fenced, its
+    // probe says so, and the suspension is counted and timed once etcd is back.
+    etcd.pause().unwrap();
+    let fenced = async {
+        while get(at, "/readyz").await.0 != 503 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), fenced)
+        .await
+        .expect("a scheduler without a valid lease is not ready");
+    etcd.resume().unwrap();
+    let back = async {
+        loop {
+            let (_, text) = get(at, "/metrics").await;
+            if sample(&text, "steadfast_scheduler_recovery_seconds_count") == Some(1.0) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let recovered = tokio::time::timeout(Duration::from_secs(20), back)
+        .await
+        .expect("the recovery is timed");
+    assert_eq!(
+        sample(&recovered, "steadfast_scheduler_fence_suspensions_total"),
+        Some(1.0),
+        "{recovered}"
+    );
+    drop((controller, scheduler));
+    assert_eq!(run.replay().len(), 2);
+}

@@ -721,3 +721,65 @@ async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
     assert!(replay_all(traces.path(), true) > 0);
     target.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_s_metrics_should_move_as_it_works_and_its_probe_turn_ready() {
+    use steadfast::metrics::MetricsEndpoint;
+    use steadfast_tests::scrape::{get, sample};
+    let (target, api) = tickers().await;
+    let endpoint = MetricsEndpoint::bind("127.0.0.1:0").await.unwrap();
+    let address = endpoint.local_addr();
+    let operator = Operator::new(api.clone()).metrics(endpoint).on_field(
+        "spec.size",
+        "size",
+        Handler::new(|_ctx: Context<Ticker>| async { Ok::<(), HandlerError>(()) }),
+    );
+    let running = tokio::spawn(operator.run());
+    let ready = async {
+        while get(address, "/readyz").await.0 != 200 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ready)
+        .await
+        .expect("/readyz turns ready once the first list is in");
+    assert_eq!(get(address, "/healthz").await.0, 200);
+    let (code, before) = get(address, "/metrics").await;
+    assert_eq!(code, 200);
+    let runs = r#"steadfast_lifecycle_runs_total{handler="size",outcome="success"}"#;
+    assert_eq!(sample(&before, runs), None, "nothing ran yet:\n{before}");
+    create(&api, "m").await;
+    let moved = async {
+        loop {
+            let (_, text) = get(address, "/metrics").await;
+            if sample(&text, runs) == Some(1.0) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let after = tokio::time::timeout(Duration::from_secs(10), moved)
+        .await
+        .expect("the run is counted");
+    assert!(
+        sample(
+            &after,
+            r#"steadfast_lifecycle_patches_total{answer="applied"}"#
+        ) >= Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "steadfast_lifecycle_objects"),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(
+        sample(
+            &after,
+            r#"steadfast_lifecycle_run_duration_seconds_count{handler="size"}"#
+        ) == Some(1.0),
+        "{after}"
+    );
+    running.abort();
+    target.finish().await;
+}

@@ -15,10 +15,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
+use super::metrics::ControllerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
+use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
 use steadfast_spec::leasequeue::trace::Record;
 
@@ -81,6 +83,7 @@ pub struct ControllerBuilder {
     listen: String,
     redeliver_every: Duration,
     trace: Option<PathBuf>,
+    metrics: Option<String>,
 }
 
 impl ControllerBuilder {
@@ -97,6 +100,7 @@ impl ControllerBuilder {
             listen: "127.0.0.1:0".into(),
             redeliver_every: Duration::from_secs(1),
             trace: None,
+            metrics: None,
         }
     }
 
@@ -152,6 +156,16 @@ impl ControllerBuilder {
         self
     }
 
+    /// Serves the controller's metrics (`steadfast_controller_*`:
+    /// submissions ended by outcome and reason, in flight, redeliveries)
+    /// and its probes on `address` (`127.0.0.1:0` picks a free port; see
+    /// [`Controller::metrics_address`]). `/readyz` is ready once its watch
+    /// of the endpoint keys is open from its first reading of them.
+    pub fn metrics(mut self, address: impl Into<String>) -> Self {
+        self.metrics = Some(address.into());
+        self
+    }
+
     /// Connects to etcd, reads its revision, listens, and starts the
     /// controller.
     ///
@@ -186,10 +200,17 @@ impl ControllerBuilder {
         })
         .await?;
         let address = opened.network.address().to_owned();
+        let (metrics, registry) = ControllerMetrics::new();
+        let readiness = Readiness::waiting(WAITING);
+        let serving = super::serve_metrics(self.metrics.as_deref(), registry, &readiness).await?;
+        let metrics_address = serving.as_ref().map(|(bound, _)| *bound);
         let (events, inputs) = mpsc::unbounded_channel();
         let (submit, submissions) = mpsc::unbounded_channel();
         let driver = Driver {
             role: controller::Controller::new(self.schedulers.clone(), rev),
+            metrics,
+            readiness,
+            _serving: serving.map(|(_, serving)| serving),
             config,
             etcd,
             network: opened.network,
@@ -212,6 +233,7 @@ impl ControllerBuilder {
         tracing::info!(%address, "controller started");
         Ok(Controller {
             address,
+            metrics_address,
             submit,
             task,
         })
@@ -234,6 +256,7 @@ impl ControllerBuilder {
 /// ```
 pub struct Controller {
     address: String,
+    metrics_address: Option<std::net::SocketAddr>,
     submit: mpsc::UnboundedSender<Submission>,
     task: JoinHandle<()>,
 }
@@ -242,6 +265,12 @@ impl Controller {
     /// Its address, where outcomes come back.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// Where its metrics and probes are served, if
+    /// [`ControllerBuilder::metrics`] asked for them.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_address
     }
 
     /// Submits an activation of `action` with `payload`. The future resolves
@@ -311,8 +340,15 @@ enum Timer {
     Redeliver,
 }
 
+/// What `/readyz` says a controller waits for.
+const WAITING: &str = "its watch of the endpoint keys";
+
 struct Driver {
     role: controller::Controller<Named>,
+    metrics: ControllerMetrics,
+    readiness: Readiness,
+    /// The metrics endpoint, which stops with the driver.
+    _serving: Option<Serving>,
     config: Config<Named>,
     etcd: Etcd,
     network: Network,
@@ -357,6 +393,7 @@ impl Driver {
                         action: submission.action.clone(),
                     };
                     self.pending.insert(submission.id.clone(), submission);
+                    self.metrics.in_flight(self.pending.len());
                     self.feed(input);
                 }
                 () = sleep_until(self.timers.next()) => {
@@ -364,7 +401,8 @@ impl Driver {
                         match timer {
                             Timer::Wake => self.feed(Input::Wake),
                             Timer::Redeliver => {
-                                self.sends.resend(&self.network);
+                                let resent = self.sends.resend(&self.network);
+                                self.metrics.resent(resent);
                                 self.timers.set(Timer::Redeliver, self.redeliver_every);
                             }
                         }
@@ -388,6 +426,7 @@ impl Driver {
                 let (progress, requests) = mpsc::unbounded_channel();
                 self.progress = Some(progress);
                 tokio::spawn(pump(generation, watch, requests, self.events.clone()));
+                self.readiness.set(None);
                 self.feed(Input::WatchStarted { next });
             }
             Event::Watched { generation, input } => {
@@ -427,6 +466,12 @@ impl Driver {
     /// outcome delivered again).
     fn end(&mut self, id: &str, result: Result<Value, SubmitError>) {
         if let Some(submission) = self.pending.remove(id) {
+            let (outcome, reason) = match &result {
+                Ok(_) => ("executed", None),
+                Err(SubmitError::Failed { reason, .. }) => ("failed", Some(*reason)),
+                Err(SubmitError::Stopped { .. }) => ("stopped", None),
+            };
+            self.metrics.ended(outcome, reason, self.pending.len());
             let _ = submission.reply.send(result);
         }
     }
@@ -461,6 +506,7 @@ impl Driver {
     /// Replaces the watch with one from `from` (`None`: from etcd's next
     /// revision).
     fn open_watch(&mut self, from: Option<i64>) {
+        self.readiness.set(Some(WAITING));
         self.watches += 1;
         self.progress = None;
         let generation = self.watches;
@@ -476,7 +522,7 @@ impl Driver {
                     watch,
                 }),
                 Err(error) => {
-                    tracing::debug!(%error, "failed to start a watch");
+                    tracing::warn!(%error, "failed to start a watch");
                     None
                 }
             }
@@ -494,7 +540,7 @@ impl Driver {
                         owner: key.map(|key| key.owner),
                     },
                     Err(error) => {
-                        tracing::debug!(%error, %action, "failed to look up an endpoint key");
+                        tracing::warn!(%error, %action, "failed to look up an endpoint key");
                         Input::GetFailed { id, action }
                     }
                 };
@@ -507,7 +553,7 @@ impl Driver {
                         keys: listing.keys,
                     })),
                     Err(error) => {
-                        tracing::debug!(%error, "failed to list the endpoint keys");
+                        tracing::warn!(%error, "failed to list the endpoint keys");
                         None
                     }
                 }
@@ -538,7 +584,7 @@ impl Driver {
                 self.network.send(&to, &Message::CreateQueue { action });
             }
             Effect::Fail { id, reason } => {
-                tracing::info!(%id, %reason, "activation failed");
+                tracing::warn!(%id, %reason, "activation failed");
                 let error = SubmitError::Failed {
                     id: id.clone(),
                     reason,
@@ -582,7 +628,7 @@ async fn pump(
             },
             Ok(Some(Watched::Progress { revision })) => Input::Progress { rev: revision },
             Err(error) => {
-                tracing::debug!(%error, "the watch broke");
+                tracing::warn!(%error, "the watch broke");
                 return;
             }
         };

@@ -18,6 +18,7 @@
 
 mod controller;
 pub mod etcd;
+mod metrics;
 pub mod network;
 mod node;
 mod scheduler;
@@ -67,6 +68,26 @@ pub enum StartError {
     /// The trace file could not be written.
     #[error(transparent)]
     Trace(#[from] TraceError),
+}
+
+/// Binds the metrics endpoint at `address`, if one is asked for, and serves
+/// `registry` on it with `readiness`.
+async fn serve_metrics(
+    address: Option<&str>,
+    registry: prometheus_client::registry::Registry,
+    readiness: &crate::metrics::Readiness,
+) -> Result<Option<(std::net::SocketAddr, crate::metrics::Serving)>, StartError> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    let endpoint = crate::metrics::MetricsEndpoint::bind(address)
+        .await
+        .map_err(|source| StartError::Listen {
+            address: address.to_owned(),
+            source,
+        })?;
+    let bound = endpoint.local_addr();
+    Ok(Some((bound, endpoint.serve(registry, readiness.clone()))))
 }
 
 /// `duration` in whole milliseconds, the runtime's unit of time in the

@@ -141,11 +141,11 @@ async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>) {
                     stream = Some(connected);
                 }
                 Ok(Err(error)) => {
-                    tracing::debug!(%to, %error, "peer unreachable; message dropped");
+                    tracing::warn!(%to, %error, "peer unreachable; message dropped");
                     continue;
                 }
                 Err(_) => {
-                    tracing::debug!(%to, "connecting timed out; message dropped");
+                    tracing::warn!(%to, "connecting timed out; message dropped");
                     continue;
                 }
             }

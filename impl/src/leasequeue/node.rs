@@ -167,10 +167,11 @@ impl Unacked {
         self.pending.remove(id);
     }
 
-    /// Sends every message not acknowledged yet again.
-    pub(crate) fn resend(&self, network: &Network) {
+    /// Sends every message not acknowledged yet again; returns how many.
+    pub(crate) fn resend(&self, network: &Network) -> usize {
         for (to, message) in self.pending.values() {
             network.send(to, message);
         }
+        self.pending.len()
     }
 }

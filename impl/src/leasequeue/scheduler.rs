@@ -26,10 +26,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::etcd::{Etcd, EtcdOptions};
+use super::metrics::SchedulerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Clock, Timers, Unacked};
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
+use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
 use steadfast_spec::leasequeue::trace::Record;
 
@@ -113,6 +115,7 @@ pub struct SchedulerBuilder {
     redeliver_every: Duration,
     dedupe_window: Duration,
     trace: Option<PathBuf>,
+    metrics: Option<String>,
 }
 
 impl SchedulerBuilder {
@@ -132,6 +135,7 @@ impl SchedulerBuilder {
             redeliver_every: Duration::from_secs(1),
             dedupe_window: Duration::from_secs(600),
             trace: None,
+            metrics: None,
         }
     }
 
@@ -214,6 +218,17 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Serves the scheduler's metrics (`steadfast_scheduler_*`: activations
+    /// by outcome and reason, running, queues owned, lease held, fenced,
+    /// fence suspensions and how long each lasted, redeliveries) and its
+    /// probes on `address` (`127.0.0.1:0` picks a free port; see
+    /// [`Scheduler::metrics_address`]). `/readyz` is ready while it holds
+    /// a lease it may hand out work under.
+    pub fn metrics(mut self, address: impl Into<String>) -> Self {
+        self.metrics = Some(address.into());
+        self
+    }
+
     fn config(&self) -> Result<Config<Named>, StartError> {
         let ttl = millis(self.ttl);
         if ttl < 1000 {
@@ -269,9 +284,16 @@ impl SchedulerBuilder {
         })
         .await?;
         let address = opened.network.address().to_owned();
+        let (metrics, registry) = SchedulerMetrics::new();
+        let readiness = Readiness::waiting(WAITING);
+        let serving = super::serve_metrics(self.metrics.as_deref(), registry, &readiness).await?;
+        let metrics_address = serving.as_ref().map(|(bound, _)| *bound);
         let (events, inputs) = mpsc::unbounded_channel();
         let driver = Driver {
             role: scheduler::Scheduler::new(address.clone()),
+            metrics,
+            readiness,
+            _serving: serving.map(|(_, serving)| serving),
             config,
             etcd,
             network: opened.network,
@@ -293,7 +315,11 @@ impl SchedulerBuilder {
         };
         let task = tokio::spawn(driver.run(opened.serving, inputs, opened.messages));
         tracing::info!(%address, "scheduler started");
-        Ok(Scheduler { address, task })
+        Ok(Scheduler {
+            address,
+            metrics_address,
+            task,
+        })
     }
 }
 
@@ -315,6 +341,7 @@ impl SchedulerBuilder {
 /// ```
 pub struct Scheduler {
     address: String,
+    metrics_address: Option<std::net::SocketAddr>,
     task: JoinHandle<()>,
 }
 
@@ -322,6 +349,12 @@ impl Scheduler {
     /// Its address, which is its name in etcd.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// Where its metrics and probes are served, if
+    /// [`SchedulerBuilder::metrics`] asked for them.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_address
     }
 
     /// Stops it at once, as a crash would, and returns once its port is
@@ -374,8 +407,15 @@ struct Held {
     reply_to: String,
 }
 
+/// What `/readyz` says a scheduler waits for.
+const WAITING: &str = "a valid lease";
+
 struct Driver<E> {
     role: scheduler::Scheduler<Named>,
+    metrics: SchedulerMetrics,
+    readiness: Readiness,
+    /// The metrics endpoint, which stops with the driver.
+    _serving: Option<Serving>,
     config: Config<Named>,
     etcd: Etcd,
     network: Network,
@@ -467,6 +507,7 @@ impl<E: Executor> Driver<E> {
                 result,
             } => {
                 let outcome = Outcome::Executed { result };
+                self.metrics.settled("executed", None);
                 self.report(id.clone(), reply_to, outcome);
                 self.feed(Input::Executed { id });
             }
@@ -512,8 +553,9 @@ impl<E: Executor> Driver<E> {
             Timer::Wake => self.feed(Input::Wake),
             Timer::Idle(action) => self.feed(Input::Idle { action }),
             Timer::Redeliver => {
-                self.forwards.resend(&self.network);
-                self.outcomes.resend(&self.network);
+                let resent =
+                    self.forwards.resend(&self.network) + self.outcomes.resend(&self.network);
+                self.metrics.resent(resent);
                 self.forget_released();
                 self.forget_old_acks();
                 self.timers.set(Timer::Redeliver, self.redeliver_every);
@@ -562,6 +604,9 @@ impl<E: Executor> Driver<E> {
         for effect in effects {
             self.perform(effect);
         }
+        self.metrics.observe(&self.role);
+        let acting = SchedulerMetrics::may_act(&self.role);
+        self.readiness.set((!acting).then_some(WAITING));
     }
 
     /// Runs `call` against etcd as a task of its own; its answer, if it
@@ -643,6 +688,7 @@ impl<E: Executor> Driver<E> {
                     from: self.network.address().to_owned(),
                     reply_to: held.reply_to.clone(),
                 };
+                self.metrics.settled("forwarded", None);
                 self.forwards.send(&self.network, id, to, message);
             }
             Effect::Fail { id, reason } => {
@@ -650,7 +696,8 @@ impl<E: Executor> Driver<E> {
                     return;
                 };
                 let reply_to = held.reply_to.clone();
-                tracing::info!(%id, %reason, "activation failed");
+                tracing::warn!(%id, %reason, "activation failed");
+                self.metrics.settled("failed", Some(reason));
                 self.report(id, reply_to, Outcome::Failed { reason });
             }
             Effect::Ack { id } => {
@@ -713,6 +760,6 @@ impl<E: Executor> Driver<E> {
 /// unanswered request, which the role sends again at its next wake-up.
 fn logged<T>(what: &str, result: Result<T, super::etcd::EtcdError>) -> Option<T> {
     result
-        .map_err(|error| tracing::debug!(%error, "failed to {what}"))
+        .map_err(|error| tracing::warn!(%error, "failed to {what}"))
         .ok()
 }

@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
+use super::metrics::Metrics;
 use super::object::{error_patch, merge_patch_of, seen};
 use crate::trace::Recorder;
 
@@ -63,6 +64,7 @@ pub(crate) struct Shared<K> {
     pub(crate) traces: Option<PathBuf>,
     /// Where handler failures and refused patches are told, if anywhere.
     pub(crate) events: Option<Events>,
+    pub(crate) metrics: Metrics,
 }
 
 /// One object's driver.
@@ -250,6 +252,7 @@ where
             }
             Effect::Patch(patch) => {
                 let events = self.notices();
+                let metrics = self.shared.metrics.clone();
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
                 let body = merge_patch_of(&patch, &self.finalizers);
@@ -261,15 +264,18 @@ where
                             return Done::Input(Input::PatchUnknown);
                         }
                     };
-                    let input = match api
+                    let (answer, input) = match api
                         .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
                         .await
                     {
-                        Ok(object) => Input::PatchApplied {
-                            version: object.meta().resource_version.clone().unwrap_or_default(),
-                        },
+                        Ok(object) => (
+                            "applied",
+                            Input::PatchApplied {
+                                version: object.meta().resource_version.clone().unwrap_or_default(),
+                            },
+                        ),
                         Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {
-                            Input::PatchConflict
+                            ("conflict", Input::PatchConflict)
                         }
                         Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => {
                             tracing::error!(code = status.code, message = %status.message, "the API server refused a patch of {name}");
@@ -280,13 +286,14 @@ where
                                 };
                                 events.post(reference, &notice);
                             }
-                            Input::PatchUnknown
+                            ("refused", Input::PatchUnknown)
                         }
                         Err(error) => {
                             tracing::warn!(%error, "a patch of {name} may or may not have applied");
-                            Input::PatchUnknown
+                            ("unknown", Input::PatchUnknown)
                         }
                     };
+                    metrics.patched(answer);
                     Done::Input(input)
                 });
             }
@@ -319,6 +326,7 @@ where
 
     /// Logs the engine's verdict on a run and posts it as an Event.
     fn tell(&self, verdict: Verdict<Named>) {
+        self.shared.metrics.told(&verdict);
         let notice = match verdict {
             Verdict::Retrying {
                 handler,
@@ -378,7 +386,9 @@ where
             retry,
             out: out.clone(),
         };
+        let metrics = self.shared.metrics.clone();
         self.tasks.spawn(async move {
+            let began = std::time::Instant::now();
             let result = match code {
                 Some(code) => code(ctx).await,
                 None => Err(HandlerError::permanent(format!(
@@ -396,6 +406,12 @@ where
                     message: bounded(message),
                 },
             };
+            let ended = match &result {
+                Ok(()) => "success",
+                Err(HandlerError::Temporary { .. }) => "temporary",
+                Err(HandlerError::Permanent { .. }) => "permanent",
+            };
+            metrics.ran(&handler, ended, began.elapsed().as_secs_f64());
             if let Err(error) = &result {
                 tracing::info!(%error, "{handler} failed");
             }

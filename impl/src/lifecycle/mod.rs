@@ -19,6 +19,7 @@
 mod driver;
 mod events;
 mod handler;
+mod metrics;
 mod object;
 mod operator;
 

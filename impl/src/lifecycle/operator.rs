@@ -20,6 +20,8 @@ use tokio::task::JoinSet;
 use super::driver::{Driver, Event, Shared};
 use super::events::Events;
 use super::handler::Handler;
+use super::metrics::Metrics;
+use crate::metrics::{MetricsEndpoint, Readiness};
 
 /// Why an operator cannot start.
 ///
@@ -102,6 +104,8 @@ pub struct Operator<K> {
     incarnation: u32,
     /// The reporting controller of its Events; `None`: no Events.
     reporter: Option<String>,
+    /// Where its metrics and probes are served, if anywhere.
+    endpoint: Option<MetricsEndpoint>,
 }
 
 /// The reporting controller an operator's Events name unless
@@ -122,6 +126,7 @@ where
             handlers: Vec::new(),
             traces: None,
             reporter: Some(DEFAULT_REPORTER.to_owned()),
+            endpoint: None,
             incarnation: u32::try_from(super::driver::now_ms() / 1000 % u64::from(u32::MAX))
                 .unwrap_or(0),
         }
@@ -151,6 +156,16 @@ where
     #[must_use]
     pub fn reporter(mut self, controller: &str) -> Self {
         self.reporter = Some(controller.to_owned());
+        self
+    }
+
+    /// Serves the operator's metrics (`steadfast_lifecycle_*`: runs by
+    /// handler and outcome, their duration, retries, failures for good,
+    /// patches by answer, objects tracked) and its probes on `endpoint`;
+    /// `/readyz` turns ready once the first list of the objects is in.
+    #[must_use]
+    pub fn metrics(mut self, endpoint: MetricsEndpoint) -> Self {
+        self.endpoint = Some(endpoint);
         self
     }
 
@@ -216,7 +231,7 @@ where
     }
 
     /// Checks the registrations and shares them among the drivers.
-    fn shared(self) -> Result<Arc<Shared<K>>, OperatorError> {
+    fn shared(self, metrics: Metrics) -> Result<Arc<Shared<K>>, OperatorError> {
         let mut handlers = HashMap::new();
         let mut specs = Vec::new();
         let mut watched = Vec::new();
@@ -267,6 +282,7 @@ where
             incarnation: self.incarnation,
             traces: self.traces,
             events,
+            metrics,
         }))
     }
 
@@ -277,8 +293,14 @@ where
     /// # Errors
     ///
     /// Registrations that cannot work, said before anything runs.
-    pub async fn run(self) -> Result<(), OperatorError> {
-        let shared = self.shared()?;
+    pub async fn run(mut self) -> Result<(), OperatorError> {
+        let (metrics, registry) = Metrics::new();
+        let readiness = Readiness::waiting("the first list of the objects");
+        let _serving = self
+            .endpoint
+            .take()
+            .map(|endpoint| endpoint.serve(registry, readiness.clone()));
+        let shared = self.shared(metrics)?;
         let mut drivers: HashMap<String, mpsc::UnboundedSender<Event<K>>> = HashMap::new();
         let mut tasks = JoinSet::new();
         let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
@@ -288,7 +310,11 @@ where
                 Ok(watcher::Event::Apply(object)) => (object.clone(), Event::Observed(object)),
                 Ok(watcher::Event::InitApply(object)) => (object.clone(), Event::Listed(object)),
                 Ok(watcher::Event::Delete(object)) => (object, Event::Gone),
-                Ok(watcher::Event::Init | watcher::Event::InitDone) => continue,
+                Ok(watcher::Event::Init) => continue,
+                Ok(watcher::Event::InitDone) => {
+                    readiness.set(None);
+                    continue;
+                }
                 Err(error) => {
                     tracing::warn!(%error, "the watch failed; it restarts");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -329,6 +355,7 @@ where
                     }
                 }
             }
+            shared.metrics.objects(tasks.len());
         }
         Ok(())
     }
