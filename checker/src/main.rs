@@ -387,6 +387,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         full: args.full,
         explorer: args.explorer.clone(),
     };
+    let started = std::time::Instant::now();
     let mut out = Output::default();
     let mut printed = print::Printed::default();
     let mut results = Vec::new();
@@ -423,16 +424,23 @@ fn check(args: &CheckArgs) -> ExitCode {
                 &mut printed,
             ));
         }
-        results.push((job, report));
+        results.push((job, title, report));
     }
     let code = exit_code(
-        results.iter().map(|(_, report)| report),
+        results.iter().map(|(_, _, report)| report),
         interrupt.is_triggered(),
     );
+    if !args.json && results.len() > 1 {
+        let checks: Vec<(String, &RenderedReport)> = results
+            .iter()
+            .map(|(_, title, report)| (title.clone(), report))
+            .collect();
+        out.write(&print::summary(&checks, started.elapsed()));
+    }
     if args.json {
         let runs: Vec<json::Run<'_>> = results
             .iter()
-            .map(|(job, report)| json::Run {
+            .map(|(job, _, report)| json::Run {
                 model: job.entry.name(),
                 variant: &job.variant,
                 scenario: &job.scenario,

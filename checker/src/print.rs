@@ -139,6 +139,49 @@ pub struct Printed {
 /// refer to it instead.
 const SHARED_STEPS: usize = 2;
 
+/// The closing summary of a `check` that ran several checks: how many ran,
+/// how many hold in full, which are violated (and by which properties),
+/// which a bound cut short, and the total time.
+pub fn summary(checks: &[(String, &RenderedReport)], elapsed: Duration) -> String {
+    let mut violated = Vec::new();
+    let mut incomplete = Vec::new();
+    for (title, report) in checks {
+        let broken: Vec<&str> = report
+            .properties
+            .iter()
+            .filter(|p| p.verdict == Verdict::Violated)
+            .map(|p| p.name.as_str())
+            .collect();
+        if !broken.is_empty() {
+            violated.push(format!("{title}: {}", broken.join(", ")));
+        } else if report.stopped.is_some()
+            || report
+                .properties
+                .iter()
+                .any(|p| p.verdict == Verdict::Unknown)
+        {
+            incomplete.push(title.clone());
+        }
+    }
+    let holding = checks.len() - violated.len() - incomplete.len();
+    let mut out = String::new();
+    line!(
+        out,
+        "== summary: {} checks in {:.1?}: {holding} hold, {} violated, {} incomplete",
+        checks.len(),
+        elapsed,
+        violated.len(),
+        incomplete.len()
+    );
+    for title in &violated {
+        line!(out, "VIOLATED  {title}");
+    }
+    for title in &incomplete {
+        line!(out, "unknown   {title} (stopped by a bound)");
+    }
+    out
+}
+
 /// One check's report as `check` prints it: a table of verdicts, then each
 /// counterexample. Steps that an earlier counterexample in `printed` began
 /// with, and initial states it listed, are referred to, not printed again.

@@ -453,3 +453,29 @@ fn the_5286_counterexamples_should_be_short_and_take_each_transition_once() {
     }
     assert_eq!(cycles, 3, "every liveness violation is a lasso");
 }
+
+#[test]
+fn several_checks_should_end_with_one_summary() {
+    let output = steadfast(&["check", "mutex", "--variant", "victim-only"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    let tail: Vec<&str> = text.lines().rev().take(3).collect();
+    assert!(
+        tail.iter()
+            .rev()
+            .any(|l| l.starts_with("== summary: 2 checks in ")
+                && l.ends_with(": 0 hold, 2 violated, 0 incomplete")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "VIOLATED  mutex (variant victim-only, scenario peterson): a trying process enters"
+        ),
+        "{text}"
+    );
+    let one = steadfast(&["check", "mutex", "--scenario", "peterson"]);
+    assert!(
+        !stdout(&one).contains("== summary"),
+        "one check needs no summary"
+    );
+}

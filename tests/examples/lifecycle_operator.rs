@@ -10,32 +10,25 @@
 //! with `--kubeconfig` it runs against that cluster (the `Backup` CRD is
 //! installed if missing). Either way it creates a backup, resizes it,
 //! deletes it, and prints what each handler did.
+//!
+//! With `--serve [ADDR]` it is the operator that `examples/deploy/` runs in
+//! a cluster: the in-cluster (or kubeconfig's) client, backups in every
+//! namespace, metrics and probes on ADDR (default `0.0.0.0:9090`), until
+//! stopped.
 
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config, CustomResource, CustomResourceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use kube::{Client, Config, CustomResourceExt};
 use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator};
+use steadfast::metrics::MetricsEndpoint;
+use steadfast_tests::backup::{Backup, BackupSpec};
 use steadfast_tests::kube_testserver::TestServer;
 
 /// A backup of a volume.
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "example.steadfast.dev",
-    version = "v1",
-    kind = "Backup",
-    namespaced
-)]
-pub struct BackupSpec {
-    /// Gigabytes to keep.
-    pub size: i64,
-}
-
 fn size(ctx: &Context<Backup>) -> i64 {
     ctx.new_value("spec.size")
         .and_then(serde_json::Value::as_i64)
@@ -110,6 +103,17 @@ async fn handled(api: &Api<Backup>, name: &str) -> Result<(), Box<dyn std::error
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(flag) = args.first().filter(|f| *f == "--serve") {
+        let address = args.get(1).map_or("0.0.0.0:9090", String::as_str);
+        if args.len() > 2 {
+            return Err(format!("usage: lifecycle_operator {flag} [ADDR]").into());
+        }
+        let endpoint = MetricsEndpoint::bind(address).await?;
+        println!("metrics and probes on {}", endpoint.local_addr());
+        let client = Client::try_default().await?;
+        operator(Api::all(client)).metrics(endpoint).run().await?;
+        return Ok(());
+    }
     let (client, server) = match args.as_slice() {
         [] => {
             let server = TestServer::start().await?;
@@ -123,7 +127,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
             (Client::try_from(config)?, None)
         }
-        _ => return Err("usage: lifecycle_operator [--kubeconfig PATH]".into()),
+        _ => return Err("usage: lifecycle_operator [--kubeconfig PATH | --serve [ADDR]]".into()),
     };
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     match crds.create(&PostParams::default(), &Backup::crd()).await {

@@ -1,6 +1,7 @@
 //! steadfast-tests: integration tests across the workspace. The tests live in
 //! `tests/`; this library holds what they share: [`kube_testserver`], the
-//! Kubernetes API server they run against; [`kube_target`], it or a real
+//! Kubernetes API server they run against; [`backup`], the example
+//! operator's custom resource; [`kube_target`], it or a real
 //! cluster; [`etcd_server`], real etcd on
 //! loopback with its faults; [`tcp_proxy`], network faults on loopback;
 //! [`leasequeue_nodes`], leasequeue schedulers run as processes would be,
@@ -9,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod backup;
 pub mod etcd_server;
 pub mod kube_target;
 pub mod kube_testserver;

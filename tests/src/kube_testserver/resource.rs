@@ -74,8 +74,11 @@ impl ResourceType {
         }
     }
 
-    /// The built-in types: core `v1` namespaces, configmaps and events,
-    /// `events.k8s.io/v1` events, and CustomResourceDefinitions.
+    /// The built-in types: core `v1` namespaces, configmaps, events and
+    /// service accounts, `events.k8s.io/v1` events, RBAC's roles and
+    /// bindings, `apps/v1` deployments, `policy/v1` pod disruption budgets
+    /// (stored and served, not acted on: no pod is ever started), and
+    /// CustomResourceDefinitions.
     pub fn builtins() -> Vec<Self> {
         let mut configmaps = Self::builtin("", "v1", "configmaps", "ConfigMap", true, false);
         configmaps.short_names = vec!["cm".into()];
@@ -90,11 +93,40 @@ impl ResourceType {
             true,
         );
         crds.short_names = vec!["crd".into(), "crds".into()];
+        let mut service_accounts =
+            Self::builtin("", "v1", "serviceaccounts", "ServiceAccount", true, false);
+        service_accounts.short_names = vec!["sa".into()];
+        let mut deployments = Self::builtin("apps", "v1", "deployments", "Deployment", true, true);
+        deployments.short_names = vec!["deploy".into()];
+        let mut budgets = Self::builtin(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            true,
+        );
+        budgets.short_names = vec!["pdb".into()];
+        let rbac = "rbac.authorization.k8s.io";
         vec![
             namespaces,
             configmaps,
             Self::builtin("", "v1", "events", "Event", true, false),
+            service_accounts,
             Self::builtin("events.k8s.io", "v1", "events", "Event", true, false),
+            Self::builtin(rbac, "v1", "roles", "Role", true, false),
+            Self::builtin(rbac, "v1", "rolebindings", "RoleBinding", true, false),
+            Self::builtin(rbac, "v1", "clusterroles", "ClusterRole", false, false),
+            Self::builtin(
+                rbac,
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+                false,
+            ),
+            deployments,
+            budgets,
             crds,
         ]
     }
