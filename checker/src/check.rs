@@ -304,13 +304,27 @@ where
         let formulas: Vec<LabelFormula> = plan.liveness.iter().map(|p| p.formula).collect();
         find_violations(graph, &formulas, rules, initial, options.threads)
     };
-    for (property, lasso) in plan.liveness.iter().zip(lassos) {
+    for (k, (property, lasso)) in plan.liveness.iter().zip(&lassos).enumerate() {
         let searched = complete && !options.safety_only;
+        // A behaviour already found for an earlier property that violates
+        // this one too is shown instead of one of its own, so that the
+        // counterexamples share their steps and are read once.
+        let shared = lasso.as_ref().and_then(|_| {
+            lassos[..k].iter().flatten().find_map(|earlier| {
+                let at = earlier.violates(graph, plan.liveness[k].formula, initial)?;
+                Some((earlier, at))
+            })
+        });
+        let evidence = match (shared, lasso) {
+            (Some((earlier, at)), _) => Some(materialize_lasso(model, graph, earlier, Some(at))),
+            (None, Some(lasso)) => Some(materialize_lasso(model, graph, lasso, None)),
+            (None, None) => None,
+        };
         properties.push(PropertyReport {
             name: property.name,
             kind: property.kind,
             verdict: verdict(lasso.is_some(), searched, Verdict::Violated),
-            evidence: lasso.map(|lasso| materialize_lasso(model, graph, &lasso)),
+            evidence,
         });
     }
 
@@ -562,7 +576,14 @@ fn ordinals<C: ClassSet>(graph: &Graph<C>, mut from: u32, edges: &[usize]) -> (V
     (ordinals, from)
 }
 
-fn materialize_lasso<M, C>(model: &M, graph: &Graph<C>, lasso: &EdgeLasso) -> Evidence<M>
+/// The lasso's states and actions; its trigger is the step `trigger` names,
+/// or by default the step of its `start`.
+fn materialize_lasso<M, C>(
+    model: &M,
+    graph: &Graph<C>,
+    lasso: &EdgeLasso,
+    trigger: Option<usize>,
+) -> Evidence<M>
 where
     C: ClassSet,
     M: Model,
@@ -570,7 +591,7 @@ where
     M::Action: Clone,
 {
     let mut route = graph.route_to(lasso.start);
-    let trigger = route.ordinals.len();
+    let trigger = trigger.unwrap_or(route.ordinals.len());
     let (bridge, entry) = ordinals(graph, lasso.start, &lasso.bridge);
     route.ordinals.extend(bridge);
     let (prefix, last) = walk(model, &route);

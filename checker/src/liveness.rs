@@ -725,3 +725,66 @@ pub(crate) fn find_violation<C: ClassSet>(
         }
     }
 }
+
+impl EdgeLasso {
+    /// The states it passes: from an initial state to the cycle's entry
+    /// (the BFS route to `start`, then the bridge), then the cycle's states
+    /// after the entry, ending at the entry again (none for a stutter).
+    fn states<C: ClassSet>(&self, graph: &Graph<C>) -> (Vec<u32>, Vec<u32>) {
+        let mut prefix = vec![self.start];
+        let mut at = self.start;
+        while graph.parents[at as usize].state != crate::graph::ROOT {
+            at = graph.parents[at as usize].state;
+            prefix.push(at);
+        }
+        prefix.reverse();
+        prefix.extend(self.bridge.iter().map(|&e| graph.edges[e].to));
+        let cycle = self.cycle.iter().map(|&e| graph.edges[e].to).collect();
+        (prefix, cycle)
+    }
+
+    /// Whether this behaviour, found for another formula, violates
+    /// `formula` too: then the step (counted from the initial state, the
+    /// cycle's steps after the prefix's) at which its trigger holds, or its
+    /// condition fails. Fairness does not depend on the formula, so a fair
+    /// lasso stays fair.
+    pub(crate) fn violates<C: ClassSet>(
+        &self,
+        graph: &Graph<C>,
+        formula: LabelFormula,
+        initial: u32,
+    ) -> Option<usize> {
+        let (prefix, cycle) = self.states(graph);
+        let entry = prefix.len() - 1;
+        // One period of the cycle, from its entry.
+        let period = || std::iter::once(prefix[entry]).chain(cycle.iter().copied());
+        let steps: Vec<u32> = prefix.iter().chain(&cycle).copied().collect();
+        match formula {
+            LabelFormula::EventuallyAlways { p } => {
+                period().position(|u| !graph.label(u, p)).map(|i| entry + i)
+            }
+            LabelFormula::InfinitelyOften { p } => {
+                period().all(|u| !graph.label(u, p)).then_some(entry)
+            }
+            LabelFormula::LeadsTo { p, q } => {
+                if period().any(|u| graph.label(u, q)) {
+                    return None;
+                }
+                let from = prefix
+                    .iter()
+                    .rposition(|&u| graph.label(u, q))
+                    .map_or(0, |i| i + 1);
+                let triggered = |(i, &u): &(usize, &u32)| match p {
+                    Some(p) => graph.label(u, p),
+                    None => *i == 0 && u < initial,
+                };
+                steps
+                    .iter()
+                    .enumerate()
+                    .skip(from)
+                    .find(triggered)
+                    .map(|(i, _)| i)
+            }
+        }
+    }
+}

@@ -131,8 +131,9 @@ pub struct Detail {
 pub struct Printed {
     /// Initial states listed in full.
     initial_states: Vec<Vec<Change>>,
-    /// Per counterexample printed: its property and its steps.
-    paths: Vec<(String, Vec<RenderedStep>)>,
+    /// Per counterexample printed: its property, its steps, and where its
+    /// cycle starts.
+    paths: Vec<(String, Vec<RenderedStep>, Option<usize>)>,
 }
 
 /// The fewest steps a counterexample must share with one printed before to
@@ -261,9 +262,11 @@ pub fn report(
             evidence.headline
         );
         steps(&mut out, evidence, detail, printed);
-        printed
-            .paths
-            .push((property.name.clone(), evidence.steps.clone()));
+        printed.paths.push((
+            property.name.clone(),
+            evidence.steps.clone(),
+            evidence.cycle_start,
+        ));
         line!(
             out,
             "  Explorer: {}/{}  (serve it with: steadfast explore {} --variant {variant} \
@@ -283,10 +286,12 @@ fn steps(out: &mut String, evidence: &RenderedEvidence, detail: &Detail, printed
     // the most, up to (not including) the state a cycle starts from, or the
     // last state.
     let last = evidence.cycle_start.unwrap_or(evidence.steps.len() - 1);
+    // The earliest of those sharing the most: where the steps were printed.
     let shared = printed
         .paths
         .iter()
-        .map(|(name, steps)| {
+        .rev()
+        .map(|(name, steps, _)| {
             let common = steps
                 .iter()
                 .zip(&evidence.steps)
@@ -341,10 +346,37 @@ fn steps(out: &mut String, evidence: &RenderedEvidence, detail: &Detail, printed
             }
         }
         if evidence.cycle_start == Some(index) {
+            if let Some((name, first, last)) = printed.same_cycle(&evidence.steps[index..]) {
+                line!(
+                    out,
+                    "  -- cycle: from here, the steps {first} to {last} of the counterexample to \"{name}\" above, which return to this state and repeat forever --"
+                );
+                return;
+            }
             line!(
                 out,
                 "  -- cycle: the steps below return to the state of step {index}, and repeat forever --"
             );
         }
+    }
+}
+
+impl Printed {
+    /// A counterexample printed before whose cycle is `cycle` (the state a
+    /// cycle starts from, then its steps), step by step and state by state:
+    /// its property and the numbers of the cycle's steps there.
+    fn same_cycle(&self, cycle: &[RenderedStep]) -> Option<(&str, usize, usize)> {
+        let same = |a: &RenderedStep, b: &RenderedStep| a.action == b.action && a.state == b.state;
+        self.paths.iter().find_map(|(name, steps, start)| {
+            let start = (*start)?;
+            let theirs = &steps[start..];
+            // The state it starts from, whatever led there; then the same
+            // steps through the same states.
+            let equal = theirs.len() == cycle.len()
+                && cycle.len() > 1
+                && theirs[0].state == cycle[0].state
+                && theirs[1..].iter().zip(&cycle[1..]).all(|(a, b)| same(a, b));
+            equal.then(|| (name.as_str(), start + 1, steps.len() - 1))
+        })
     }
 }

@@ -180,6 +180,20 @@ proptest! {
                     prop_assert_eq!(prefix.steps[0].state, 0);
                     prop_assert!(!cycle.is_empty());
                     prop_assert_eq!(cycle.last().unwrap().state, prefix.steps.last().unwrap().state);
+                    // And it violates this property (it may have been found
+                    // for another and shown for both).
+                    let goal = |u: &u8| model.goal.contains(u);
+                    let looped: Vec<u8> = cycle.iter().map(|s| s.state).collect();
+                    let path: Vec<u8> = prefix.steps.iter().map(|s| s.state).chain(looped.iter().copied()).collect();
+                    let violates = match name {
+                        "goal follows trigger" => !looped.iter().any(goal)
+                            && (0..path.len()).any(|i| {
+                                model.trigger.contains(&path[i]) && !path[i..].iter().any(goal)
+                            }),
+                        "settles in goal" => looped.iter().any(|u| !goal(u)),
+                        _ => !looped.iter().any(goal),
+                    };
+                    prop_assert!(violates, "{} shown by a lasso that does not violate it: {:?}", name, path);
                 }
             }
         }

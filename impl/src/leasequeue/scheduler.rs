@@ -24,6 +24,7 @@ use steadfast_spec::leasequeue::{Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::etcd::{Etcd, EtcdOptions};
 use super::metrics::SchedulerMetrics;
@@ -724,14 +725,17 @@ impl<E: Executor> Driver<E> {
         let reply_to = held.reply_to.clone();
         let executor = Arc::clone(&self.executor);
         let events = self.events.clone();
-        tokio::spawn(async move {
+        // Everything the executor logs names its activation.
+        let span = tracing::info_span!("activation", %id, action = %invocation.action);
+        let run = async move {
             let result = executor.execute(invocation).await;
             let _ = events.send(Event::Executed {
                 id,
                 reply_to,
                 result,
             });
-        });
+        };
+        tokio::spawn(run.instrument(span));
     }
 
     /// What activation `id` was sent with; the role never names one it was

@@ -16,6 +16,7 @@ use serde::Serialize;
 use steadfast_spec::lifecycle::{Config, HandlerSpec, On, Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use super::driver::{Driver, Event, Shared};
 use super::events::Events;
@@ -342,7 +343,8 @@ where
                 None => event,
             };
             let (sender, driver) = start(event);
-            tasks.spawn(driver);
+            // Everything a driver logs names its object.
+            tasks.spawn(driver.instrument(tracing::info_span!("object", %key)));
             drivers.insert(key, sender);
             // Drivers that finished are forgotten as they go.
             while let Some(finished) = tasks.try_join_next() {
