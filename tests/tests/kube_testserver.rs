@@ -1253,39 +1253,57 @@ async fn watch_with_a_selector_should_see_objects_enter_and_leave_it() {
     h.finish().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_crd_should_stop_serving_its_type_and_remove_its_objects() {
-    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-    let h = Harness::start().await;
+/// Installs (if missing) and waits for a CRD of `kind` in
+/// `tests.steadfast.dev` with no status subresource and any fields kept;
+/// returns the CRDs' API, its objects' API in the test's namespace, and the
+/// resource.
+async fn install_schemaless(
+    h: &Harness,
+    kind: &str,
+) -> (
+    Api<CustomResourceDefinition>,
+    Api<kube::core::DynamicObject>,
+    kube::core::ApiResource,
+) {
+    use kube::core::{ApiResource, GroupVersionKind};
+    let singular = kind.to_ascii_lowercase();
+    let plural = format!("{singular}s");
+    let name = format!("{plural}.tests.steadfast.dev");
     let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "metadata": { "name": "gizmos.tests.steadfast.dev" },
+        "metadata": { "name": name },
         "spec": {
             "group": "tests.steadfast.dev", "scope": "Namespaced",
-            "names": { "plural": "gizmos", "singular": "gizmo", "kind": "Gizmo" },
+            "names": { "plural": plural, "singular": singular, "kind": kind },
             "versions": [{ "name": "v1", "served": true, "storage": true,
                 "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }]
         }
     }))
     .unwrap();
-    crds.create(&PostParams::default(), &crd).await.unwrap();
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("the {kind} CRD: {error}"),
+    }
     let established = kube::runtime::wait::conditions::is_crd_established();
-    let wait = kube::runtime::wait::await_condition(
-        crds.clone(),
-        "gizmos.tests.steadfast.dev",
-        established,
-    );
+    let wait = kube::runtime::wait::await_condition(crds.clone(), &name, established);
     tokio::time::timeout(Duration::from_secs(30), wait)
         .await
         .expect("the CRD is established")
         .unwrap();
-
     let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("tests.steadfast.dev", "v1", "Gizmo"),
-        "gizmos",
+        &GroupVersionKind::gvk("tests.steadfast.dev", "v1", kind),
+        &plural,
     );
-    let gizmos: Api<DynamicObject> =
-        Api::namespaced_with(h.client.clone(), &h.namespace, &resource);
+    let objects = Api::namespaced_with(h.client.clone(), &h.namespace, &resource);
+    (crds, objects, resource)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_crd_should_stop_serving_its_type_and_remove_its_objects() {
+    use kube::api::DynamicObject;
+    let h = Harness::start().await;
+    let (crds, gizmos, resource) = install_schemaless(&h, "Gizmo").await;
     let mut gizmo = DynamicObject::new("g", &resource);
     gizmo.data = json!({ "spec": { "size": 1 } });
     gizmos.create(&PostParams::default(), &gizmo).await.unwrap();
@@ -1325,7 +1343,7 @@ async fn deleting_a_crd_should_stop_serving_its_type_and_remove_its_objects() {
         matches!(gizmos.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 404)
     })
     .await;
-    crds.create(&PostParams::default(), &crd).await.unwrap();
+    install_schemaless(&h, "Gizmo").await;
     eventually(
         "the type is served again, without the old objects",
         || async {
@@ -1603,36 +1621,9 @@ async fn a_status_change_should_bump_the_generation_only_where_status_is_a_subre
     // (apiextensions-apiserver/pkg/registry/customresource/strategy.go)
     // exempts only `metadata` from the generation, and `status` too where
     // the status subresource is enabled.
-    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    use kube::core::DynamicObject;
     let h = Harness::start().await;
-    let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "metadata": { "name": "gizmos.tests.steadfast.dev" },
-        "spec": {
-            "group": "tests.steadfast.dev", "scope": "Namespaced",
-            "names": { "plural": "gizmos", "singular": "gizmo", "kind": "Gizmo" },
-            "versions": [{ "name": "v1", "served": true, "storage": true,
-                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }]
-        }
-    }))
-    .unwrap();
-    match crds.create(&PostParams::default(), &crd).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(error) => panic!("the Gizmo CRD: {error}"),
-    }
-    let established = kube::runtime::wait::conditions::is_crd_established();
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        kube::runtime::wait::await_condition(crds, "gizmos.tests.steadfast.dev", established),
-    )
-    .await
-    .expect("the Gizmo CRD is established")
-    .unwrap();
-    let resource =
-        ApiResource::from_gvk(&GroupVersionKind::gvk("tests.steadfast.dev", "v1", "Gizmo"));
-    let gizmos: Api<DynamicObject> =
-        Api::namespaced_with(h.client.clone(), &h.namespace, &resource);
+    let (_, gizmos, resource) = install_schemaless(&h, "Gauge").await;
     let mut gizmo = DynamicObject::new("g", &resource);
     gizmo.data = json!({ "spec": { "size": 1 } });
     let created = gizmos.create(&PostParams::default(), &gizmo).await.unwrap();
