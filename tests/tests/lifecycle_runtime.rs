@@ -780,6 +780,19 @@ async fn the_operator_s_metrics_should_move_as_it_works_and_its_probe_turn_ready
         ) == Some(1.0),
         "{after}"
     );
+    api.delete("m", &DeleteParams::default()).await.unwrap();
+    let forgotten = async {
+        loop {
+            let (_, text) = get(address, "/metrics").await;
+            if sample(&text, "steadfast_lifecycle_objects") == Some(0.0) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), forgotten)
+        .await
+        .expect("a deleted object's driver ends and is no longer counted");
     running.abort();
     target.finish().await;
 }

@@ -306,7 +306,27 @@ where
         let mut tasks = JoinSet::new();
         let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
         let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => match event {
+                    Some(event) => event,
+                    None => break,
+                },
+                Some(finished) = tasks.join_next(), if !tasks.is_empty() => {
+                    // A driver finished (its object is gone): forgotten,
+                    // unless a new object of the name has a driver already.
+                    if let Ok(key) = finished {
+                        if drivers
+                            .get(&key)
+                            .is_some_and(mpsc::UnboundedSender::is_closed)
+                        {
+                            drivers.remove(&key);
+                        }
+                    }
+                    shared.metrics.objects(tasks.len());
+                    continue;
+                }
+            };
             let (object, event) = match event {
                 Ok(watcher::Event::Apply(object)) => (object.clone(), Event::Observed(object)),
                 Ok(watcher::Event::InitApply(object)) => (object.clone(), Event::Listed(object)),
@@ -346,17 +366,6 @@ where
             // Everything a driver logs names its object.
             tasks.spawn(driver.instrument(tracing::info_span!("object", %key)));
             drivers.insert(key, sender);
-            // Drivers that finished are forgotten as they go.
-            while let Some(finished) = tasks.try_join_next() {
-                if let Ok(key) = finished {
-                    if drivers
-                        .get(&key)
-                        .is_some_and(mpsc::UnboundedSender::is_closed)
-                    {
-                        drivers.remove(&key);
-                    }
-                }
-            }
             shared.metrics.objects(tasks.len());
         }
         Ok(())
