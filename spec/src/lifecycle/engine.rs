@@ -434,7 +434,14 @@ impl<D: Domain> Engine<D> {
                 else {
                     return Vec::new();
                 };
-                let made = seen.into_iter().rev().find(|v| v.version == version);
+                // The newest version the watch showed, if it showed the one
+                // the patch made (it shows versions in order: whatever came
+                // after is newer still, another writer's).
+                let made = seen
+                    .iter()
+                    .any(|v| v.version == version)
+                    .then(|| seen.last().cloned())
+                    .flatten();
                 if self.view.is_none() {
                     // The object went meanwhile: no version of it will come.
                     self.hold = Hold::None;
@@ -442,9 +449,10 @@ impl<D: Domain> Engine<D> {
                 }
                 if let Hold::Fetching { .. } = self.hold {
                     // The read is asked for now, after the write.
-                } else if let Some(made) = made {
-                    // The watch showed the version the patch made.
-                    self.view = Some(made);
+                } else if let Some(newest) = made {
+                    // The watch showed the version the patch made, and
+                    // perhaps newer ones: the newest is processed.
+                    self.view = Some(newest);
                     self.hold = Hold::None;
                 } else if waits {
                     self.hold = Hold::Until(version);

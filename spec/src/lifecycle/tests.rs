@@ -275,6 +275,33 @@ fn a_permanent_failure_should_be_told_with_its_message() {
 }
 
 #[test]
+fn a_reply_after_the_watch_showed_the_own_write_and_a_newer_one_should_process_the_newer() {
+    // Seen in a runtime test: the watch showed the patch's own version,
+    // then another writer's, before the patch's reply came.
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let first = view(1, Essence([0, 0, 0]));
+    let (run, _, _) = invoked(&engine.step(&config, Input::Observed(first.clone()))).unwrap();
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    let own = applied(first, patch(&effects).expect("the outcome's patch"));
+    assert_eq!(engine.step(&config, Input::Observed(own.clone())), []);
+    let foreign = View {
+        version: own.version + 1,
+        essence: own.essence.with(Field::Tick, 1),
+        ..own.clone()
+    };
+    assert_eq!(engine.step(&config, Input::Observed(foreign)), []);
+    let effects = engine.step(
+        &config,
+        Input::PatchApplied {
+            version: own.version,
+        },
+    );
+    let (_, _, essence) = invoked(&effects).expect("the newer version is processed");
+    assert_eq!(essence.get(Field::Tick), 1, "{effects:?}");
+}
+
+#[test]
 fn a_list_showing_another_version_should_be_confirmed_by_a_read() {
     let (mut engine, next) = planned();
     let config = seed641();
