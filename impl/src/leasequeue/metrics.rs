@@ -116,15 +116,10 @@ impl SchedulerMetrics {
         (metrics, registry)
     }
 
-    /// Whether the role may hand out work now.
-    pub(crate) fn may_act(role: &Scheduler<Named>) -> bool {
-        matches!(role.lease, LeaseState::Held { valid_for, .. } if valid_for > 0)
-    }
-
     /// Reads what the role's state shows, after a step.
     pub(crate) fn observe(&mut self, role: &Scheduler<Named>) {
         let held = matches!(role.lease, LeaseState::Held { .. });
-        let acting = Self::may_act(role);
+        let acting = role.valid_lease().is_some();
         self.lease_held.set(i64::from(held));
         self.fenced.set(i64::from(!acting));
         self.queues.set(count(role.queues.len()));

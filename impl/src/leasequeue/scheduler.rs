@@ -606,7 +606,7 @@ impl<E: Executor> Driver<E> {
             self.perform(effect);
         }
         self.metrics.observe(&self.role);
-        let acting = SchedulerMetrics::may_act(&self.role);
+        let acting = self.role.valid_lease().is_some();
         self.readiness.set((!acting).then_some(WAITING));
     }
 

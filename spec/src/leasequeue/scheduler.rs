@@ -355,6 +355,17 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
+    /// The lease it may hand out work under now: held, and still valid on
+    /// its own clock (the fence's judgement, [`Rule::Fence`]).
+    pub fn valid_lease(&self) -> Option<&D::Lease> {
+        match &self.lease {
+            LeaseState::Held { id, valid_for, .. } if *valid_for != D::Duration::default() => {
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
     /// The queue of `action`, if it owns one.
     pub fn queue(&self, action: &D::Action) -> Option<&Queue<D>> {
         self.queues.iter().find(|q| q.action == *action)
@@ -575,14 +586,7 @@ impl<D: Domain> Scheduler<D> {
             // OpenWhisk serves from its queue whatever became of its lease.
             return Some(queue.lease.clone());
         }
-        match &self.lease {
-            LeaseState::Held { id, valid_for, .. }
-                if *id == queue.lease && *valid_for != D::Duration::default() =>
-            {
-                Some(id.clone())
-            }
-            _ => None,
-        }
+        self.valid_lease().filter(|id| **id == queue.lease).cloned()
     }
 
     /// Hands out every waiting activation whose queue is servable now; one

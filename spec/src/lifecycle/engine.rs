@@ -642,7 +642,7 @@ impl<D: Domain> Engine<D> {
                     }
                 };
                 let deadline = D::after(record.started, spec.timeout);
-                if self.now >= deadline || record.retries >= spec.retries {
+                if self.now >= deadline || spec.out_of_attempts(record.retries) {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
@@ -696,7 +696,7 @@ impl<D: Domain> Engine<D> {
         let handler = done.handler.clone();
         let verdict = match &done.outcome {
             Outcome::Success => None,
-            Outcome::Temporary { delay, message } if attempts < spec.retries => {
+            Outcome::Temporary { delay, message } if !spec.out_of_attempts(attempts) => {
                 Some(Verdict::Retrying {
                     handler,
                     message: message.clone(),
@@ -788,8 +788,7 @@ impl<D: Domain> Engine<D> {
                 record.seen = Some(spec.digest(&judged));
             }
             Outcome::Temporary { delay, .. } => {
-                // The same count as the verdict's in `finish_telling`.
-                if record.retries >= spec.retries {
+                if spec.out_of_attempts(record.retries) {
                     record.outcome = Some(Final::Failure);
                     record.seen = Some(spec.digest(&ran_on));
                 } else {

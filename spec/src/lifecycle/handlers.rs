@@ -92,6 +92,12 @@ impl<D: Domain> Config<D> {
 }
 
 impl<D: Domain> HandlerSpec<D> {
+    /// Whether `attempts` made in an episode leave no more: the handler has
+    /// failed for good if the last of them failed.
+    pub fn out_of_attempts(&self, attempts: u8) -> bool {
+        attempts >= self.retries
+    }
+
     /// Whether the handler is active for a cycle with this reason,
     /// diff-base and essence.
     pub fn matches(
