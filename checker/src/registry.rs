@@ -319,7 +319,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 8] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 12] = [
     Scenario {
         name: "seed641",
         about:
@@ -364,6 +364,30 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 8] = [
         about: "a create handler whose own write is not idempotent",
         by_default: true,
         value: scenarios::stamp,
+    },
+    Scenario {
+        name: "refused",
+        about: "a patch refused for good (422) around an edit and a deletion",
+        by_default: true,
+        value: scenarios::refused,
+    },
+    Scenario {
+        name: "throttled",
+        about: "two requests throttled or failed (429, 5xx; a patch applied or not, or a read)",
+        by_default: true,
+        value: scenarios::throttled,
+    },
+    Scenario {
+        name: "late",
+        about: "a run returns just after its deadline, as it is cancelled",
+        by_default: true,
+        value: scenarios::late,
+    },
+    Scenario {
+        name: "exhausted",
+        about: "a field and a delete handler of 2 attempts run out of them (3 temporary errors)",
+        by_default: true,
+        value: scenarios::exhausted,
     },
     Scenario {
         name: "bench",

@@ -181,7 +181,7 @@ fn replay_should_need_a_file() {
 /// the watch shows the version it made.
 fn engine_trace(variant: lifecycle::Variant) -> String {
     use lifecycle::named::Named as Kube;
-    use lifecycle::{Config, Effect, Engine, HandlerSpec, Input, ObjectView, On, Outcome};
+    use lifecycle::{Backoff, Config, Effect, Engine, HandlerSpec, Input, ObjectView, On, Outcome};
     let config = Config::<Kube> {
         rules: variant.into(),
         handlers: vec![HandlerSpec {
@@ -190,6 +190,10 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
             retries: 3,
             timeout: 60_000,
         }],
+        backoff: Backoff {
+            first: 200,
+            most: 30_000,
+        },
     };
     let header = lifecycle::trace::Header {
         object: "default/t".into(),
@@ -239,7 +243,7 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
                         version: view.version.clone(),
                     });
                 }
-                Effect::Fetch | Effect::WakeAt(_) | Effect::Tell(_) => {}
+                Effect::Fetch | Effect::WakeAt(_) | Effect::Tell(_) | Effect::Cancel { .. } => {}
             }
         }
     }

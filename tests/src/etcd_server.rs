@@ -174,6 +174,31 @@ impl ServerTls {
 }
 
 /// One etcd member: its ports, its data and its process.
+/// Waits (at most 2 s) until every thread of process `pid` is stopped: a
+/// SIGSTOP reaches each thread of a Go process when it is next scheduled,
+/// so a request sent at once could still be answered by one not stopped yet.
+fn stopped(pid: u32) {
+    let all_stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return true;
+        };
+        tasks.flatten().all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the command's closing parenthesis.
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next());
+            matches!(state, None | Some('T' | 't'))
+        })
+    };
+    for _ in 0..200 {
+        if all_stopped() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 struct Member {
     name: String,
     client_port: u16,
@@ -263,6 +288,9 @@ impl Member {
             .status()
             .map_err(|source| EtcdError::Process { what, source })?;
         if status.success() {
+            if signal == "-STOP" {
+                stopped(child.id());
+            }
             Ok(())
         } else {
             Err(EtcdError::Process {

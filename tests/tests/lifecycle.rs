@@ -11,7 +11,7 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 7] = [
+const SCENARIOS: [(&str, Scenario); 11] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
@@ -19,6 +19,10 @@ const SCENARIOS: [(&str, Scenario); 7] = [
     ("hang", scenarios::hang),
     ("lost", scenarios::lost),
     ("stamp", scenarios::stamp),
+    ("refused", scenarios::refused),
+    ("throttled", scenarios::throttled),
+    ("late", scenarios::late),
+    ("exhausted", scenarios::exhausted),
 ];
 
 #[test]

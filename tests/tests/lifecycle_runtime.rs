@@ -155,6 +155,24 @@ fn replay_all(dir: &Path, holds: bool) -> usize {
     steps
 }
 
+/// Waits (at most 10 s) until `name` has a diff-base: handled in full once;
+/// `what` says what that shows, should it not come.
+async fn handled_in_full(api: &Api<Ticker>, name: &str, what: &str) {
+    let handled = async {
+        loop {
+            let object = api.get(name).await.unwrap();
+            let annotations = object.metadata.annotations.unwrap_or_default();
+            if annotations.contains_key("steadfast.dev/diff-base") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), handled)
+        .await
+        .unwrap_or_else(|_| panic!("{name} is not handled in 10 s: {what}"));
+}
+
 /// Runs #641's story under `variant`: the tick moves from 1 to 2 to 3
 /// while the first sub-handler works. Returns each sub-handler's last tick,
 /// and every run.
@@ -561,19 +579,12 @@ async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
     );
     let running = tokio::spawn(operator.run());
     create(&api, "h").await;
-    let handled = async {
-        loop {
-            let object = api.get("h").await.unwrap();
-            let annotations = object.metadata.annotations.unwrap_or_default();
-            if annotations.contains_key("steadfast.dev/diff-base") {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), handled)
-        .await
-        .expect("the hung handler is given up and the object handled");
+    handled_in_full(
+        &api,
+        "h",
+        "the hung handler is given up and the object handled",
+    )
+    .await;
     running.abort();
     assert!(replay_all(traces.path(), true) > 0);
     target.finish().await;
@@ -794,5 +805,189 @@ async fn the_operator_s_metrics_should_move_as_it_works_and_its_probe_turn_ready
         .await
         .expect("a deleted object's driver ends and is no longer counted");
     running.abort();
+    target.finish().await;
+}
+
+/// The inputs of every engine's trace in `dir` that are of `kind` (an
+/// [`Input`](steadfast_spec::lifecycle::Input) variant's name), as JSON.
+fn inputs_of(dir: &Path, kind: &str) -> Vec<serde_json::Value> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(input) = record["input"].get(kind) {
+                found.push(input.clone());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_refused_for_good_should_be_told_and_not_sent_again_until_the_object_changes() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    // Its write makes the annotations larger than the API server allows
+    // (256 KiB): the engine's patch is answered 422, however often sent.
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "bloat",
+        Handler::new(|ctx: Context<Ticker>| async move {
+            let huge = "x".repeat(300 * 1024);
+            ctx.patch(json!({ "metadata": { "annotations": { "example.com/huge": huge } } }));
+            Ok::<(), HandlerError>(())
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "r").await;
+    let refusals = || inputs_of(traces.path(), "PatchRefused");
+    let first = async {
+        while refusals().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), first)
+        .await
+        .expect("the patch is refused");
+    // `create` sets the status after the object is made: a change of its
+    // own, which may come after the first refusal and be tried once more.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = refusals();
+    assert!(settled.len() <= 2, "{settled:?}");
+    assert!(
+        settled[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("422 Invalid"),
+        "{settled:?}"
+    );
+    // 10 s of an object that refuses the patch and does not change: not
+    // sent again.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(refusals().len(), settled.len(), "sent again unchanged");
+    // The object changes: the handler runs on it, and its patch is tried
+    // (and refused) once more.
+    api.patch(
+        "r",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "spec": { "size": 2 } })),
+    )
+    .await
+    .unwrap();
+    let again = async {
+        while refusals().len() <= settled.len() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), again)
+        .await
+        .expect("a change of the object is tried again");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(refusals().len(), settled.len() + 1);
+    running.abort();
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
+    let (target, api) = tickers().await;
+    let Some(server) = target.server("a burst of 429") else {
+        return;
+    };
+    // A client that sees the server's first answer: kube-rs's own retry
+    // layer would otherwise wait out the 429s before the engine hears.
+    let mut config = kube::Config::new(server.url().parse().unwrap());
+    config.default_retry = false;
+    let quiet: Api<Ticker> =
+        Api::namespaced(kube::Client::try_from(config).unwrap(), &target.namespace);
+    let traces = tempfile::tempdir().unwrap();
+    let started = Arc::new(Notify::new());
+    let release = Arc::new(Notify::new());
+    let (began, go) = (started.clone(), release.clone());
+    let operator = Operator::new(quiet).trace(traces.path()).on_field(
+        "spec.size",
+        "slow",
+        Handler::new(move |_ctx: Context<Ticker>| {
+            let (began, go) = (began.clone(), go.clone());
+            async move {
+                began.notify_one();
+                go.notified().await;
+                Ok::<(), HandlerError>(())
+            }
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "t").await;
+    started.notified().await;
+    // The next request, the engine's patch, is told to wait a second.
+    server
+        .inject(Fault::TooManyRequests {
+            count: 1,
+            retry_after_seconds: 1,
+        })
+        .unwrap();
+    let returned = tokio::time::Instant::now();
+    release.notify_one();
+    // Watched in the traces, not by asking the server (which would take
+    // the 429 itself).
+    let written = async {
+        while inputs_of(traces.path(), "PatchApplied").is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), written)
+        .await
+        .expect("written once the server serves again");
+    let waited = returned.elapsed();
+    let throttled = inputs_of(traces.path(), "PatchThrottled");
+    assert_eq!(throttled, [json!({ "retry_after": 1000 })]);
+    assert!(waited >= Duration::from_millis(950), "{waited:?}");
+    running.abort();
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_deadline_should_be_cancelled() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let ticks = Arc::new(Mutex::new(0u32));
+    let told = Arc::new(Mutex::new(false));
+    let (counted, heard) = (ticks.clone(), told.clone());
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "endless",
+        Handler::new(move |ctx: Context<Ticker>| {
+            let (counted, heard) = (counted.clone(), heard.clone());
+            async move {
+                // Work of its own elsewhere, stopped by the signal.
+                let signal = ctx.clone();
+                tokio::spawn(async move {
+                    signal.cancelled().await;
+                    *heard.lock().unwrap() = true;
+                });
+                loop {
+                    *counted.lock().unwrap() += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        })
+        .timeout(Duration::from_millis(400)),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "c").await;
+    handled_in_full(&api, "c", "given up at its deadline").await;
+    let at_cancel = *ticks.lock().unwrap();
+    assert!(at_cancel > 0);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(*ticks.lock().unwrap(), at_cancel, "the run stopped");
+    assert!(
+        *told.lock().unwrap(),
+        "the context told the handler's own work"
+    );
+    running.abort();
+    assert!(replay_all(traces.path(), true) > 0);
     target.finish().await;
 }

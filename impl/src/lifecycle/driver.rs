@@ -1,8 +1,11 @@
 //! One object's engine, driven: watch events, run results, patch results,
-//! reads and timers become inputs; invocations, patches, reads and wake-ups
-//! are carried out. The driver decides nothing about the protocol; it
-//! keeps only what it needs to carry effects out (the newest object, to
-//! hand to handlers and to keep other finalizers; the deadlines of runs).
+//! reads and timers become inputs; invocations, cancellations, patches,
+//! reads and wake-ups are carried out. The driver decides nothing about the
+//! protocol: an API answer becomes the input of its class (conflict,
+//! refused for good, throttled, unknown), and the engine decides what
+//! follows. It keeps only what it needs to carry effects out (the versions
+//! of the object the engine may act on, to hand to handlers; the newest
+//! one's finalizers; the runs in flight, to cancel them).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,14 +20,16 @@ use serde::Serialize;
 use serde_json::Value;
 use steadfast_spec::lifecycle::named::{canonical, Named};
 use steadfast_spec::lifecycle::trace::{Header, Record};
-use steadfast_spec::lifecycle::{Config, Effect, Engine, Input, Outcome, RunId, Verdict};
-use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use steadfast_spec::lifecycle::{
+    Config, Effect, Engine, Input, ObjectView, Outcome, RunId, Verdict,
+};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{AbortHandle, JoinSet};
 
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
-use super::object::{error_patch, merge_patch_of, seen};
+use super::object::{error_patch, merge_patch_of, seen, unreadable};
 use crate::trace::Recorder;
 
 /// The wall clock, in ms since the epoch: times in progress records
@@ -67,17 +72,67 @@ pub(crate) struct Shared<K> {
     pub(crate) metrics: Metrics,
 }
 
+/// A run in flight, and how to stop it.
+struct Running {
+    run: RunId,
+    /// When the engine is to be told that its time is up.
+    deadline: u64,
+    /// Its task.
+    task: AbortHandle,
+    /// What its context's [`Context::cancelled`] waits on.
+    cancel: watch::Sender<bool>,
+}
+
+/// How the engine meets an API server's error answer.
+enum Answer {
+    /// 409, 404: the object moved on, or is gone.
+    Conflict,
+    /// 400, 403, 422: refused for good, with the server's words.
+    Refused(String),
+    /// 429, 5xx and any other status: throttled or not served; wait the
+    /// `Retry-After` if the server gave one (ms).
+    Throttled(Option<u64>),
+    /// No answer (a timeout, a lost connection): it may have applied.
+    Unknown,
+}
+
+impl Answer {
+    fn of(error: &kube::Error) -> Self {
+        let kube::Error::Api(status) = error else {
+            return Answer::Unknown;
+        };
+        match status.code {
+            404 | 409 => Answer::Conflict,
+            400 | 403 | 422 => Answer::Refused(bounded(&format!(
+                "{} {}: {}",
+                status.code, status.reason, status.message
+            ))),
+            _ => Answer::Throttled(
+                status
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|&seconds| seconds > 0)
+                    .map(|seconds| u64::from(seconds) * 1000),
+            ),
+        }
+    }
+}
+
 /// One object's driver.
 pub(crate) struct Driver<K> {
     shared: Arc<Shared<K>>,
     name: String,
     engine: Engine<Named>,
-    /// The newest object seen, as JSON and typed.
-    latest: Option<(Value, Arc<K>)>,
+    /// The newest object seen, typed (what Events are about).
+    latest: Option<Arc<K>>,
+    /// Every version the engine holds, typed: a run is shown the one it
+    /// acts on.
+    versions: Vec<(String, Arc<K>)>,
     /// The finalizers on the newest object seen.
     finalizers: Vec<String>,
     wake: Option<u64>,
-    deadlines: Vec<(RunId, u64)>,
+    runs: Vec<Running>,
     recorder: Option<Recorder>,
     tasks: JoinSet<Done<K>>,
 }
@@ -113,9 +168,10 @@ where
             shared,
             name,
             latest: None,
+            versions: Vec::new(),
             finalizers: Vec::new(),
             wake: None,
-            deadlines: Vec::new(),
+            runs: Vec::new(),
             recorder,
             tasks: JoinSet::new(),
         }
@@ -141,14 +197,13 @@ where
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
                     Ok(Done::Input(input)) => input,
                     // A read object is taken in as a watched one is.
-                    Ok(Done::Read(Some(object))) => match self.read(object) {
-                        Some(view) => Input::Fetched(view),
-                        None => continue,
-                    },
+                    Ok(Done::Read(Some(object))) => self.read(object).map_or_else(|e| e, Input::Fetched),
                     Ok(Done::Read(None)) => {
                         self.latest = None;
                         Input::Gone
                     }
+                    // A run cancelled at its deadline.
+                    Err(error) if error.is_cancelled() => continue,
                     Err(error) => {
                         tracing::error!(%error, "a task of {} failed", self.name);
                         continue;
@@ -157,12 +212,25 @@ where
                 () = sleep_until_ms(next_timer), if next_timer.is_some() => {
                     let now = now_ms();
                     self.wake = self.wake.filter(|&at| at > now);
-                    self.deadlines.retain(|&(_, at)| at > now);
                     Input::Tick { now }
                 }
             };
             let gone = matches!(input, Input::Gone);
+            let now = match &input {
+                Input::Tick { now } => Some(*now),
+                Input::HandlerDone { run: done, .. } => {
+                    let done = *done;
+                    self.runs.retain(|r| r.run != done);
+                    None
+                }
+                _ => None,
+            };
             self.step(input);
+            if let Some(now) = now {
+                // Told: the engine has cancelled the run, or (kopf) lets it
+                // go on.
+                self.runs.retain(|r| r.deadline > now);
+            }
             if gone && self.tasks.is_empty() {
                 // Nothing of the object is left to do; a new object of the
                 // same name gets a driver of its own.
@@ -172,7 +240,7 @@ where
     }
 
     fn next_timer(&self) -> Option<u64> {
-        let deadlines = self.deadlines.iter().map(|&(_, at)| at);
+        let deadlines = self.runs.iter().map(|r| r.deadline);
         self.wake.into_iter().chain(deadlines).min()
     }
 
@@ -186,39 +254,27 @@ where
             Event::Observed(object) => (object, false),
             Event::Listed(object) => (object, true),
         };
-        let view = self.read(object)?;
-        Some(if listed {
-            Input::Listed(view)
-        } else {
-            Input::Observed(view)
+        Some(match self.read(object) {
+            Ok(view) if listed => Input::Listed(view),
+            Ok(view) => Input::Observed(view),
+            Err(unreadable) => unreadable,
         })
     }
 
-    /// What the engine sees of `object`; annotations it cannot read are
-    /// recorded on the object, and the version is not given to the engine.
-    fn read(&mut self, object: K) -> Option<steadfast_spec::lifecycle::ObjectView<Named>> {
-        let json = serde_json::to_value(&object).ok()?;
-        match seen(&json, &self.shared.watched) {
-            Ok(seen) => {
-                self.finalizers = seen.finalizers;
-                self.latest = Some((json, Arc::new(object)));
-                Some(seen.view)
-            }
-            Err(errors) => {
-                for error in &errors {
-                    tracing::error!(%error, "object {} is not handled", self.name);
-                }
-                let api = self.shared.api.clone();
-                let name = self.name.clone();
-                let body = error_patch(&errors);
-                tokio::spawn(async move {
-                    let _ = api
-                        .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
-                        .await;
-                });
-                None
-            }
-        }
+    /// What the engine sees of `object`, kept as a version a run may be
+    /// shown; or, if its `steadfast.dev/` annotations cannot be read,
+    /// [`Input::Unreadable`].
+    fn read(&mut self, object: K) -> Result<ObjectView<Named>, Input<Named>> {
+        let json = serde_json::to_value(&object).unwrap_or(Value::Null);
+        let object = Arc::new(object);
+        self.latest = Some(object.clone());
+        let seen = seen(&json, &self.shared.watched).map_err(|errors| Input::Unreadable {
+            version: object.meta().resource_version.clone().unwrap_or_default(),
+            message: unreadable(&errors),
+        })?;
+        self.finalizers = seen.finalizers;
+        self.versions.push((seen.view.version.clone(), object));
+        Ok(seen.view)
     }
 
     /// Feeds the engine, records the step and carries out the effects.
@@ -234,24 +290,25 @@ where
         for effect in effects {
             self.carry_out(effect);
         }
+        let held = self.engine.versions();
+        self.versions.retain(|(version, _)| held.contains(version));
     }
 
     fn carry_out(&mut self, effect: Effect<Named>) {
         match effect {
-            Effect::Invoke {
-                run,
-                handler,
-                parent,
-                essence,
-                old,
-                retry,
-                deadline,
-            } => {
-                self.deadlines.push((run, deadline));
-                self.invoke(run, handler, parent, &essence, old.as_deref(), retry);
+            invoke @ Effect::Invoke { .. } => self.invoke(invoke),
+            Effect::Cancel { run } => {
+                if let Some(at) = self.runs.iter().position(|r| r.run == run) {
+                    let running = self.runs.remove(at);
+                    let _ = running.cancel.send(true);
+                    running.task.abort();
+                    tracing::warn!(
+                        "a run of {} passed its deadline and is cancelled",
+                        self.name
+                    );
+                }
             }
             Effect::Patch(patch) => {
-                let events = self.notices();
                 let metrics = self.shared.metrics.clone();
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
@@ -260,39 +317,32 @@ where
                     let body = match body {
                         Ok(body) => body,
                         Err(error) => {
-                            tracing::error!(%error, "a patch of {name} cannot be written");
-                            return Done::Input(Input::PatchUnknown);
+                            let message = format!("a patch of {name} cannot be written: {error}");
+                            return Done::Input(Input::PatchRefused { message });
                         }
                     };
-                    let (answer, input) = match api
+                    let result = api
                         .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
-                        .await
-                    {
+                        .await;
+                    let (answer, input) = match result.as_ref().map_err(Answer::of) {
                         Ok(object) => (
                             "applied",
                             Input::PatchApplied {
                                 version: object.meta().resource_version.clone().unwrap_or_default(),
                             },
                         ),
-                        Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {
-                            ("conflict", Input::PatchConflict)
+                        Err(Answer::Conflict) => ("conflict", Input::PatchConflict),
+                        Err(Answer::Refused(message)) => {
+                            ("refused", Input::PatchRefused { message })
                         }
-                        Err(kube::Error::Api(status)) if matches!(status.code, 400 | 403 | 422) => {
-                            tracing::error!(code = status.code, message = %status.message, "the API server refused a patch of {name}");
-                            if let Some((events, reference)) = events {
-                                let notice = Notice::Refused {
-                                    code: status.code,
-                                    message: status.message.clone(),
-                                };
-                                events.post(reference, &notice);
-                            }
-                            ("refused", Input::PatchUnknown)
+                        Err(Answer::Throttled(retry_after)) => {
+                            ("throttled", Input::PatchThrottled { retry_after })
                         }
-                        Err(error) => {
-                            tracing::warn!(%error, "a patch of {name} may or may not have applied");
-                            ("unknown", Input::PatchUnknown)
-                        }
+                        Err(Answer::Unknown) => ("unknown", Input::PatchUnknown),
                     };
+                    if let Err(error) = &result {
+                        tracing::warn!(%error, "a patch of {name} was answered {answer}");
+                    }
                     metrics.patched(answer);
                     Done::Input(input)
                 });
@@ -301,12 +351,16 @@ where
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
                 self.tasks.spawn(async move {
-                    loop {
-                        match api.get_opt(&name).await {
-                            Ok(object) => return Done::Read(object),
-                            Err(error) => tracing::warn!(%error, "reading {name} again"),
+                    match api.get_opt(&name).await {
+                        Ok(object) => Done::Read(object),
+                        Err(error) => {
+                            tracing::warn!(%error, "reading {name} failed");
+                            let retry_after = match Answer::of(&error) {
+                                Answer::Throttled(retry_after) => retry_after,
+                                Answer::Conflict | Answer::Refused(_) | Answer::Unknown => None,
+                            };
+                            Done::Input(Input::FetchFailed { retry_after })
                         }
-                        tokio::time::sleep(Duration::from_millis(200)).await;
                     }
                 });
             }
@@ -320,7 +374,7 @@ where
     /// Where Events go, and the object they are about, if both are known.
     fn notices(&self) -> Option<(Events, ObjectReference)> {
         let events = self.shared.events.clone()?;
-        let (_, object) = self.latest.as_ref()?;
+        let object = self.latest.as_ref()?;
         Some((events, object.object_ref(&K::DynamicType::default())))
     }
 
@@ -342,25 +396,65 @@ where
                 tracing::error!(%message, "handler {handler} of {} failed for good", self.name);
                 Notice::Failed { handler, message }
             }
+            Verdict::PatchRefused { message } => {
+                tracing::error!(%message, "the API server refused a patch of {} for good; nothing is written until it changes", self.name);
+                Notice::Refused { message }
+            }
+            Verdict::Unreadable { message } => {
+                tracing::error!(%message, "object {} is not handled: its steadfast.dev/ annotations cannot be read", self.name);
+                // Recorded on the object too, for people; nothing answers it.
+                let api = self.shared.api.clone();
+                let name = self.name.clone();
+                let body = error_patch(&message);
+                tokio::spawn(async move {
+                    let params = PatchParams::default();
+                    if let Err(error) = api.patch(&name, &params, &KubePatch::Merge(&body)).await {
+                        tracing::warn!(%error, "the error annotation of {name} was not written");
+                    }
+                });
+                Notice::Unreadable { message }
+            }
         };
         if let Some((events, reference)) = self.notices() {
             events.post(reference, &notice);
         }
     }
 
-    /// Starts a run of `handler` (a sub-handler of `parent`) on `essence`.
-    fn invoke(
-        &mut self,
-        run: RunId,
-        handler: String,
-        parent: Option<String>,
-        essence: &str,
-        old: Option<&str>,
-        retry: u8,
-    ) {
-        let Some((_, object)) = &self.latest else {
+    /// Starts the run `invoke` asks for on the version it acts on, to be
+    /// told at its deadline.
+    fn invoke(&mut self, invoke: Effect<Named>) {
+        let Effect::Invoke {
+            run,
+            version,
+            handler,
+            parent,
+            essence,
+            old,
+            retry,
+            deadline,
+        } = invoke
+        else {
             return;
         };
+        let Some((_, object)) = self.versions.iter().find(|(v, _)| *v == version) else {
+            // Not reached: the engine holds the version it acts on. Met as
+            // a failed run, not a hang.
+            let message = format!("steadfast bug: version {version} was not kept");
+            tracing::error!("{message} for a run of {}", self.name);
+            self.tasks.spawn(async move {
+                Done::Input(Input::HandlerDone {
+                    run,
+                    outcome: Outcome::Temporary {
+                        delay: 1000,
+                        message,
+                    },
+                    subs: Vec::new(),
+                    write: None,
+                })
+            });
+            return;
+        };
+        let object = object.clone();
         let registered = parent.as_ref().unwrap_or(&handler);
         let code = self
             .shared
@@ -377,17 +471,19 @@ where
                 .unwrap_or(&handler)
                 .to_owned()
         });
+        let (cancel, cancelled) = watch::channel(false);
         let ctx = Context {
-            object: object.clone(),
+            object,
             handler: handler.clone(),
             sub,
-            essence: serde_json::from_str(essence).unwrap_or(Value::Null),
-            old: old.and_then(|o| serde_json::from_str(o).ok()),
+            essence: serde_json::from_str(&essence).unwrap_or(Value::Null),
+            old: old.and_then(|o| serde_json::from_str(&o).ok()),
             retry,
             out: out.clone(),
+            cancel: cancelled,
         };
         let metrics = self.shared.metrics.clone();
-        self.tasks.spawn(async move {
+        let task = self.tasks.spawn(async move {
             let began = std::time::Instant::now();
             let result = match code {
                 Some(code) => code(ctx).await,
@@ -425,6 +521,12 @@ where
                     .collect(),
                 write: output.patch.map(|p| canonical(&p)),
             })
+        });
+        self.runs.push(Running {
+            run,
+            deadline,
+            task,
+            cancel,
         });
     }
 }

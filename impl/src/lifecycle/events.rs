@@ -44,11 +44,15 @@ pub(crate) enum Notice {
         message: String,
     },
     /// The API server refused the engine's patch for good (400, 403 or
-    /// 422): nothing more is written until someone fixes the object.
+    /// 422): nothing more is written until the object changes.
     Refused {
-        /// The HTTP status code.
-        code: u16,
-        /// The server's message.
+        /// The server's answer: its code, reason and message.
+        message: String,
+    },
+    /// The object's `steadfast.dev/` annotations cannot be read: nothing
+    /// runs until they are fixed or removed.
+    Unreadable {
+        /// What is wrong with them.
         message: String,
     },
 }
@@ -68,11 +72,23 @@ impl Notice {
                 "Handle",
                 format!("handler {handler} failed for good: {message}"),
             ),
-            Notice::Refused { code, message } => (
+            Notice::Refused { message } => (
                 EventType::Warning,
                 "PatchRefused",
                 "RecordProgress",
-                format!("the API server refused steadfast's patch ({code}): {message}"),
+                format!(
+                    "the API server refused steadfast's patch ({message}); \
+                     nothing is written until the object changes"
+                ),
+            ),
+            Notice::Unreadable { message } => (
+                EventType::Warning,
+                "ProgressUnreadable",
+                "ReadProgress",
+                format!(
+                    "steadfast.dev/ annotations cannot be read, no handler runs until they \
+                     are fixed or removed: {message}"
+                ),
             ),
         };
         Event {
@@ -145,11 +161,10 @@ mod tests {
             .unwrap()
             .contains("create failed for good: no quota"));
         let refused = Notice::Refused {
-            code: 422,
-            message: "too long".into(),
+            message: "422 Invalid: too long".into(),
         }
         .event();
         assert!(matches!(refused.type_, EventType::Warning));
-        assert!(refused.note.unwrap().contains("(422)"));
+        assert!(refused.note.unwrap().contains("(422 Invalid: too long)"));
     }
 }

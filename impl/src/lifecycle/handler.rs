@@ -186,6 +186,8 @@ pub struct Context<K> {
     pub(crate) old: Option<Value>,
     pub(crate) retry: u8,
     pub(crate) out: Arc<Mutex<RunOutput>>,
+    /// Becomes `true` when the engine cancels the run at its deadline.
+    pub(crate) cancel: tokio::sync::watch::Receiver<bool>,
 }
 
 impl<K> Clone for Context<K> {
@@ -198,6 +200,7 @@ impl<K> Clone for Context<K> {
             old: self.old.clone(),
             retry: self.retry,
             out: self.out.clone(),
+            cancel: self.cancel.clone(),
         }
     }
 }
@@ -303,6 +306,21 @@ impl<K> Context<K> {
         self.retry
     }
 
+    /// Resolves when the run is cancelled: its episode's deadline passed
+    /// and the engine gave it up. The run's own future is dropped at that
+    /// moment too, so this matters only to work the handler started
+    /// elsewhere (a spawned task, a blocking thread), which should stop.
+    pub async fn cancelled(&self) {
+        let mut cancel = self.cancel.clone();
+        // An error means the run is over, its driver gone: cancelled too.
+        let _ = cancel.wait_for(|cancelled| *cancelled).await;
+    }
+
+    /// Whether the run has been cancelled (see [`Context::cancelled`]).
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
     /// Adds a JSON merge patch to what the run writes to the object; it
     /// goes in the engine's patch with the run's outcome, only if the run
     /// succeeds.
@@ -339,6 +357,7 @@ mod tests {
             old: Some(json!({"spec": {"size": 1, "image": "a", "gone": true}})),
             retry: 0,
             out: Arc::default(),
+            cancel: tokio::sync::watch::channel(false).1,
         };
         assert_eq!(
             ctx.diff(),

@@ -110,6 +110,8 @@ impl Metrics {
         let (family, handler) = match verdict {
             Verdict::Retrying { handler, .. } => (&self.retries, handler),
             Verdict::Failed { handler, .. } => (&self.failures, handler),
+            // Counted with the patches' answers, or not of a run.
+            Verdict::PatchRefused { .. } | Verdict::Unreadable { .. } => return,
         };
         family
             .get_or_create(&HandlerLabels {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 use steadfast_spec::lifecycle::annotations::{
-    self, error_annotation, progress_key, AnnotationError, ProgressRecord, DIFF_BASE, PREFIX,
+    self, error_annotation, progress_key, AnnotationError, ProgressRecord, DIFF_BASE, ERROR, PREFIX,
 };
 use steadfast_spec::lifecycle::named::{canonical, compose, essence_of, Named};
 use steadfast_spec::lifecycle::{ObjectView, Patch, Progress, Record};
@@ -151,11 +151,15 @@ pub(crate) fn merge_patch_of(
     Ok(body)
 }
 
-/// The merge patch that records unreadable annotations on the object for
-/// people (`steadfast.dev/error`).
-pub(crate) fn error_patch(errors: &[AnnotationError]) -> Value {
-    let (key, value) = error_annotation(errors);
-    json!({ "metadata": { "annotations": { key: value } } })
+/// What is wrong with unreadable annotations, one line per error.
+pub(crate) fn unreadable(errors: &[AnnotationError]) -> String {
+    error_annotation(errors).1
+}
+
+/// The merge patch that records what is wrong with unreadable annotations
+/// on the object for people (`steadfast.dev/error`).
+pub(crate) fn error_patch(message: &str) -> Value {
+    json!({ "metadata": { "annotations": { ERROR: message } } })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The operator: handlers registered by cause, and the loop that watches
 //! the resource and gives each object a driver of its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use steadfast_spec::lifecycle::{Config, HandlerSpec, On, Rules, Variant};
+use steadfast_spec::lifecycle::{Backoff, Config, HandlerSpec, On, Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -112,6 +112,15 @@ pub struct Operator<K> {
 /// The reporting controller an operator's Events name unless
 /// [`Operator::reporter`] says otherwise.
 pub const DEFAULT_REPORTER: &str = "steadfast-operator";
+
+/// The engine's wait (ms) after a throttled or failed request when the API
+/// server gave no `Retry-After`: 200 ms, doubling to 30 s. (kube-rs's own
+/// client retries 429, 503 and 504 first, honouring `Retry-After`, unless
+/// its `Config::default_retry` is off.)
+const BACKOFF: Backoff<steadfast_spec::lifecycle::named::Named> = Backoff {
+    first: 200,
+    most: 30_000,
+};
 
 impl<K> Operator<K>
 where
@@ -277,6 +286,7 @@ where
             config: Config {
                 rules: self.rules,
                 handlers: specs,
+                backoff: BACKOFF,
             },
             handlers,
             watched,
@@ -303,6 +313,9 @@ where
             .map(|endpoint| endpoint.serve(registry, readiness.clone()));
         let shared = self.shared(metrics)?;
         let mut drivers: HashMap<String, mpsc::UnboundedSender<Event<K>>> = HashMap::new();
+        // The objects a list (re)started by the watch has shown so far: one
+        // it does not show is gone (deleted while the watch was away).
+        let mut listed: Option<HashSet<String>> = None;
         let mut tasks = JoinSet::new();
         let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
         let mut stream = std::pin::pin!(stream);
@@ -329,10 +342,26 @@ where
             };
             let (object, event) = match event {
                 Ok(watcher::Event::Apply(object)) => (object.clone(), Event::Observed(object)),
-                Ok(watcher::Event::InitApply(object)) => (object.clone(), Event::Listed(object)),
+                Ok(watcher::Event::InitApply(object)) => {
+                    if let Some(listed) = &mut listed {
+                        listed.insert(key_of(&object));
+                    }
+                    (object.clone(), Event::Listed(object))
+                }
                 Ok(watcher::Event::Delete(object)) => (object, Event::Gone),
-                Ok(watcher::Event::Init) => continue,
+                Ok(watcher::Event::Init) => {
+                    listed = Some(HashSet::new());
+                    continue;
+                }
                 Ok(watcher::Event::InitDone) => {
+                    let listed = listed.take().unwrap_or_default();
+                    for (key, driver) in &drivers {
+                        if !listed.contains(key) {
+                            // Gone while the watch was away: no event of
+                            // its deletion will come.
+                            let _ = driver.send(Event::Gone);
+                        }
+                    }
                     readiness.set(None);
                     continue;
                 }
@@ -342,10 +371,7 @@ where
                     continue;
                 }
             };
-            let key = match object.namespace() {
-                Some(namespace) => format!("{namespace}/{}", object.name_any()),
-                None => object.name_any(),
-            };
+            let key = key_of(&object);
             let start = |event| {
                 let (sender, receiver) = mpsc::unbounded_channel();
                 let driver = Driver::new(shared.clone(), object.name_any(), &key);
@@ -369,5 +395,13 @@ where
             shared.metrics.objects(tasks.len());
         }
         Ok(())
+    }
+}
+
+/// An object's key: `namespace/name`, or `name` for a cluster-scoped one.
+fn key_of<K: Resource>(object: &K) -> String {
+    match object.namespace() {
+        Some(namespace) => format!("{namespace}/{}", object.name_any()),
+        None => object.name_any(),
     }
 }

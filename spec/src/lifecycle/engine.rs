@@ -70,6 +70,34 @@ pub enum Input<D: Domain> {
     /// The last patch's outcome is unknown: it timed out, or the connection
     /// was lost; it may or may not have been applied.
     PatchUnknown,
+    /// The last patch was refused for good (400, 403, 422): as computed, it
+    /// will never apply (annotations over the API server's limit, a
+    /// finalizer added to an object being deleted, a webhook's veto, a
+    /// missing permission).
+    PatchRefused {
+        /// What the API server said.
+        message: D::Message,
+    },
+    /// The API server throttled the last patch or could not serve it (429,
+    /// 5xx); it may or may not have been applied.
+    PatchThrottled {
+        /// How long the server asked the engine to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// The consistent read asked for by [`Effect::Fetch`] failed (429, 5xx,
+    /// a lost connection).
+    FetchFailed {
+        /// How long the server asked the engine to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// A version of the object whose `steadfast.dev/` annotations cannot be
+    /// read: no handler may run on a guess of its progress.
+    Unreadable {
+        /// Its resourceVersion.
+        version: D::Version,
+        /// What is wrong with the annotations, for people.
+        message: D::Message,
+    },
     /// The time is now `now` (a requested wake-up, a run's deadline, or any
     /// later time).
     Tick {
@@ -145,6 +173,9 @@ pub enum Effect<D: Domain> {
     Invoke {
         /// The run's name.
         run: RunId,
+        /// The version of the object the run acts on: the handler is shown
+        /// this version, not whichever the watch showed last.
+        version: D::Version,
         /// Which handler or sub-handler.
         handler: D::Handler,
         /// A sub-handler's parent, whose run declared it.
@@ -158,13 +189,21 @@ pub enum Effect<D: Domain> {
         /// When the episode's time is up.
         deadline: D::Time,
     },
+    /// Stop this run at once: it is past its deadline and the engine has
+    /// given it up. Whatever it returns is ignored.
+    Cancel {
+        /// The run.
+        run: RunId,
+    },
     /// Send this patch, then report [`Input::PatchApplied`],
-    /// [`Input::PatchConflict`] or [`Input::PatchUnknown`].
+    /// [`Input::PatchConflict`], [`Input::PatchUnknown`],
+    /// [`Input::PatchRefused`] or [`Input::PatchThrottled`].
     Patch(Patch<D>),
     /// Read the object consistently (a GET without a resourceVersion) and
-    /// report [`Input::Fetched`].
+    /// report [`Input::Fetched`], [`Input::Gone`] or [`Input::FetchFailed`].
     Fetch,
-    /// Report [`Input::Tick`] at this time: a delayed handler is due.
+    /// Report [`Input::Tick`] at this time: a delayed handler is due, or a
+    /// wait after a throttled request is over.
     WakeAt(D::Time),
     /// Tell people (a Kubernetes Event, a log line) what the engine
     /// concluded of a run; nothing answers it. Told once per run, when its
@@ -194,6 +233,18 @@ pub enum Verdict<D: Domain> {
         /// What its last failed run said; `None` if it was given up before
         /// any run failed.
         message: Option<D::Message>,
+    },
+    /// The API server refused a patch for good; nothing of the object is
+    /// processed until it changes.
+    PatchRefused {
+        /// What the server said.
+        message: D::Message,
+    },
+    /// The object's `steadfast.dev/` annotations cannot be read; nothing of
+    /// it is processed until a version that can be read.
+    Unreadable {
+        /// What is wrong with them.
+        message: D::Message,
     },
 }
 
@@ -291,6 +342,21 @@ pub enum Hold<D: Domain> {
         /// is idle, so that it reads every write of the engine's).
         asked: bool,
     },
+    /// Until the object changes from this version: a patch computed from
+    /// it was refused for good, and would be again.
+    Refused(D::Version),
+}
+
+/// A wait after the API server throttled a request or could not serve it:
+/// nothing is asked of it before `until`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Pause<D: Domain> {
+    /// When the engine may ask again.
+    pub until: D::Time,
+    /// How long this wait is: the next one, if the next answer is the same,
+    /// is twice as long (see [`super::handlers::Backoff`]).
+    pub wait: D::Duration,
 }
 
 /// The engine's memory of one object. It is lost on a restart; everything
@@ -314,6 +380,12 @@ pub struct Engine<D: Domain> {
     /// Noticed when the operator started and not handled in full since:
     /// resume handlers apply.
     pub initial: bool,
+    /// The wait after a throttled or failed request, until a request is
+    /// served.
+    pub pause: Option<Pause<D>>,
+    /// What was told of the last version whose annotations could not be
+    /// read, until one can be read (so that it is told once).
+    pub unreadable: Option<D::Message>,
     /// The time last told.
     pub now: D::Time,
     /// This start of the operator.
@@ -346,6 +418,8 @@ impl<D: Domain> Engine<D> {
             hold: Hold::None,
             carried: Vec::new(),
             initial: true,
+            pause: None,
+            unreadable: None,
             now,
             incarnation,
             runs: 0,
@@ -377,6 +451,7 @@ impl<D: Domain> Engine<D> {
                 self.observe(config, view)
             }
             Input::Fetched(view) => {
+                self.pause = None;
                 if let Hold::Fetching { seen, .. } = &self.hold {
                     // The watch restarted from a list, or lags: unless it has
                     // shown the version read here, it will, after older ones.
@@ -388,6 +463,7 @@ impl<D: Domain> Engine<D> {
                         Hold::Until(view.version.clone())
                     };
                 }
+                self.unreadable = None;
                 self.view = Some(view);
                 self.cycle(config)
             }
@@ -434,6 +510,7 @@ impl<D: Domain> Engine<D> {
                 else {
                     return Vec::new();
                 };
+                self.pause = None;
                 // The newest version the watch showed, if it showed the one
                 // the patch made (it shows versions in order: whatever came
                 // after is newer still, another writer's).
@@ -462,11 +539,45 @@ impl<D: Domain> Engine<D> {
                 }
                 self.cycle(config)
             }
-            Input::PatchConflict => self.refused(config),
+            Input::PatchConflict => {
+                self.pause = None;
+                self.refused(config)
+            }
             // A patch that may or may not have applied is met as a refused
             // one: the object is read, and the run's outcome written again
             // if it is not there.
             Input::PatchUnknown => self.refused(config),
+            Input::PatchRefused { message } => self.refused_for_good(config, message),
+            Input::PatchThrottled { retry_after } => {
+                if !matches!(self.phase, Phase::Patching { .. }) {
+                    return Vec::new();
+                }
+                // Met as a patch that may have applied, once the wait is
+                // over: nothing is asked of the server before.
+                let mut effects = self.back_off(config, retry_after);
+                effects.extend(self.refused(config));
+                effects
+            }
+            Input::FetchFailed { retry_after } => {
+                let Hold::Fetching { asked, .. } = &mut self.hold else {
+                    return Vec::new();
+                };
+                // Asked for again once the wait is over.
+                *asked = false;
+                self.back_off(config, retry_after)
+            }
+            Input::Unreadable { version, message } => {
+                // Nothing of this version can be processed, nor of any
+                // version before it; the next readable one is.
+                self.shown = Some(version);
+                self.view = None;
+                self.hold = Hold::None;
+                if self.unreadable.as_ref() == Some(&message) {
+                    return Vec::new();
+                }
+                self.unreadable = Some(message.clone());
+                vec![Effect::Tell(Verdict::Unreadable { message })]
+            }
             Input::Tick { now } => {
                 self.now = self.now.max(now);
                 match &self.phase {
@@ -475,8 +586,13 @@ impl<D: Domain> Engine<D> {
                     {
                         self.abandon(config)
                     }
-                    Phase::Idle if self.processable() => self.cycle(config),
-                    _ => Vec::new(),
+                    Phase::Idle => match &self.pause {
+                        // Woken early: the wait is asked for again.
+                        Some(pause) if self.now < pause.until => vec![Effect::WakeAt(pause.until)],
+                        _ if self.processable() || self.read_due() => self.cycle(config),
+                        _ => Vec::new(),
+                    },
+                    Phase::Running { .. } | Phase::Patching { .. } => Vec::new(),
                 }
             }
         }
@@ -493,6 +609,7 @@ impl<D: Domain> Engine<D> {
                 (awaited, awaited)
             }
             Hold::Fetching { .. } => (false, false),
+            Hold::Refused(version) => (true, *version != view.version),
         };
         self.see(view, keep);
         if !process {
@@ -506,6 +623,7 @@ impl<D: Domain> Engine<D> {
     /// may be the version the patch in flight made.
     fn see(&mut self, view: ObjectView<D>, keep: bool) {
         self.shown = Some(view.version.clone());
+        self.unreadable = None;
         if let Phase::Patching { seen, .. } = &mut self.phase {
             seen.push(view.clone());
         }
@@ -521,29 +639,51 @@ impl<D: Domain> Engine<D> {
     fn processable(&self) -> bool {
         match &self.hold {
             Hold::None => true,
-            Hold::Until(_) | Hold::Fetching { .. } => false,
+            Hold::Until(_) | Hold::Fetching { .. } | Hold::Refused(_) => false,
         }
+    }
+
+    /// Whether a consistent read is to be asked for, and is not yet.
+    fn read_due(&self) -> bool {
+        matches!(self.hold, Hold::Fetching { asked: false, .. })
+    }
+
+    /// Waits before the next request: `retry_after` if the server said, a
+    /// doubling wait otherwise.
+    fn back_off(&mut self, config: &Config<D>, retry_after: Option<D::Duration>) -> Vec<Effect<D>> {
+        let last = self.pause.as_ref().map(|p| p.wait);
+        let wait = config.backoff.next(last, retry_after);
+        let until = D::after(self.now, wait);
+        self.pause = Some(Pause { until, wait });
+        vec![Effect::WakeAt(until)]
+    }
+
+    /// The last patch was refused for good: it is told, the run's outcome
+    /// is kept to be written onto a newer version, and nothing is processed
+    /// until the object changes from the version the patch was computed
+    /// from (a newer one seen already is processed now). It is not read
+    /// again: a read would show the same version.
+    fn refused_for_good(&mut self, config: &Config<D>, message: D::Message) -> Vec<Effect<D>> {
+        if !matches!(self.phase, Phase::Patching { .. }) {
+            return Vec::new();
+        }
+        self.pause = None;
+        if let Some(expect) = self.unapplied(config) {
+            self.hold = Hold::Refused(expect);
+        }
+        let mut effects = vec![Effect::Tell(Verdict::PatchRefused { message })];
+        effects.extend(self.cycle(config));
+        effects
     }
 
     /// The last patch was refused, or its outcome is unknown: a newer
     /// version is processed (read, if the watch has shown none), with the
     /// run's outcome kept to be written again ([`Rule::RebaseOnConflict`]).
     fn refused(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
-        let Phase::Patching { patch, carried, .. } =
-            std::mem::replace(&mut self.phase, Phase::Idle)
-        else {
+        if !matches!(self.phase, Phase::Patching { .. }) {
             return Vec::new();
-        };
-        if let Some(carried) = carried.filter(|_| config.rules.has(Rule::RebaseOnConflict)) {
-            self.carried.retain(|c| c.handler != carried.handler);
-            self.carried.push(carried);
         }
-        if self.hold == Hold::None
-            && self
-                .view
-                .as_ref()
-                .is_some_and(|v| v.version == patch.expect)
-        {
+        if self.unapplied(config).is_some() {
             // The object moved on from the newest version seen (or the
             // refusal was spurious): read it rather than wait for the watch.
             self.hold = Hold::Fetching {
@@ -554,9 +694,33 @@ impl<D: Domain> Engine<D> {
         self.cycle(config)
     }
 
-    /// The running handler passed its deadline: it has failed for good.
+    /// Ends the patch in flight, which did not apply (or may not have):
+    /// its run's outcome is kept to be written onto a newer version
+    /// ([`Rule::RebaseOnConflict`]). Returns the version the patch was
+    /// computed from if it is still the newest seen and nothing holds the
+    /// engine: nothing newer is known to process.
+    fn unapplied(&mut self, config: &Config<D>) -> Option<D::Version> {
+        let Phase::Patching { patch, carried, .. } =
+            std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
+            return None;
+        };
+        if let Some(carried) = carried.filter(|_| config.rules.has(Rule::RebaseOnConflict)) {
+            self.carried.retain(|c| c.handler != carried.handler);
+            self.carried.push(carried);
+        }
+        let newest = self
+            .view
+            .as_ref()
+            .is_some_and(|v| v.version == patch.expect);
+        (self.hold == Hold::None && newest).then_some(patch.expect)
+    }
+
+    /// The running handler passed its deadline: it is cancelled, and has
+    /// failed for good.
     fn abandon(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
         let Phase::Running {
+            run,
             handler,
             parent,
             cycle,
@@ -568,7 +732,14 @@ impl<D: Domain> Engine<D> {
         let digest = self
             .spec(config, &handler, parent.as_ref())
             .digest(&cycle.view.essence);
-        self.finish_telling(config, parent, cycle, Carried::given_up(handler, digest))
+        let mut effects = vec![Effect::Cancel { run }];
+        effects.extend(self.finish_telling(
+            config,
+            parent,
+            cycle,
+            Carried::given_up(handler, digest),
+        ));
+        effects
     }
 
     /// The registration that governs `handler`: its own, or its parent's.
@@ -586,7 +757,9 @@ impl<D: Domain> Engine<D> {
 
     /// Starts a cycle on the newest version, if the engine is idle.
     fn cycle(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
-        if !matches!(self.phase, Phase::Idle) {
+        let paused = self.pause.as_ref().is_some_and(|p| self.now < p.until);
+        if !matches!(self.phase, Phase::Idle) || paused || matches!(self.hold, Hold::Refused(_)) {
+            // Busy, waiting out a throttle, or on a version refused for good.
             return Vec::new();
         }
         if let Hold::Fetching { asked, .. } = &mut self.hold {
@@ -656,6 +829,7 @@ impl<D: Domain> Engine<D> {
                 self.runs = self.runs.wrapping_add(1);
                 let invoke = Effect::Invoke {
                     run,
+                    version: cycle.view.version.clone(),
                     handler: handler.clone(),
                     parent: parent.clone(),
                     essence,
@@ -1058,6 +1232,20 @@ impl<D: Domain> Engine<D> {
 }
 
 impl<D: Domain> Engine<D> {
+    /// Every resourceVersion the engine holds (so that a driver keeps the
+    /// versions of the object it may be asked to act on, and no more).
+    pub fn versions(&self) -> Vec<D::Version> {
+        let mut versions = Vec::new();
+        self.clone()
+            .visit_versions(&mut |v| versions.push(v.clone()));
+        versions
+    }
+
+    /// Whether the engine waits for `run` to return.
+    pub fn awaits(&self, run: RunId) -> bool {
+        matches!(self.phase, Phase::Running { run: running, .. } if running == run)
+    }
+
     /// Calls `f` on every resourceVersion the engine holds (for a model
     /// that renames versions).
     pub fn visit_versions(&mut self, f: &mut impl FnMut(&mut D::Version)) {
@@ -1068,7 +1256,7 @@ impl<D: Domain> Engine<D> {
             f(version);
         }
         match &mut self.hold {
-            Hold::Until(version) => f(version),
+            Hold::Until(version) | Hold::Refused(version) => f(version),
             Hold::Fetching { seen, .. } => seen.iter_mut().for_each(&mut *f),
             Hold::None => {}
         }

@@ -47,6 +47,33 @@ pub struct Config<D: Domain> {
     pub rules: Rules,
     /// The registered handlers, in the order ties are broken in.
     pub handlers: Vec<HandlerSpec<D>>,
+    /// How long the engine waits before it asks the API server again after
+    /// a throttled or failed request, when the server did not say.
+    pub backoff: Backoff<D>,
+}
+
+/// The engine's wait after a request the API server throttled or could not
+/// serve (429, 5xx, a lost connection) and did not say how long to wait:
+/// `first`, doubled after each such answer in a row, at most `most`. A
+/// `Retry-After` the server gives is honoured instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Backoff<D: Domain> {
+    /// The first wait.
+    pub first: D::Duration,
+    /// The longest wait.
+    pub most: D::Duration,
+}
+
+impl<D: Domain> Backoff<D> {
+    /// The wait after one more failure in a row, `last` being the previous
+    /// wait (`None` after a success), unless the server said `told`.
+    pub fn next(&self, last: Option<D::Duration>, told: Option<D::Duration>) -> D::Duration {
+        told.unwrap_or_else(|| match last {
+            None => self.first,
+            Some(last) => D::doubled(last).min(self.most),
+        })
+    }
 }
 
 /// Why a processing cycle runs, as kopf derives it from the object.

@@ -31,6 +31,6 @@ mod tests;
 
 pub use domain::{Domain, Value};
 pub use engine::{Effect, Engine, Input, Outcome, Patch, RunId, Verdict};
-pub use handlers::{Config, HandlerSpec, On, Reason};
+pub use handlers::{Backoff, Config, HandlerSpec, On, Reason};
 pub use object::{Final, ObjectView, Progress, Record};
 pub use rules::{Rule, Rules, Variant};

@@ -49,6 +49,10 @@ impl Domain for Named {
     fn after(time: u64, span: u64) -> u64 {
         time.saturating_add(span)
     }
+
+    fn doubled(span: u64) -> u64 {
+        span.saturating_mul(2)
+    }
 }
 
 /// The text of `value`, the same for equal values.

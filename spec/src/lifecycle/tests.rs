@@ -163,6 +163,143 @@ fn a_hung_run_should_fail_for_good_at_its_deadline_and_its_late_return_be_ignore
 }
 
 #[test]
+fn a_run_past_its_deadline_should_be_cancelled() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let Some(Effect::Invoke {
+        run,
+        deadline,
+        version,
+        ..
+    }) = effects.first().cloned()
+    else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(version, 1, "the run acts on the version listed");
+    let effects = engine.step(&config, Input::Tick { now: deadline });
+    assert_eq!(
+        effects.first(),
+        Some(&Effect::Cancel { run }),
+        "{effects:?}"
+    );
+}
+
+/// The handlers a patch records, with their plans (a record written again
+/// onto another version starts its clock anew).
+fn keys_and_plans(p: &Patch<Small>) -> Vec<(Key, Option<Vec<Key>>)> {
+    p.records
+        .iter()
+        .map(|(k, r)| (*k, r.as_ref().map(|r| r.subs.clone())))
+        .collect()
+}
+
+/// The engine after `first`'s parent ran and its patch is in flight.
+fn patching(config: &Config<Small>, first: &View) -> (Engine<Small>, Patch<Small>) {
+    let mut engine = Engine::new(0, 0);
+    let effects = engine.step(config, Input::Listed(first.clone()));
+    let (run, _, _) = invoked(&effects).unwrap();
+    let effects = engine.step(config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
+    let sent = patch(&effects).unwrap().clone();
+    (engine, sent)
+}
+
+#[test]
+fn a_patch_refused_for_good_should_be_told_and_not_sent_again_until_the_object_changes() {
+    let config = seed641();
+    let first = view(1, Essence([0, 1, 0]));
+    let (mut engine, sent) = patching(&config, &first);
+    let effects = engine.step(
+        &config,
+        Input::PatchRefused {
+            message: Said::Failed,
+        },
+    );
+    assert_eq!(
+        effects,
+        [Effect::Tell(Verdict::PatchRefused {
+            message: Said::Failed
+        })],
+        "told, and neither read nor sent again"
+    );
+    // The same version, listed again or at any time later: nothing.
+    assert_eq!(engine.step(&config, Input::Observed(first.clone())), []);
+    assert_eq!(engine.step(&config, Input::Tick { now: 5 }), []);
+    // Someone changes the object: the run's outcome goes onto it, without
+    // running the handler again.
+    let changed = View {
+        version: 2,
+        ..first
+    };
+    let effects = engine.step(&config, Input::Observed(changed));
+    assert_eq!(invoked(&effects), None, "{effects:?}");
+    let p = patch(&effects).expect("the outcome is written again");
+    assert_eq!(p.expect, 2);
+    assert_eq!(keys_and_plans(p), keys_and_plans(&sent));
+}
+
+#[test]
+fn a_throttled_patch_should_wait_as_told_then_read_and_write_again() {
+    let config = seed641();
+    let first = view(1, Essence([0, 1, 0]));
+    let (mut engine, sent) = patching(&config, &first);
+    let throttled = Input::PatchThrottled {
+        retry_after: Some(2),
+    };
+    assert_eq!(engine.step(&config, throttled), [Effect::WakeAt(2)]);
+    // Nothing is asked of the server before the wait is over, whatever
+    // the watch shows meanwhile.
+    assert_eq!(engine.step(&config, Input::Observed(first.clone())), []);
+    assert_eq!(
+        engine.step(&config, Input::Tick { now: 1 }),
+        [Effect::WakeAt(2)]
+    );
+    assert_eq!(
+        engine.step(&config, Input::Tick { now: 2 }),
+        [Effect::Fetch]
+    );
+    // The read fails, unavailable: a wait of the engine's own, doubled.
+    let failed = Input::FetchFailed { retry_after: None };
+    let first_wait = config.backoff.next(Some(2), None);
+    assert_eq!(
+        engine.step(&config, failed),
+        [Effect::WakeAt(2 + first_wait)]
+    );
+    assert_eq!(
+        engine.step(
+            &config,
+            Input::Tick {
+                now: 2 + first_wait
+            }
+        ),
+        [Effect::Fetch]
+    );
+    let effects = engine.step(&config, Input::Fetched(first));
+    assert_eq!(invoked(&effects), None);
+    let p = patch(&effects).expect("the outcome is written again");
+    assert_eq!(keys_and_plans(p), keys_and_plans(&sent));
+    assert_eq!(engine.pause, None, "a served read ends the waits");
+}
+
+#[test]
+fn unreadable_annotations_should_be_told_once_and_nothing_run_until_readable() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let unreadable = |version| Input::Unreadable {
+        version,
+        message: Said::Failed,
+    };
+    let told = [Effect::Tell(Verdict::Unreadable {
+        message: Said::Failed,
+    })];
+    assert_eq!(engine.step(&config, unreadable(1)), told);
+    assert_eq!(engine.step(&config, unreadable(2)), [], "told once");
+    assert_eq!(engine.step(&config, Input::Tick { now: 3 }), []);
+    let effects = engine.step(&config, Input::Observed(view(3, Essence([0, 1, 0]))));
+    assert!(invoked(&effects).is_some(), "{effects:?}");
+}
+
+#[test]
 fn a_completion_of_an_earlier_start_should_be_ignored() {
     let config = seed641();
     let mut engine = Engine::new(1, 0);
@@ -408,6 +545,10 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         1 => (1u32..9).prop_map(|version| Input::PatchApplied { version }),
         1 => Just(Input::PatchConflict),
         1 => Just(Input::PatchUnknown),
+        1 => Just(Input::PatchRefused { message: Said::Failed }),
+        1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::PatchThrottled { retry_after }),
+        1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::FetchFailed { retry_after }),
+        1 => (1u32..9).prop_map(|version| Input::Unreadable { version, message: Said::Failed }),
         1 => (0u8..12).prop_map(|now| Input::Tick { now }),
         1 => Just(Input::Gone),
     ];
@@ -432,7 +573,11 @@ proptest! {
             prop_assert_eq!(&round_trip(&input), &input);
             let ends_patch = matches!(
                 input,
-                Input::PatchApplied { .. } | Input::PatchConflict | Input::PatchUnknown
+                Input::PatchApplied { .. }
+                    | Input::PatchConflict
+                    | Input::PatchUnknown
+                    | Input::PatchRefused { .. }
+                    | Input::PatchThrottled { .. }
             );
             let ends_run = matches!(input, Input::HandlerDone { .. } | Input::Tick { .. });
             let effects = engine.step(&config, input);

@@ -57,6 +57,15 @@ pub struct Ghost {
     pub zombie_returned: bool,
     /// A hung run's deadline once passed.
     pub deadline_passed: bool,
+    /// A run once returned after its deadline.
+    pub late_returned: bool,
+    /// The version a patch refused for good was computed from, the last
+    /// time one was.
+    pub refused: Option<u32>,
+    /// A request was once throttled or not served.
+    pub throttled: bool,
+    /// A run once failed temporarily on its last attempt.
+    pub exhausted: bool,
     /// A list once served a version older than the object's.
     pub stale_listed: bool,
     /// The watch once expired.
@@ -254,7 +263,7 @@ impl Ghost {
         for (_, version) in &mut self.touched {
             f(version);
         }
-        if let Some(version) = &mut self.foreign_at {
+        for version in self.foreign_at.iter_mut().chain(self.refused.iter_mut()) {
             f(version);
         }
     }

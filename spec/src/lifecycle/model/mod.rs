@@ -1,8 +1,10 @@
 //! The stateright model of the engine's world: an API server holding one
 //! object, an in-order watch that may expire (410) and lists that may be
-//! stale, handler runs that fail, hang or outlive their operator, patches
-//! refused with 409 or answered by silence, other writers, operator
-//! crashes, user edits and a deletion, all from finite budgets.
+//! stale, handler runs that fail, hang, return after their deadline or
+//! outlive their operator, patches refused with 409, refused for good
+//! (422), throttled (429, 5xx) or answered by silence, reads that fail,
+//! other writers, operator crashes, user edits and a deletion, all from
+//! finite budgets.
 //!
 //! Every action that touches the operator calls [`Engine::step`]; the model
 //! adds only the world around it (what handlers' code does, what the API
@@ -115,6 +117,14 @@ pub struct Faults {
     pub foreign_writes: u8,
     /// Patches whose reply is lost (applied or not).
     pub lost_replies: u8,
+    /// Patches refused for good (400, 403, 422): never applied.
+    pub refusals: u8,
+    /// Requests throttled or not served (429, 5xx): a patch (applied or
+    /// not) or a read.
+    pub throttles: u8,
+    /// Runs that return after their deadline passed (the engine cancels
+    /// them, but the return is already on its way).
+    pub overruns: u8,
     /// Whether users may delete the object.
     pub deletion: bool,
 }
@@ -157,6 +167,8 @@ pub struct Run {
     pub parent: Option<Key>,
     /// What it was given.
     pub essence: Essence,
+    /// Attempts before it in its episode.
+    pub retry: u8,
     /// When the engine gives up on it.
     pub deadline: u8,
 }
@@ -195,6 +207,8 @@ pub struct World {
     pub hung: Option<Run>,
     /// A run of a crashed operator, still going.
     pub zombie: Option<Run>,
+    /// A run that passed its deadline, its return on its way.
+    pub late: Option<Run>,
     /// The patch in flight.
     pub patch: Option<Patch<Small>>,
     /// Whether a consistent read is in flight.
@@ -238,6 +252,11 @@ pub enum Action {
     HandlerReturn(Outcome<Small>),
     /// The running handler hangs.
     HandlerHang,
+    /// The running handler's deadline passes as it returns: its return
+    /// reaches the operator after the deadline's tick.
+    HandlerOverrun,
+    /// A run that passed its deadline returns, its side effect done.
+    LateReturn,
     /// A hung run's deadline passes.
     ClockDeadline,
     /// A crashed operator's run returns, its side effect done.
@@ -249,8 +268,18 @@ pub enum Action {
         /// Whether it was applied.
         applied: bool,
     },
+    /// The API server refuses the patch for good (422).
+    ApiPatchRefused,
+    /// The API server throttles the patch (429), or fails it after applying
+    /// it or not (5xx).
+    ApiPatchThrottled {
+        /// Whether it was applied.
+        applied: bool,
+    },
     /// The API server answers the consistent read.
     ApiFetch,
+    /// The API server throttles or fails the consistent read.
+    ApiFetchFailed,
     /// Time passes until the requested wake-up.
     ClockWake,
     /// The operator crashes and restarts, losing its memory: a run in
@@ -310,6 +339,7 @@ impl LifecycleModel {
                     handler,
                     parent,
                     essence,
+                    retry,
                     deadline,
                     ..
                 } => {
@@ -318,8 +348,15 @@ impl LifecycleModel {
                         key: handler,
                         parent,
                         essence,
+                        retry,
                         deadline,
                     });
+                }
+                // A cancelled run stops; one whose return is on its way
+                // already ([`Action::HandlerOverrun`]) cannot be stopped.
+                Effect::Cancel { run } => {
+                    world.hung = world.hung.filter(|r| r.id != run);
+                    world.running = world.running.filter(|r| r.id != run);
                 }
                 Effect::Patch(patch) => world.patch = Some(patch),
                 Effect::Fetch => world.fetch = true,
@@ -371,6 +408,7 @@ impl LifecycleModel {
             running: None,
             hung: None,
             zombie: None,
+            late: None,
             patch: None,
             fetch: false,
             wake: None,
@@ -491,6 +529,7 @@ fn for_each_run(world: &mut World, f: &mut impl FnMut(&mut RunId)) {
         .iter_mut()
         .chain(world.hung.iter_mut())
         .chain(world.zombie.iter_mut())
+        .chain(world.late.iter_mut())
     {
         f(&mut run.id);
     }
@@ -557,15 +596,31 @@ impl Model for LifecycleModel {
         if w.zombie.is_some() {
             actions.push(Action::ZombieReturn);
         }
+        if w.running.is_some_and(|r| r.deadline > w.now) && l.overruns > 0 {
+            actions.push(Action::HandlerOverrun);
+        }
+        if w.late.is_some() {
+            actions.push(Action::LateReturn);
+        }
         if w.patch.is_some() {
             actions.push(Action::ApiPatch);
             if l.lost_replies > 0 {
                 actions.push(Action::ApiPatchLost { applied: true });
                 actions.push(Action::ApiPatchLost { applied: false });
             }
+            if l.refusals > 0 {
+                actions.push(Action::ApiPatchRefused);
+            }
+            if l.throttles > 0 {
+                actions.push(Action::ApiPatchThrottled { applied: true });
+                actions.push(Action::ApiPatchThrottled { applied: false });
+            }
         }
         if w.fetch {
             actions.push(Action::ApiFetch);
+            if l.throttles > 0 {
+                actions.push(Action::ApiFetchFailed);
+            }
         }
         if w.wake.is_some() {
             actions.push(Action::ClockWake);
@@ -685,16 +740,25 @@ impl Model for LifecycleModel {
             Action::ZombieReturn => {
                 let run = w.zombie.take()?;
                 w.ghost.zombie_returned = true;
-                let (subs, write) = self.returned(&mut w, run, Outcome::Success, false);
-                self.feed(
-                    &mut w,
-                    Input::HandlerDone {
-                        run: run.id,
-                        outcome: Outcome::Success,
-                        subs,
-                        write,
-                    },
-                );
+                self.return_unawaited(&mut w, run);
+            }
+            Action::HandlerOverrun => {
+                let run = w.running.take()?;
+                w.left.overruns -= 1;
+                w.now = w.now.max(run.deadline);
+                w.late = Some(run);
+                let now = w.now;
+                self.feed(&mut w, Input::Tick { now });
+                if !w.engine.awaits(run.id) {
+                    // Given up at its deadline: the ghost counts it as
+                    // failed for good, as a hung run.
+                    w.ghost.pend(run, run.essence, Vec::new());
+                }
+            }
+            Action::LateReturn => {
+                let run = w.late.take()?;
+                w.ghost.late_returned = true;
+                self.return_unawaited(&mut w, run);
             }
             Action::ApiPatch => {
                 let patch = w.patch.take()?;
@@ -713,6 +777,30 @@ impl Model for LifecycleModel {
                     self.apply(&mut w, &patch);
                 }
                 self.feed(&mut w, Input::PatchUnknown);
+            }
+            Action::ApiPatchRefused => {
+                let patch = w.patch.take()?;
+                w.left.refusals -= 1;
+                w.ghost.refused = Some(patch.expect);
+                let message = Said::Failed;
+                self.feed(&mut w, Input::PatchRefused { message });
+            }
+            Action::ApiPatchThrottled { applied } => {
+                let patch = w.patch.take()?;
+                w.left.throttles -= 1;
+                w.ghost.throttled = true;
+                if applied {
+                    self.apply(&mut w, &patch);
+                }
+                let retry_after = None;
+                self.feed(&mut w, Input::PatchThrottled { retry_after });
+            }
+            Action::ApiFetchFailed => {
+                w.fetch = false;
+                w.left.throttles -= 1;
+                w.ghost.throttled = true;
+                let retry_after = None;
+                self.feed(&mut w, Input::FetchFailed { retry_after });
             }
             Action::ApiFetch => {
                 w.fetch = false;
@@ -809,6 +897,23 @@ fn relist(w: &mut World, stale: bool) {
 }
 
 impl LifecycleModel {
+    /// A run the engine no longer waits for returns with its side effect
+    /// done (a crashed operator's, or one past its deadline): the engine is
+    /// told, and ignores it unless it still waits for it after all.
+    fn return_unawaited(&self, w: &mut World, run: Run) {
+        let awaited = w.engine.awaits(run.id);
+        let (subs, write) = self.returned(w, run, Outcome::Success, awaited);
+        self.feed(
+            w,
+            Input::HandlerDone {
+                run: run.id,
+                outcome: Outcome::Success,
+                subs,
+                write,
+            },
+        );
+    }
+
     /// What a run's code did when it returned: the ghost learns of it, and
     /// the engine is told what it declared and wrote. `current` says
     /// whether the run is the operator's own (not a zombie's).
@@ -831,7 +936,17 @@ impl LifecycleModel {
         let digest = self.digest(run.key, run.essence);
         w.ghost.returned(run, digest, outcome == Outcome::Success);
         w.ghost.wrote |= write.is_some();
-        if current && matches!(outcome, Outcome::Success | Outcome::Permanent { .. }) {
+        // A temporary error on the last attempt ends the episode too.
+        let spec = &self.config.handlers[usize::from(run.key.handler)];
+        let last_attempt = spec.out_of_attempts(run.retry.saturating_add(1));
+        let ends = match outcome {
+            Outcome::Success | Outcome::Permanent { .. } => true,
+            Outcome::Temporary { .. } => last_attempt,
+            Outcome::GivenUp => false,
+        };
+        w.ghost.exhausted |=
+            current && last_attempt && matches!(outcome, Outcome::Temporary { .. });
+        if current && ends {
             let seen = write.map_or(run.essence, |(f, v)| run.essence.with(f, v));
             w.ghost.pend(run, seen, subs.clone());
         }
@@ -839,9 +954,22 @@ impl LifecycleModel {
     }
 }
 
+/// The API server refused a patch for good and the object has not changed
+/// since the version the patch was computed from: nothing can be written,
+/// and the engine rightly rests until someone changes the object.
+fn rests_refused(w: &World) -> bool {
+    w.object
+        .as_ref()
+        .is_some_and(|o| w.ghost.refused == Some(o.version))
+}
+
 /// The object is handled in full and nothing is in flight: the diff-base
-/// is the essence, `handled` holds of it, and handling rests.
+/// is the essence, `handled` holds of it, and handling rests; or a patch
+/// of it was refused for good and it has not changed since.
 fn settled(m: &LifecycleModel, w: &World) -> bool {
+    if rests_refused(w) {
+        return true;
+    }
     match &w.object {
         None => true,
         Some(object) => {
@@ -868,13 +996,15 @@ impl TemporalModel for LifecycleModel {
         vec![
             // ◇□settled: once the object stops changing, the diff-base comes
             // to equal its final essence, every handler and sub-handler it
-            // concerns has finished on it, and handling rests.
+            // concerns has finished on it, and handling rests (unless the
+            // API server refused a patch of it for good, and nobody changed
+            // it since: nothing can be written then).
             Liveness::eventually_always("handled on the final essence", settled),
-            // deleting ~> ¬finalizer.
+            // deleting ~> ¬finalizer ∨ refused-for-good-and-unchanged.
             Liveness::leads_to(
                 "deletion releases the finalizer",
                 |_, w: &World| w.object.as_ref().is_some_and(|o| o.deleting),
-                |_, w: &World| w.object.as_ref().is_none_or(|o| !o.finalizer),
+                |_, w: &World| w.object.as_ref().is_none_or(|o| !o.finalizer) || rests_refused(w),
             ),
         ]
     }

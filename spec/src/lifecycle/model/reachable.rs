@@ -25,7 +25,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 14] = [
+const REACHABLE: [Reachable; 18] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -114,6 +114,33 @@ const REACHABLE: [Reachable; 14] = [
         name: "the watch expires and the operator lists again",
         expected: |m| m.budget.faults.expiries > 0,
         condition: |_, w| w.ghost.expired,
+    },
+    Reachable {
+        name: "a run returns after its deadline",
+        expected: |m| m.budget.faults.overruns > 0,
+        condition: |_, w| w.ghost.late_returned,
+    },
+    // Without it, the exemption of a refused object from "handled on the
+    // final essence" could never be tried.
+    Reachable {
+        name: "a patch is refused for good",
+        expected: |m| m.budget.faults.refusals > 0,
+        condition: |_, w| w.ghost.refused.is_some(),
+    },
+    Reachable {
+        name: "a throttled request is asked again after the wait",
+        expected: |m| m.budget.faults.throttles > 0,
+        condition: |_, w| w.ghost.throttled && w.engine.pause.is_none(),
+    },
+    Reachable {
+        name: "a handler runs out of attempts",
+        expected: |m| {
+            m.config
+                .handlers
+                .iter()
+                .any(|h| h.retries <= m.budget.faults.temporary_errors)
+        },
+        condition: |_, w| w.ghost.exhausted,
     },
     Reachable {
         name: "a patch's reply is lost",

@@ -4,7 +4,7 @@
 
 use super::small::{Essence, Field, Key, Small};
 use super::{Budget, Code, Faults, LifecycleModel, SubPlan, Writes};
-use crate::lifecycle::handlers::{Config, HandlerSpec, On};
+use crate::lifecycle::handlers::{Backoff, Config, HandlerSpec, On};
 use crate::lifecycle::rules::{Rules, Variant};
 
 /// Retries of every handler in the scenarios.
@@ -34,6 +34,9 @@ fn model(variant: Variant, handlers: Vec<(On<Field>, Code)>, budget: Budget) -> 
         config: Config {
             rules: Rules::from(variant),
             handlers: specs,
+            // One tick: the model's time is precious, and doubling waits
+            // change only how long, not whether, the engine asks again.
+            backoff: Backoff { first: 1, most: 1 },
         },
         code,
         budget,
@@ -193,4 +196,60 @@ pub fn stamp(variant: Variant) -> LifecycleModel {
         vec![(On::Create, stamp)],
         edits_of_spec(Faults::default()),
     )
+}
+
+/// The API server refuses a patch for good (as a 422 for annotations over
+/// its limit would), around an edit and a deletion: the engine tells it and
+/// rests until the object changes.
+pub fn refused(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        refusals: 1,
+        deletion: true,
+        ..Faults::default()
+    });
+    model(variant, vec![sync(), (On::Delete, Code::PLAIN)], budget)
+}
+
+/// The API server throttles a patch or fails it (applied or not), or fails
+/// a read, twice in all, around an edit: the engine waits, then asks again.
+pub fn throttled(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        throttles: 2,
+        ..Faults::default()
+    });
+    model(variant, vec![sync()], budget)
+}
+
+/// A run returns just after its deadline passed (the engine cancels it at
+/// the deadline, but its return is on its way), around an edit.
+pub fn late(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        overruns: 1,
+        ..Faults::default()
+    });
+    model(variant, vec![sync()], budget)
+}
+
+/// A field handler and a delete handler of two attempts each fail
+/// temporarily until they run out of them, around an edit and a deletion:
+/// each fails for good, and the delete handler's failure lets the
+/// finalizer go (kopf's behaviour: a handler that failed for good is done).
+pub fn exhausted(variant: Variant) -> LifecycleModel {
+    let mut model = model(
+        variant,
+        vec![sync(), (On::Delete, Code::PLAIN)],
+        edits_of_spec(Faults {
+            edits: 1,
+            temporary_errors: 3,
+            deletion: true,
+            ..Faults::default()
+        }),
+    );
+    for spec in &mut model.config.handlers {
+        spec.retries = 2;
+    }
+    model
 }

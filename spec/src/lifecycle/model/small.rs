@@ -37,6 +37,10 @@ impl Domain for Small {
     fn after(time: u8, span: u8) -> u8 {
         time.saturating_add(span)
     }
+
+    fn doubled(span: u8) -> u8 {
+        span.saturating_mul(2)
+    }
 }
 
 /// What a failed run says in the model: one value, since no decision reads
