@@ -182,6 +182,15 @@ mod vacuity {
             );
         }
 
+        /// A patch refused for good excuses an object only until it
+        /// changes: with a refusal budgeted, kopf's #641 is still found.
+        #[test]
+        fn handled_on_the_final_essence_fails_under_kopf_despite_a_refusal() {
+            let mut model = scenarios::seed641(Variant::Kopf);
+            model.budget.faults.refusals = 1;
+            assert_violated(&model, "handled on the final essence");
+        }
+
         #[test]
         fn deletion_releases_the_finalizer_fails_when_a_hung_run_is_waited_for() {
             let model = scenarios::hang(Variant::Steadfast).without(Rule::RunDeadline);
@@ -214,6 +223,10 @@ mod vacuity {
             a_stale_list_fails_without_one: "a stale list is served",
             an_expiry_fails_without_one: "the watch expires and the operator lists again",
             a_lost_reply_fails_without_one: "a patch's reply is lost",
+            a_late_return_fails_without_overruns: "a run returns after its deadline",
+            a_refusal_fails_without_one: "a patch is refused for good",
+            a_throttle_fails_without_one: "a throttled request is asked again after the wait",
+            running_out_of_attempts_fails_without_errors: "a handler runs out of attempts",
         }
 
         /// The two paths `stamp` reaches, violated in `lost`: one field

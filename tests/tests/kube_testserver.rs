@@ -994,6 +994,23 @@ async fn faults_should_answer_as_injected() {
         "our stale copy now conflicts"
     );
 
+    // Another client deletes an object while the server is paused: done at
+    // once, answered to nobody.
+    api.create(&PostParams::default(), &configmap("doomed", &[], &[]))
+        .await
+        .unwrap();
+    server.inject(Fault::Pause).unwrap();
+    let last = server
+        .inject(Fault::ForeignDelete {
+            resource: "configmaps".into(),
+            namespace: Some("default".into()),
+            name: "doomed".into(),
+        })
+        .unwrap();
+    assert_eq!(last["metadata"]["name"], "doomed");
+    server.inject(Fault::Resume).unwrap();
+    assert_eq!(refusal(api.get("doomed").await).0, 404, "deleted");
+
     let (code, _, _) = raw_http(
         server,
         "POST",

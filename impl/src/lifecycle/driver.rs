@@ -29,7 +29,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
-use super::object::{error_patch, merge_patch_of, seen, unreadable};
+use super::object::{error_patch, merge_patch_of, seen, split_status, unreadable};
 use crate::trace::Recorder;
 
 /// The wall clock, in ms since the epoch: times in progress records
@@ -65,6 +65,9 @@ pub(crate) struct Shared<K> {
     pub(crate) handlers: HashMap<String, Handler<K>>,
     /// Status fields the field handlers watch.
     pub(crate) watched: Vec<String>,
+    /// Whether the resource has a status subresource: handlers' status
+    /// writes then go through `/status`.
+    pub(crate) status_subresource: bool,
     pub(crate) incarnation: u32,
     pub(crate) traces: Option<PathBuf>,
     /// Where handler failures and refused patches are told, if anywhere.
@@ -131,6 +134,12 @@ pub(crate) struct Driver<K> {
     versions: Vec<(String, Arc<K>)>,
     /// The finalizers on the newest object seen.
     finalizers: Vec<String>,
+    /// The uid of the object it serves: a read that finds another object
+    /// of the name finds this one gone.
+    uid: Option<String>,
+    /// Whether the object is gone: the driver ends once nothing of it is
+    /// in flight.
+    gone: bool,
     wake: Option<u64>,
     runs: Vec<Running>,
     recorder: Option<Recorder>,
@@ -170,6 +179,8 @@ where
             latest: None,
             versions: Vec::new(),
             finalizers: Vec::new(),
+            uid: None,
+            gone: false,
             wake: None,
             runs: Vec::new(),
             recorder,
@@ -215,7 +226,7 @@ where
                     Input::Tick { now }
                 }
             };
-            let gone = matches!(input, Input::Gone);
+            self.gone |= matches!(input, Input::Gone);
             let now = match &input {
                 Input::Tick { now } => Some(*now),
                 Input::HandlerDone { run: done, .. } => {
@@ -231,7 +242,7 @@ where
                 // go on.
                 self.runs.retain(|r| r.deadline > now);
             }
-            if gone && self.tasks.is_empty() {
+            if self.gone && self.tasks.is_empty() {
                 // Nothing of the object is left to do; a new object of the
                 // same name gets a driver of its own.
                 return key;
@@ -263,8 +274,15 @@ where
 
     /// What the engine sees of `object`, kept as a version a run may be
     /// shown; or, if its `steadfast.dev/` annotations cannot be read,
-    /// [`Input::Unreadable`].
+    /// [`Input::Unreadable`]; or, if it is another object of the name (a
+    /// read found one made after the driver's was deleted), [`Input::Gone`].
     fn read(&mut self, object: K) -> Result<ObjectView<Named>, Input<Named>> {
+        let uid = object.meta().uid.clone();
+        if self.uid.is_some() && uid != self.uid {
+            self.latest = None;
+            return Err(Input::Gone);
+        }
+        self.uid = uid;
         let json = serde_json::to_value(&object).unwrap_or(Value::Null);
         let object = Arc::new(object);
         self.latest = Some(object.clone());
@@ -313,6 +331,7 @@ where
                 let api = self.shared.api.clone();
                 let name = self.name.clone();
                 let body = merge_patch_of(&patch, &self.finalizers);
+                let status_subresource = self.shared.status_subresource;
                 self.tasks.spawn(async move {
                     let body = match body {
                         Ok(body) => body,
@@ -321,9 +340,7 @@ where
                             return Done::Input(Input::PatchRefused { message });
                         }
                     };
-                    let result = api
-                        .patch(&name, &PatchParams::default(), &KubePatch::Merge(&body))
-                        .await;
+                    let result = patch_object(&api, &name, body, status_subresource).await;
                     let (answer, input) = match result.as_ref().map_err(Answer::of) {
                         Ok(object) => (
                             "applied",
@@ -529,6 +546,39 @@ where
             cancel,
         });
     }
+}
+
+/// Sends an engine's patch `body`. With a status subresource, the
+/// handlers' status writes go first through `/status` (under the patch's
+/// precondition), then the rest under the version that made (so that
+/// nothing lands if another writer came between). The answer is the last
+/// request's: a failure of the status write is the patch's, with nothing
+/// applied; a failure after it leaves the status written, which the engine
+/// meets as a patch that may have applied (it writes the same again).
+async fn patch_object<K>(
+    api: &Api<K>,
+    name: &str,
+    body: Value,
+    status_subresource: bool,
+) -> Result<K, kube::Error>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    let params = PatchParams::default();
+    let (mut body, status) = if status_subresource {
+        split_status(body)
+    } else {
+        (body, None)
+    };
+    if let Some(status) = status {
+        let written = api
+            .patch_status(name, &params, &KubePatch::Merge(&status))
+            .await?;
+        if body["metadata"].get("resourceVersion").is_some() {
+            body["metadata"]["resourceVersion"] = written.meta().resource_version.clone().into();
+        }
+    }
+    api.patch(name, &params, &KubePatch::Merge(&body)).await
 }
 
 /// Sleeps until `at` (ms since the epoch), or forever.

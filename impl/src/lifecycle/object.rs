@@ -151,6 +151,20 @@ pub(crate) fn merge_patch_of(
     Ok(body)
 }
 
+/// Splits an engine's merge patch for a resource with a status
+/// subresource: the main resource's part, and the status part (with the
+/// same resourceVersion precondition, if any), if the handlers wrote status.
+pub(crate) fn split_status(mut body: Value) -> (Value, Option<Value>) {
+    let Some(status) = body.as_object_mut().and_then(|b| b.remove("status")) else {
+        return (body, None);
+    };
+    let mut part = json!({ "status": status });
+    if let Some(version) = body["metadata"].get("resourceVersion") {
+        part["metadata"] = json!({ "resourceVersion": version });
+    }
+    (body, Some(part))
+}
+
 /// What is wrong with unreadable annotations, one line per error.
 pub(crate) fn unreadable(errors: &[AnnotationError]) -> String {
     error_annotation(errors).1
@@ -209,6 +223,25 @@ mod tests {
         );
         assert_eq!(body["metadata"]["finalizers"], json!(["other.io/keep"]));
         assert_eq!(body["metadata"]["resourceVersion"], "41");
+    }
+
+    #[test]
+    fn a_status_write_should_be_split_off_under_the_same_precondition() {
+        let body = json!({
+            "metadata": { "resourceVersion": "9", "annotations": { "a": "1" } },
+            "status": { "phase": "Ready" },
+        });
+        let (main, status) = split_status(body);
+        assert_eq!(
+            main,
+            json!({ "metadata": { "resourceVersion": "9", "annotations": { "a": "1" } } })
+        );
+        assert_eq!(
+            status,
+            Some(json!({ "metadata": { "resourceVersion": "9" }, "status": { "phase": "Ready" } }))
+        );
+        let (_, none) = split_status(json!({ "metadata": {} }));
+        assert_eq!(none, None);
     }
 
     #[test]

@@ -72,6 +72,16 @@ pub enum OperatorError {
         #[source]
         source: std::io::Error,
     },
+    /// The API server's discovery could not say whether the resource has a
+    /// status subresource (where handlers' status writes must go).
+    #[error("discovery of {kind} failed (is the CRD installed, and may the operator read /apis?): {source}")]
+    Discovery {
+        /// The resource's kind.
+        kind: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// An operator for resource `K`: register handlers by cause, then
@@ -240,8 +250,10 @@ where
         self.on(On::Field(field.to_owned()), id, handler)
     }
 
-    /// Checks the registrations and shares them among the drivers.
-    fn shared(self, metrics: Metrics) -> Result<Arc<Shared<K>>, OperatorError> {
+    /// Checks the registrations and shares them among the drivers (whether
+    /// the resource has a status subresource is for [`Operator::run`] to
+    /// find out).
+    fn shared(self, metrics: Metrics) -> Result<Shared<K>, OperatorError> {
         let mut handlers = HashMap::new();
         let mut specs = Vec::new();
         let mut watched = Vec::new();
@@ -281,7 +293,7 @@ where
                 .or_else(|| kube::runtime::events::Reporter::from(controller.as_str()).instance);
             Events::new(self.api.clone().into_client(), &controller, instance)
         });
-        Ok(Arc::new(Shared {
+        Ok(Shared {
             api: self.api,
             config: Config {
                 rules: self.rules,
@@ -290,11 +302,12 @@ where
             },
             handlers,
             watched,
+            status_subresource: false,
             incarnation: self.incarnation,
             traces: self.traces,
             events,
             metrics,
-        }))
+        })
     }
 
     /// Watches the resource and handles its objects, each by an engine of
@@ -311,8 +324,11 @@ where
             .endpoint
             .take()
             .map(|endpoint| endpoint.serve(registry, readiness.clone()));
-        let shared = self.shared(metrics)?;
-        let mut drivers: HashMap<String, mpsc::UnboundedSender<Event<K>>> = HashMap::new();
+        let client = self.api.clone().into_client();
+        let mut shared = self.shared(metrics)?;
+        shared.status_subresource = status_subresource::<K>(client).await?;
+        let shared = Arc::new(shared);
+        let mut drivers: HashMap<String, Route<K>> = HashMap::new();
         // The objects a list (re)started by the watch has shown so far: one
         // it does not show is gone (deleted while the watch was away).
         let mut listed: Option<HashSet<String>> = None;
@@ -329,10 +345,7 @@ where
                     // A driver finished (its object is gone): forgotten,
                     // unless a new object of the name has a driver already.
                     if let Ok(key) = finished {
-                        if drivers
-                            .get(&key)
-                            .is_some_and(mpsc::UnboundedSender::is_closed)
-                        {
+                        if drivers.get(&key).is_some_and(|route| route.sender.is_closed()) {
                             drivers.remove(&key);
                         }
                     }
@@ -355,11 +368,11 @@ where
                 }
                 Ok(watcher::Event::InitDone) => {
                     let listed = listed.take().unwrap_or_default();
-                    for (key, driver) in &drivers {
+                    for (key, route) in &drivers {
                         if !listed.contains(key) {
                             // Gone while the watch was away: no event of
                             // its deletion will come.
-                            let _ = driver.send(Event::Gone);
+                            let _ = route.sender.send(Event::Gone);
                         }
                     }
                     readiness.set(None);
@@ -379,23 +392,62 @@ where
                 let _ = sender.send(event);
                 (sender, driver.run(key.clone(), receiver))
             };
+            let uid = object.meta().uid.clone();
             let event = match drivers.get(&key) {
-                Some(sender) => match sender.send(event) {
+                Some(route) if route.uid == uid => match route.sender.send(event) {
                     Ok(()) => continue,
                     // Its driver finished (the object was gone): this is a
                     // new object of the same name.
                     Err(mpsc::error::SendError(event)) => event,
                 },
+                Some(route) => {
+                    // Another object of the same name (a new uid): the one
+                    // the driver serves is gone, whether or not its
+                    // deletion was seen.
+                    let _ = route.sender.send(Event::Gone);
+                    event
+                }
                 None => event,
             };
             let (sender, driver) = start(event);
             // Everything a driver logs names its object.
             tasks.spawn(driver.instrument(tracing::info_span!("object", %key)));
-            drivers.insert(key, sender);
+            drivers.insert(key, Route { uid, sender });
             shared.metrics.objects(tasks.len());
         }
         Ok(())
     }
+}
+
+/// Whether `K` has a status subresource, as the API server's discovery
+/// says: a handler's status write then goes through `/status`, since the
+/// main resource ignores it.
+async fn status_subresource<K>(client: kube::Client) -> Result<bool, OperatorError>
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    let dt = K::DynamicType::default();
+    let gvk = kube::api::GroupVersionKind::gvk(&K::group(&dt), &K::version(&dt), &K::kind(&dt));
+    let (_, capabilities) =
+        kube::discovery::pinned_kind(&client, &gvk)
+            .await
+            .map_err(|source| OperatorError::Discovery {
+                kind: K::kind(&dt).into_owned(),
+                source,
+            })?;
+    Ok(capabilities
+        .subresources
+        .iter()
+        .any(|(resource, _)| resource.plural == "status"))
+}
+
+/// Where the events of one object go: the driver of the object of this
+/// uid (an object deleted and made again under its name has a new uid, and
+/// a driver of its own).
+struct Route<K> {
+    uid: Option<String>,
+    sender: mpsc::UnboundedSender<Event<K>>,
 }
 
 /// An object's key: `namespace/name`, or `name` for a cluster-scoped one.

@@ -472,7 +472,16 @@ impl<D: Domain> Engine<D> {
                 self.shown = None;
                 self.hold = Hold::None;
                 self.carried.clear();
-                Vec::new()
+                // A run on an object that is gone has nothing left to do;
+                // a patch or read in flight is answered, and comes to
+                // nothing.
+                match std::mem::replace(&mut self.phase, Phase::Idle) {
+                    Phase::Running { run, .. } => vec![Effect::Cancel { run }],
+                    other => {
+                        self.phase = other;
+                        Vec::new()
+                    }
+                }
             }
             Input::HandlerDone {
                 run,

@@ -76,6 +76,18 @@ pub enum Fault {
         #[serde(default)]
         status: Option<Value>,
     },
+    /// Another client deletes the object, as `DELETE` with no options
+    /// would, even while the server is paused (so that a watch kept away by
+    /// `Pause` and `CloseWatches` can miss it).
+    ForeignDelete {
+        /// The object's type.
+        resource: String,
+        /// Its namespace.
+        #[serde(default)]
+        namespace: Option<String>,
+        /// Its name.
+        name: String,
+    },
 }
 
 /// The request-level faults in force.

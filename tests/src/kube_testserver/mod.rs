@@ -50,7 +50,7 @@ pub use fault::Fault;
 pub use status::ApiError;
 
 use fault::Injected;
-use store::Store;
+use store::{Deletion, Store};
 
 /// The path of the control endpoint: POST a [`Fault`] as JSON.
 pub const FAULTS_PATH: &str = "/steadfast/faults";
@@ -198,6 +198,16 @@ impl Shared {
                 }
                 store.foreign_write(&scope, &name, body)
             }),
+            Fault::ForeignDelete {
+                resource,
+                namespace,
+                name,
+            } => self.write(|store| {
+                let scope = store.scope_of(&resource, namespace)?;
+                Ok(match store.delete(&scope, &name, &json!({}))? {
+                    Deletion::Pending(object) | Deletion::Deleted(object) => object,
+                })
+            }),
         }
     }
 
@@ -278,7 +288,7 @@ impl TestServer {
     }
 
     /// Injects a fault (see [`Fault`]). Returns the object a foreign write
-    /// produced, `{}` otherwise.
+    /// produced, or a foreign delete's last state, `{}` otherwise.
     ///
     /// # Errors
     ///
