@@ -319,7 +319,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 12] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 13] = [
     Scenario {
         name: "seed641",
         about:
@@ -382,6 +382,13 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 12] = [
         about: "a run returns just after its deadline, as it is cancelled",
         by_default: true,
         value: scenarios::late,
+    },
+    Scenario {
+        name: "rolling",
+        about:
+            "a graceful stop mid-work (a rolling update of one replica) and the successor's start",
+        by_default: true,
+        value: scenarios::rolling,
     },
     Scenario {
         name: "exhausted",

@@ -227,6 +227,7 @@ mod vacuity {
             a_refusal_fails_without_one: "a patch is refused for good",
             a_throttle_fails_without_one: "a throttled request is asked again after the wait",
             running_out_of_attempts_fails_without_errors: "a handler runs out of attempts",
+            a_successor_fails_without_stops: "a stopped operator's successor starts",
         }
 
         /// The two paths `stamp` reaches, violated in `lost`: one field

@@ -111,7 +111,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let endpoint = MetricsEndpoint::bind(address).await?;
         println!("metrics and probes on {}", endpoint.local_addr());
         let client = Client::try_default().await?;
-        operator(Api::all(client)).metrics(endpoint).run().await?;
+        operator(Api::all(client))
+            .metrics(endpoint)
+            .shutdown_on(steadfast::lifecycle::terminated())
+            .run()
+            .await?;
         return Ok(());
     }
     let (client, server) = match args.as_slice() {

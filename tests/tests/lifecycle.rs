@@ -11,7 +11,7 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 11] = [
+const SCENARIOS: [(&str, Scenario); 12] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
@@ -23,6 +23,7 @@ const SCENARIOS: [(&str, Scenario); 11] = [
     ("throttled", scenarios::throttled),
     ("late", scenarios::late),
     ("exhausted", scenarios::exhausted),
+    ("rolling", scenarios::rolling),
 ];
 
 #[test]

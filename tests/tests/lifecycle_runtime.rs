@@ -1073,3 +1073,59 @@ async fn a_status_write_should_land_through_the_status_subresource() {
     assert!(replay_all(traces.path(), true) > 0);
     target.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_repeat() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs: Runs = Arc::default();
+    let started = Arc::new(Notify::new());
+    let operator = |runs: Runs, started: Arc<Notify>, incarnation| {
+        Operator::new(api.clone())
+            .trace(traces.path())
+            .incarnation(incarnation)
+            .on_field(
+                "status.tick",
+                "tick",
+                tick_handler(runs, started, Duration::from_millis(600)),
+            )
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let first = operator(runs.clone(), started.clone(), 1).shutdown_on(async {
+        let _ = stopped.await;
+    });
+    let running = tokio::spawn(first.run());
+    create(&api, "stop").await;
+    // The first sub-handler is running: stop now.
+    started.notified().await;
+    let asked = tokio::time::Instant::now();
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("it stops within its grace")
+        .unwrap()
+        .expect("a clean stop");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(300),
+        "it let the run finish"
+    );
+    assert_eq!(
+        last_ticks(&runs),
+        [("sub0".to_owned(), 1)],
+        "the run in flight finished, and no other started"
+    );
+    // Its successor goes on from the annotations: the finished sub-handler
+    // is not run again.
+    let successor = tokio::spawn(operator(runs.clone(), started, 2).run());
+    settle(&runs, Duration::from_millis(1500), Duration::from_secs(20)).await;
+    let names: Vec<String> = runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(n, _)| n.clone())
+        .collect();
+    assert_eq!(names, ["sub0", "sub1", "sub2"], "each sub-handler ran once");
+    successor.abort();
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}

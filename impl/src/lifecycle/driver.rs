@@ -48,6 +48,8 @@ pub(crate) enum Event<K> {
     Listed(K),
     /// It is gone.
     Gone,
+    /// The operator is stopping gracefully.
+    Stop,
 }
 
 /// What a task of the driver's comes back with.
@@ -188,8 +190,9 @@ where
         }
     }
 
-    /// Runs until the object is gone with nothing of it in flight, or the
-    /// operator stops (`events` closes); returns `key`, the object's.
+    /// Runs until the object is gone with nothing of it in flight, the
+    /// engine has stopped (a graceful stop), or the operator is gone
+    /// (`events` closes); returns `key`, the object's.
     pub(crate) async fn run(
         mut self,
         key: String,
@@ -247,6 +250,10 @@ where
                 // same name gets a driver of its own.
                 return key;
             }
+            if self.engine.stopped() {
+                // Stopping, and nothing of it in flight or owed.
+                return key;
+            }
         }
     }
 
@@ -262,6 +269,7 @@ where
                 self.latest = None;
                 return Some(Input::Gone);
             }
+            Event::Stop => return Some(Input::Stop),
             Event::Observed(object) => (object, false),
             Event::Listed(object) => (object, true),
         };

@@ -2,7 +2,9 @@
 //! the resource and gives each object a driver of its own.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,6 +119,32 @@ pub struct Operator<K> {
     reporter: Option<String>,
     /// Where its metrics and probes are served, if anywhere.
     endpoint: Option<MetricsEndpoint>,
+    /// What tells it to stop gracefully, if anything.
+    shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// How long a graceful stop may wait for runs and their patches.
+    grace: Duration,
+}
+
+/// How long a graceful stop waits for runs to finish and their outcomes to
+/// be written unless [`Operator::grace`] says otherwise: Kubernetes's own
+/// default `terminationGracePeriodSeconds` is 30 s, so a little less.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(25);
+
+/// Resolves when the process is asked to stop: SIGTERM (what Kubernetes
+/// sends a pod it stops, in a rolling update among others) or SIGINT
+/// (Ctrl-C). For [`Operator::shutdown_on`].
+///
+/// # Panics
+///
+/// If the signal handlers cannot be installed (not on a Unix).
+pub async fn terminated() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("a SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }
 
 /// The reporting controller an operator's Events name unless
@@ -147,6 +175,8 @@ where
             traces: None,
             reporter: Some(DEFAULT_REPORTER.to_owned()),
             endpoint: None,
+            shutdown: None,
+            grace: DEFAULT_GRACE,
             incarnation: u32::try_from(super::driver::now_ms() / 1000 % u64::from(u32::MAX))
                 .unwrap_or(0),
         }
@@ -186,6 +216,26 @@ where
     #[must_use]
     pub fn metrics(mut self, endpoint: MetricsEndpoint) -> Self {
         self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// Stops gracefully when `signal` resolves (for a pod, [`terminated`]):
+    /// no new run starts, runs in flight finish and their outcomes are
+    /// written, then [`Operator::run`] returns, at most [`Operator::grace`]
+    /// later. Its successor then has no run to repeat. Without it, the
+    /// operator runs until its task is aborted, as a crash would end it.
+    #[must_use]
+    pub fn shutdown_on(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.shutdown = Some(Box::pin(signal));
+        self
+    }
+
+    /// How long a graceful stop waits (default [`DEFAULT_GRACE`]); runs
+    /// still going then are abandoned as a crash would (their handlers
+    /// are to be safe to run again).
+    #[must_use]
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
         self
     }
 
@@ -325,6 +375,8 @@ where
             .take()
             .map(|endpoint| endpoint.serve(registry, readiness.clone()));
         let client = self.api.clone().into_client();
+        let mut shutdown = self.shutdown.take();
+        let grace = self.grace;
         let mut shared = self.shared(metrics)?;
         shared.status_subresource = status_subresource::<K>(client).await?;
         let shared = Arc::new(shared);
@@ -335,21 +387,46 @@ where
         let mut tasks = JoinSet::new();
         let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
         let mut stream = std::pin::pin!(stream);
+        // When a graceful stop gives up waiting.
+        let mut stopping: Option<tokio::time::Instant> = None;
         loop {
             let event = tokio::select! {
+                () = async { shutdown.as_mut().expect("checked").await },
+                    if shutdown.is_some() && stopping.is_none() =>
+                {
+                    tracing::info!(drivers = tasks.len(), ?grace, "stopping: no new run starts");
+                    readiness.set(Some("the operator is stopping"));
+                    stopping = Some(tokio::time::Instant::now() + grace);
+                    for route in drivers.values() {
+                        let _ = route.sender.send(Event::Stop);
+                    }
+                    if tasks.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
+                () = sleep_until(stopping), if stopping.is_some() => {
+                    tracing::warn!(drivers = tasks.len(), "the grace period is over: runs still going are abandoned");
+                    break;
+                }
                 event = stream.next() => match event {
                     Some(event) => event,
                     None => break,
                 },
                 Some(finished) = tasks.join_next(), if !tasks.is_empty() => {
-                    // A driver finished (its object is gone): forgotten,
-                    // unless a new object of the name has a driver already.
+                    // A driver finished (its object is gone, or it stopped):
+                    // forgotten, unless a new object of the name has a
+                    // driver already.
                     if let Ok(key) = finished {
                         if drivers.get(&key).is_some_and(|route| route.sender.is_closed()) {
                             drivers.remove(&key);
                         }
                     }
                     shared.metrics.objects(tasks.len());
+                    if stopping.is_some() && tasks.is_empty() {
+                        tracing::info!("stopped: every run finished and written");
+                        break;
+                    }
                     continue;
                 }
             };
@@ -407,6 +484,8 @@ where
                     let _ = route.sender.send(Event::Gone);
                     event
                 }
+                // No new driver while stopping: the successor takes it.
+                None if stopping.is_some() => continue,
                 None => event,
             };
             let (sender, driver) = start(event);
@@ -416,6 +495,14 @@ where
             shared.metrics.objects(tasks.len());
         }
         Ok(())
+    }
+}
+
+/// Sleeps until `at`, or forever.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

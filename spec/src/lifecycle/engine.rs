@@ -98,6 +98,10 @@ pub enum Input<D: Domain> {
         /// What is wrong with the annotations, for people.
         message: D::Message,
     },
+    /// The operator is stopping (a graceful shutdown, a rolling update):
+    /// no new run starts; a run in flight returns and its outcome is
+    /// written, as is any outcome owed. See [`Engine::stopped`].
+    Stop,
     /// The time is now `now` (a requested wake-up, a run's deadline, or any
     /// later time).
     Tick {
@@ -386,6 +390,8 @@ pub struct Engine<D: Domain> {
     /// What was told of the last version whose annotations could not be
     /// read, until one can be read (so that it is told once).
     pub unreadable: Option<D::Message>,
+    /// Told to stop: no new run starts.
+    pub stopping: bool,
     /// The time last told.
     pub now: D::Time,
     /// This start of the operator.
@@ -420,6 +426,7 @@ impl<D: Domain> Engine<D> {
             initial: true,
             pause: None,
             unreadable: None,
+            stopping: false,
             now,
             incarnation,
             runs: 0,
@@ -586,6 +593,10 @@ impl<D: Domain> Engine<D> {
                 }
                 self.unreadable = Some(message.clone());
                 vec![Effect::Tell(Verdict::Unreadable { message })]
+            }
+            Input::Stop => {
+                self.stopping = true;
+                Vec::new()
             }
             Input::Tick { now } => {
                 self.now = self.now.max(now);
@@ -814,6 +825,12 @@ impl<D: Domain> Engine<D> {
                         // again instead of running it again.
                         return self.finish(config, parent, cycle, done);
                     }
+                }
+                if self.stopping {
+                    // No new run: what the cycle has (a parent's outcome,
+                    // under kopf) is written, the rest left to the next
+                    // start.
+                    return self.save(config, &cycle, None);
                 }
                 let record = match cycle.work.get(&handler) {
                     Some(record) => record.clone(),
@@ -1248,6 +1265,21 @@ impl<D: Domain> Engine<D> {
         self.clone()
             .visit_versions(&mut |v| versions.push(v.clone()));
         versions
+    }
+
+    /// Whether a stopping engine is done: nothing in flight (no run, patch
+    /// or read), no version of its own write or of a read still to come
+    /// from the watch, and no wait after a throttled request to sit out.
+    /// Every cycle it started has written what it could (an outcome a
+    /// refused patch carried is written, or moot on a newer digest), so the
+    /// operator may exit with no run to repeat at its next start.
+    pub fn stopped(&self) -> bool {
+        let settled = match &self.hold {
+            Hold::None | Hold::Refused(_) => true,
+            Hold::Until(_) | Hold::Fetching { .. } => false,
+        };
+        let waiting = self.pause.as_ref().is_some_and(|p| self.now < p.until);
+        self.stopping && matches!(self.phase, Phase::Idle) && settled && !waiting
     }
 
     /// Whether the engine waits for `run` to return.

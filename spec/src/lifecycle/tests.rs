@@ -300,6 +300,27 @@ fn unreadable_annotations_should_be_told_once_and_nothing_run_until_readable() {
 }
 
 #[test]
+fn a_stopping_engine_should_finish_its_run_write_it_and_start_no_other() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0);
+    let first = view(1, Essence([0, 1, 0]));
+    let effects = engine.step(&config, Input::Listed(first.clone()));
+    let (run, _, _) = invoked(&effects).unwrap();
+    assert_eq!(engine.step(&config, Input::Stop), []);
+    assert!(!engine.stopped(), "a run is in flight");
+    let effects = engine.step(&config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
+    let p = patch(&effects)
+        .expect("the run's outcome is written")
+        .clone();
+    assert!(!engine.stopped(), "its patch is in flight");
+    assert_eq!(engine.step(&config, Input::PatchApplied { version: 2 }), []);
+    // Its own write shows: the sub-handler would run next, but does not.
+    let effects = engine.step(&config, Input::Observed(applied(first, &p)));
+    assert_eq!(invoked(&effects), None, "{effects:?}");
+    assert!(engine.stopped());
+}
+
+#[test]
 fn a_completion_of_an_earlier_start_should_be_ignored() {
     let config = seed641();
     let mut engine = Engine::new(1, 0);
@@ -549,6 +570,7 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::PatchThrottled { retry_after }),
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::FetchFailed { retry_after }),
         1 => (1u32..9).prop_map(|version| Input::Unreadable { version, message: Said::Failed }),
+        1 => Just(Input::Stop),
         1 => (0u8..12).prop_map(|now| Input::Tick { now }),
         1 => Just(Input::Gone),
     ];

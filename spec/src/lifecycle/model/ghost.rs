@@ -66,6 +66,8 @@ pub struct Ghost {
     pub throttled: bool,
     /// A run once failed temporarily on its last attempt.
     pub exhausted: bool,
+    /// A stopped operator was once started again.
+    pub restarted: bool,
     /// A list once served a version older than the object's.
     pub stale_listed: bool,
     /// The watch once expired.

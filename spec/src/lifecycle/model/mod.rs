@@ -108,6 +108,9 @@ pub struct Faults {
     pub hangs: u8,
     /// Operator crashes (a run in flight goes on as a zombie).
     pub crashes: u8,
+    /// Graceful stops of the operator (a rolling update): it is told to
+    /// stop, and started again once it has.
+    pub stops: u8,
     /// Lists served stale (an older version than the newest).
     pub stale_lists: u8,
     /// Watch expiries (410 Gone), each followed by a list.
@@ -282,6 +285,11 @@ pub enum Action {
     ApiFetchFailed,
     /// Time passes until the requested wake-up.
     ClockWake,
+    /// The operator is told to stop (SIGTERM in a rolling update).
+    OperatorStop,
+    /// A stopped operator exits and its successor starts and lists the
+    /// object.
+    OperatorRestart,
     /// The operator crashes and restarts, losing its memory: a run in
     /// flight goes on as a zombie, the patch in flight lands or not, and
     /// the restarted operator lists the object (perhaps stale).
@@ -311,6 +319,10 @@ impl Action {
 
     fn is_clock(&self) -> bool {
         matches!(self, Action::ClockWake | Action::ClockDeadline)
+    }
+
+    fn is_restart(&self) -> bool {
+        matches!(self, Action::OperatorRestart)
     }
 }
 
@@ -499,6 +511,7 @@ impl LifecycleModel {
         let object = w.object.as_ref();
         let alive = object.is_some_and(|o| !o.deleting);
         l.crashes > 0
+            || l.stops > 0
             || (alive && (l.edits > 0 || l.deletion || l.foreign_writes > 0 || l.expiries > 0))
     }
 }
@@ -624,6 +637,12 @@ impl Model for LifecycleModel {
         }
         if w.wake.is_some() {
             actions.push(Action::ClockWake);
+        }
+        if l.stops > 0 && !w.engine.stopping {
+            actions.push(Action::OperatorStop);
+        }
+        if w.engine.stopped() {
+            actions.push(Action::OperatorRestart);
         }
         if l.crashes > 0 {
             let stale = [false, true];
@@ -816,6 +835,17 @@ impl Model for LifecycleModel {
                 let now = w.now;
                 self.feed(&mut w, Input::Tick { now });
             }
+            Action::OperatorStop => {
+                w.left.stops -= 1;
+                self.feed(&mut w, Input::Stop);
+            }
+            Action::OperatorRestart => {
+                w.ghost.restarted = true;
+                w.wake = None;
+                let incarnation = w.engine.incarnation + 1;
+                w.engine = Engine::new(incarnation, w.now);
+                relist(&mut w, false);
+            }
             Action::OperatorCrash {
                 patch_landed,
                 stale,
@@ -989,6 +1019,8 @@ impl TemporalModel for LifecycleModel {
             Fairness::weak("handler completion", Action::is_handler),
             Fairness::weak("API server", Action::is_api),
             Fairness::weak("clock", Action::is_clock),
+            // The successor of a stopped operator starts.
+            Fairness::weak("operator restart", Action::is_restart),
         ]
     }
 

@@ -25,7 +25,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 18] = [
+const REACHABLE: [Reachable; 19] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -141,6 +141,11 @@ const REACHABLE: [Reachable; 18] = [
                 .any(|h| h.retries <= m.budget.faults.temporary_errors)
         },
         condition: |_, w| w.ghost.exhausted,
+    },
+    Reachable {
+        name: "a stopped operator's successor starts",
+        expected: |m| m.budget.faults.stops > 0,
+        condition: |_, w| w.ghost.restarted,
     },
     Reachable {
         name: "a patch's reply is lost",

@@ -253,3 +253,19 @@ pub fn exhausted(variant: Variant) -> LifecycleModel {
     }
     model
 }
+
+/// The operator is stopped gracefully (a rolling update of one replica)
+/// while a field handler with two sub-handlers works through an edit: it
+/// starts no new run, writes what ran, and its successor goes on.
+pub fn rolling(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::Fixed(2),
+        writes: None,
+    };
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        stops: 1,
+        ..Faults::default()
+    });
+    model(variant, vec![(On::Field(Field::Spec), size)], budget)
+}
