@@ -299,6 +299,8 @@ where
             message: unreadable(&errors),
         })?;
         self.finalizers = seen.finalizers;
+        // A version listed and watched is one version.
+        self.versions.retain(|(v, _)| *v != seen.view.version);
         self.versions.push((seen.view.version.clone(), object));
         Ok(seen.view)
     }

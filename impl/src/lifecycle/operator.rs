@@ -477,6 +477,9 @@ where
                     // new object of the same name.
                     Err(mpsc::error::SendError(event)) => event,
                 },
+                // The deletion of an object of the name that no driver
+                // serves any more: nothing to tell.
+                Some(_) if matches!(event, Event::Gone) => continue,
                 Some(route) => {
                     // Another object of the same name (a new uid): the one
                     // the driver serves is gone, whether or not its
