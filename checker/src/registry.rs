@@ -319,7 +319,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 13] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 14] = [
     Scenario {
         name: "seed641",
         about:
@@ -395,6 +395,12 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 13] = [
         about: "a field and a delete handler of 2 attempts run out of them (3 temporary errors)",
         by_default: true,
         value: scenarios::exhausted,
+    },
+    Scenario {
+        name: "replicas",
+        about: "two replicas and no claims yet: both run the handler (#20), not by default",
+        by_default: false,
+        value: scenarios::replicas,
     },
     Scenario {
         name: "bench",

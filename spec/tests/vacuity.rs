@@ -191,6 +191,16 @@ mod vacuity {
             assert_violated(&model, "handled on the final essence");
         }
 
+        /// Two replicas with nothing to keep them apart (no claims yet)
+        /// both run the handler.
+        #[test]
+        fn no_overlap_fails_with_two_replicas_and_no_claims() {
+            assert_violated(
+                &scenarios::replicas(Variant::Steadfast),
+                "no two runs of the object's handlers overlap",
+            );
+        }
+
         #[test]
         fn deletion_releases_the_finalizer_fails_when_a_hung_run_is_waited_for() {
             let model = scenarios::hang(Variant::Steadfast).without(Rule::RunDeadline);

@@ -80,7 +80,7 @@ fn kopf_should_leave_a_subhandler_on_an_older_tick_forever() {
     let runs: Vec<u8> = prefix
         .steps
         .iter()
-        .filter_map(|s| s.state.running)
+        .filter_map(|s| s.state.replicas[0].running)
         .filter(|r| r.key == *stale)
         .map(|r| r.essence.get(Field::Tick))
         .collect();
@@ -89,7 +89,7 @@ fn kopf_should_leave_a_subhandler_on_an_older_tick_forever() {
         "{runs:?}"
     );
     // And the cycle changes nothing: nobody will ever run it again.
-    assert!(cycle.iter().all(|s| s.state.running.is_none()));
+    assert!(cycle.iter().all(|s| s.state.replicas[0].running.is_none()));
 }
 
 #[test]

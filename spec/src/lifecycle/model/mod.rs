@@ -12,6 +12,7 @@
 
 mod ghost;
 mod reachable;
+mod replica;
 pub mod scenarios;
 mod small;
 
@@ -19,9 +20,10 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 pub use ghost::Ghost;
+pub use replica::{Replica, Step};
 pub use small::{Digest, Essence, Field, Key, Said, Small};
 
-use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId};
+use super::engine::{Effect, Input, Outcome, Patch, RunId};
 use super::handlers::Config;
 use super::object::ObjectView;
 use super::rules::Rule;
@@ -157,6 +159,8 @@ pub struct LifecycleModel {
     pub budget: Budget,
     /// Check every `sometimes`, also those the budget gives no chance.
     pub every_sometimes: bool,
+    /// How many replicas of the operator watch the object.
+    pub replicas: u8,
 }
 
 /// A handler run in flight.
@@ -196,28 +200,8 @@ pub struct World {
     pub previous: Option<View>,
     /// The object's resourceVersion (kept after it is gone).
     pub version: u32,
-    /// A list's answer not yet delivered; the watch's events follow it.
-    pub listing: Option<View>,
-    /// Watch events not delivered yet, oldest first.
-    pub watch: Vec<View>,
-    /// Whether the watch has yet to report that the object is gone.
-    pub gone_unseen: bool,
-    /// The operator's engine.
-    pub engine: Engine<Small>,
-    /// The run in flight.
-    pub running: Option<Run>,
-    /// A run that hangs: it never returns.
-    pub hung: Option<Run>,
-    /// A run of a crashed operator, still going.
-    pub zombie: Option<Run>,
-    /// A run that passed its deadline, its return on its way.
-    pub late: Option<Run>,
-    /// The patch in flight.
-    pub patch: Option<Patch<Small>>,
-    /// Whether a consistent read is in flight.
-    pub fetch: bool,
-    /// The wake-up the engine asked for.
-    pub wake: Option<u8>,
+    /// The operator's replicas.
+    pub replicas: Vec<Replica>,
     /// The time.
     pub now: u8,
     /// Faults left.
@@ -239,90 +223,17 @@ pub enum Action {
     UserDelete,
     /// Another client writes a part of the object no handler reads.
     ForeignWrite,
-    /// The list's answer reaches the operator.
-    WatchList,
-    /// The watch delivers its oldest event.
-    WatchDeliver,
-    /// The watch reports that the object is gone.
-    WatchGone,
-    /// The watch expires (410 Gone); the operator lists again, and the list
-    /// may be stale.
-    WatchExpire {
-        /// Whether the list serves the previous version.
-        stale: bool,
-    },
-    /// The running handler returns.
-    HandlerReturn(Outcome<Small>),
-    /// The running handler hangs.
-    HandlerHang,
-    /// The running handler's deadline passes as it returns: its return
-    /// reaches the operator after the deadline's tick.
-    HandlerOverrun,
-    /// A run that passed its deadline returns, its side effect done.
-    LateReturn,
-    /// A hung run's deadline passes.
-    ClockDeadline,
-    /// A crashed operator's run returns, its side effect done.
-    ZombieReturn,
-    /// The API server applies or refuses the patch in flight.
-    ApiPatch,
-    /// The patch's reply is lost, after the API server applied it or not.
-    ApiPatchLost {
-        /// Whether it was applied.
-        applied: bool,
-    },
-    /// The API server refuses the patch for good (422).
-    ApiPatchRefused,
-    /// The API server throttles the patch (429), or fails it after applying
-    /// it or not (5xx).
-    ApiPatchThrottled {
-        /// Whether it was applied.
-        applied: bool,
-    },
-    /// The API server answers the consistent read.
-    ApiFetch,
-    /// The API server throttles or fails the consistent read.
-    ApiFetchFailed,
-    /// Time passes until the requested wake-up.
-    ClockWake,
-    /// The operator is told to stop (SIGTERM in a rolling update).
-    OperatorStop,
-    /// A stopped operator exits and its successor starts and lists the
-    /// object.
-    OperatorRestart,
-    /// The operator crashes and restarts, losing its memory: a run in
-    /// flight goes on as a zombie, the patch in flight lands or not, and
-    /// the restarted operator lists the object (perhaps stale).
-    OperatorCrash {
-        /// Whether the patch in flight reached the API server first.
-        patch_landed: bool,
-        /// Whether the list serves the previous version.
-        stale: bool,
-    },
+    /// Replica `.0` takes a step.
+    Replica(u8, Step),
 }
 
 impl Action {
-    fn is_watch(&self) -> bool {
-        matches!(
-            self,
-            Action::WatchList | Action::WatchDeliver | Action::WatchGone
-        )
-    }
-
-    fn is_handler(&self) -> bool {
-        matches!(self, Action::HandlerReturn(_))
-    }
-
-    fn is_api(&self) -> bool {
-        matches!(self, Action::ApiPatch | Action::ApiFetch)
-    }
-
-    fn is_clock(&self) -> bool {
-        matches!(self, Action::ClockWake | Action::ClockDeadline)
-    }
-
-    fn is_restart(&self) -> bool {
-        matches!(self, Action::OperatorRestart)
+    /// Its step, if it is one of replica `replica`'s.
+    fn step_of(&self, replica: u8) -> Option<Step> {
+        match self {
+            Action::Replica(r, step) if *r == replica => Some(*step),
+            _ => None,
+        }
     }
 }
 
@@ -342,9 +253,10 @@ impl LifecycleModel {
         self
     }
 
-    /// Feeds the engine and carries out its effects.
-    fn feed(&self, world: &mut World, input: Input<Small>) {
-        for effect in world.engine.step(&self.config, input) {
+    /// Feeds replica `r`'s engine and carries out its effects.
+    fn feed(&self, world: &mut World, r: usize, input: Input<Small>) {
+        let replica = &mut world.replicas[r];
+        for effect in replica.engine.step(&self.config, input) {
             match effect {
                 Effect::Invoke {
                     run,
@@ -355,7 +267,7 @@ impl LifecycleModel {
                     deadline,
                     ..
                 } => {
-                    world.running = Some(Run {
+                    replica.running = Some(Run {
                         id: run,
                         key: handler,
                         parent,
@@ -365,21 +277,23 @@ impl LifecycleModel {
                     });
                 }
                 // A cancelled run stops; one whose return is on its way
-                // already ([`Action::HandlerOverrun`]) cannot be stopped.
+                // already ([`Step::HandlerOverrun`]) cannot be stopped.
                 Effect::Cancel { run } => {
-                    world.hung = world.hung.filter(|r| r.id != run);
-                    world.running = world.running.filter(|r| r.id != run);
+                    replica.hung = replica.hung.filter(|r| r.id != run);
+                    replica.running = replica.running.filter(|r| r.id != run);
                 }
-                Effect::Patch(patch) => world.patch = Some(patch),
-                Effect::Fetch => world.fetch = true,
-                Effect::WakeAt(at) => world.wake = Some(world.wake.map_or(at, |w| w.min(at))),
+                Effect::Patch(patch) => replica.patch = Some(patch),
+                Effect::Fetch => replica.fetch = true,
+                Effect::WakeAt(at) => {
+                    replica.wake = Some(replica.wake.map_or(at, |w| w.min(at)));
+                }
                 // Nothing in the world answers what the engine tells people.
                 Effect::Tell(_) => {}
             }
         }
     }
 
-    /// Records a new version of the object for the watch to deliver.
+    /// Records a new version of the object for every watch to deliver.
     fn publish(world: &mut World, before: &View) {
         let Some(object) = &mut world.object else {
             return;
@@ -387,7 +301,9 @@ impl LifecycleModel {
         world.version += 1;
         object.version = world.version;
         world.previous = Some(before.clone());
-        world.watch.push(object.clone());
+        for replica in &mut world.replicas {
+            replica.watch.push(object.clone());
+        }
     }
 
     /// The object is gone (deleted with no finalizer left on it).
@@ -395,9 +311,11 @@ impl LifecycleModel {
         world.object = None;
         world.previous = None;
         world.version += 1;
-        world.gone_unseen = true;
-        world.watch.clear();
-        world.listing = None;
+        for replica in &mut world.replicas {
+            replica.gone_unseen = true;
+            replica.watch.clear();
+            replica.listing = None;
+        }
     }
 
     fn initial_world(&self) -> World {
@@ -410,20 +328,12 @@ impl LifecycleModel {
             diff_base: None,
         };
         World {
-            listing: Some(object.clone()),
+            replicas: (0..self.replicas)
+                .map(|r| Replica::new(u32::from(r), 0, Some(object.clone())))
+                .collect(),
             object: Some(object),
             previous: None,
             version: 1,
-            watch: Vec::new(),
-            gone_unseen: false,
-            engine: Engine::new(0, 0),
-            running: None,
-            hung: None,
-            zombie: None,
-            late: None,
-            patch: None,
-            fetch: false,
-            wake: None,
             now: 0,
             left: self.budget.faults,
             ghost: Ghost::new(self.budget.initial),
@@ -483,21 +393,23 @@ impl LifecycleModel {
         for_each_version(world, &mut |v| {
             *v = seen.binary_search(v).unwrap_or(0) as u32 + 1;
         });
-        let incarnation = world.engine.incarnation;
-        let mut runs: Vec<u32> = Vec::new();
-        for_each_run(world, &mut |id| {
-            if id.incarnation == incarnation {
-                runs.push(id.seq);
-            }
-        });
-        runs.sort_unstable();
-        runs.dedup();
-        for_each_run(world, &mut |id| {
-            if id.incarnation == incarnation {
-                id.seq = runs.binary_search(&id.seq).unwrap_or(0) as u32;
-            }
-        });
-        world.engine.runs = runs.len() as u32;
+        for r in 0..world.replicas.len() {
+            let incarnation = world.replicas[r].engine.incarnation;
+            let mut runs: Vec<u32> = Vec::new();
+            for_each_run(world, &mut |id| {
+                if id.incarnation == incarnation {
+                    runs.push(id.seq);
+                }
+            });
+            runs.sort_unstable();
+            runs.dedup();
+            for_each_run(world, &mut |id| {
+                if id.incarnation == incarnation {
+                    id.seq = runs.binary_search(&id.seq).unwrap_or(0) as u32;
+                }
+            });
+            world.replicas[r].engine.runs = runs.len() as u32;
+        }
     }
 
     /// The engine's digest of `key`'s run on `essence`.
@@ -519,34 +431,35 @@ impl LifecycleModel {
 /// Calls `f` on every resourceVersion held anywhere in the world.
 fn for_each_version(world: &mut World, f: &mut impl FnMut(&mut u32)) {
     f(&mut world.version);
-    for view in world
-        .object
-        .iter_mut()
-        .chain(world.previous.iter_mut())
-        .chain(world.listing.iter_mut())
-        .chain(world.watch.iter_mut())
-    {
+    for view in world.object.iter_mut().chain(world.previous.iter_mut()) {
         f(&mut view.version);
     }
-    if let Some(patch) = &mut world.patch {
-        f(&mut patch.expect);
-    }
     world.ghost.visit_versions(f);
-    world.engine.visit_versions(f);
+    for replica in &mut world.replicas {
+        for view in replica.listing.iter_mut().chain(replica.watch.iter_mut()) {
+            f(&mut view.version);
+        }
+        if let Some(patch) = &mut replica.patch {
+            f(&mut patch.expect);
+        }
+        replica.engine.visit_versions(f);
+    }
 }
 
 /// Calls `f` on every run name held anywhere in the world.
 fn for_each_run(world: &mut World, f: &mut impl FnMut(&mut RunId)) {
-    for run in world
-        .running
-        .iter_mut()
-        .chain(world.hung.iter_mut())
-        .chain(world.zombie.iter_mut())
-        .chain(world.late.iter_mut())
-    {
-        f(&mut run.id);
+    for replica in &mut world.replicas {
+        for run in replica
+            .running
+            .iter_mut()
+            .chain(replica.hung.iter_mut())
+            .chain(replica.zombie.iter_mut())
+            .chain(replica.late.iter_mut())
+        {
+            f(&mut run.id);
+        }
+        replica.engine.visit_runs(f);
     }
-    world.engine.visit_runs(f);
 }
 
 impl Model for LifecycleModel {
@@ -562,7 +475,8 @@ impl Model for LifecycleModel {
         if self.disturbable(w) {
             actions.push(Action::UserIdle);
         }
-        if let Some(object) = w.object.as_ref().filter(|o| !o.deleting) {
+        let alive = w.object.as_ref().filter(|o| !o.deleting);
+        if alive.is_some() {
             if l.edits > 0 {
                 actions.push(Action::UserEdit);
             }
@@ -572,97 +486,12 @@ impl Model for LifecycleModel {
             if l.foreign_writes > 0 {
                 actions.push(Action::ForeignWrite);
             }
-            if l.expiries > 0 && w.listing.is_none() {
-                actions.push(Action::WatchExpire { stale: false });
-                if l.stale_lists > 0 && w.previous.is_some() && object.version > 1 {
-                    actions.push(Action::WatchExpire { stale: true });
-                }
-            }
         }
-        if w.listing.is_some() {
-            actions.push(Action::WatchList);
-        } else if !w.watch.is_empty() {
-            actions.push(Action::WatchDeliver);
-        } else if w.gone_unseen {
-            actions.push(Action::WatchGone);
-        }
-        if w.running.is_some() {
-            actions.push(Action::HandlerReturn(Outcome::Success));
-            if l.temporary_errors > 0 {
-                actions.push(Action::HandlerReturn(Outcome::Temporary {
-                    delay: 1,
-                    message: Said::Failed,
-                }));
-            }
-            if l.permanent_errors > 0 {
-                actions.push(Action::HandlerReturn(Outcome::Permanent {
-                    message: Said::Failed,
-                }));
-            }
-            if l.hangs > 0 {
-                actions.push(Action::HandlerHang);
-            }
-        }
-        if w.hung.is_some_and(|r| r.deadline > w.now) {
-            actions.push(Action::ClockDeadline);
-        }
-        if w.zombie.is_some() {
-            actions.push(Action::ZombieReturn);
-        }
-        if w.running.is_some_and(|r| r.deadline > w.now) && l.overruns > 0 {
-            actions.push(Action::HandlerOverrun);
-        }
-        if w.late.is_some() {
-            actions.push(Action::LateReturn);
-        }
-        if w.patch.is_some() {
-            actions.push(Action::ApiPatch);
-            if l.lost_replies > 0 {
-                actions.push(Action::ApiPatchLost { applied: true });
-                actions.push(Action::ApiPatchLost { applied: false });
-            }
-            if l.refusals > 0 {
-                actions.push(Action::ApiPatchRefused);
-            }
-            if l.throttles > 0 {
-                actions.push(Action::ApiPatchThrottled { applied: true });
-                actions.push(Action::ApiPatchThrottled { applied: false });
-            }
-        }
-        if w.fetch {
-            actions.push(Action::ApiFetch);
-            if l.throttles > 0 {
-                actions.push(Action::ApiFetchFailed);
-            }
-        }
-        if w.wake.is_some() {
-            actions.push(Action::ClockWake);
-        }
-        if l.stops > 0 && !w.engine.stopping {
-            actions.push(Action::OperatorStop);
-        }
-        if w.engine.stopped() {
-            actions.push(Action::OperatorRestart);
-        }
-        if l.crashes > 0 {
-            let stale = [false, true];
-            let stale = if l.stale_lists > 0 && w.previous.is_some() {
-                &stale[..]
-            } else {
-                &stale[..1]
-            };
-            for &stale in stale {
-                actions.push(Action::OperatorCrash {
-                    patch_landed: false,
-                    stale,
-                });
-                if w.patch.is_some() {
-                    actions.push(Action::OperatorCrash {
-                        patch_landed: true,
-                        stale,
-                    });
-                }
-            }
+        for (r, replica) in w.replicas.iter().enumerate() {
+            let mut steps = Vec::new();
+            self.steps(w, replica, &mut steps);
+            let r = r as u8;
+            actions.extend(steps.into_iter().map(|step| Action::Replica(r, step)));
         }
     }
 
@@ -684,7 +513,7 @@ impl Model for LifecycleModel {
             Action::UserDelete => {
                 let object = w.object.as_mut()?;
                 w.left.deletion = false;
-                w.ghost.deleted_while_running |= w.running.is_some();
+                w.ghost.deleted_while_running |= w.replicas.iter().any(|r| r.running.is_some());
                 if object.finalizer {
                     let before = object.clone();
                     object.deleting = true;
@@ -699,174 +528,7 @@ impl Model for LifecycleModel {
                 w.ghost.foreign_at = Some(w.version + 1);
                 Self::publish(&mut w, &before);
             }
-            Action::WatchList => {
-                let view = w.listing.take()?;
-                w.ghost.stale_listed |=
-                    w.object.as_ref().is_some_and(|o| o.version != view.version);
-                self.feed(&mut w, Input::Listed(view));
-            }
-            Action::WatchDeliver => {
-                if w.watch.is_empty() {
-                    return None;
-                }
-                let view = w.watch.remove(0);
-                self.feed(&mut w, Input::Observed(view));
-            }
-            Action::WatchGone => {
-                w.gone_unseen = false;
-                self.feed(&mut w, Input::Gone);
-            }
-            Action::WatchExpire { stale } => {
-                w.left.expiries -= 1;
-                w.ghost.expired = true;
-                relist(&mut w, stale);
-            }
-            Action::HandlerReturn(outcome) => {
-                let run = w.running.take()?;
-                match outcome {
-                    Outcome::Temporary { .. } => w.left.temporary_errors -= 1,
-                    Outcome::Permanent { .. } => w.left.permanent_errors -= 1,
-                    Outcome::Success | Outcome::GivenUp => {}
-                }
-                let (subs, write) = self.returned(&mut w, run, outcome, true);
-                self.feed(
-                    &mut w,
-                    Input::HandlerDone {
-                        run: run.id,
-                        outcome,
-                        subs,
-                        write,
-                    },
-                );
-            }
-            Action::HandlerHang => {
-                let run = w.running.take()?;
-                w.left.hangs -= 1;
-                // A run that hangs has done all it will: the ghost counts it
-                // as failed for good.
-                w.ghost
-                    .returned(run, self.digest(run.key, run.essence), false);
-                w.ghost.pend(run, run.essence, Vec::new());
-                w.hung = Some(run);
-            }
-            Action::ClockDeadline => {
-                let run = w.hung?;
-                w.now = w.now.max(run.deadline);
-                w.ghost.deadline_passed = true;
-                let now = w.now;
-                self.feed(&mut w, Input::Tick { now });
-            }
-            Action::ZombieReturn => {
-                let run = w.zombie.take()?;
-                w.ghost.zombie_returned = true;
-                self.return_unawaited(&mut w, run);
-            }
-            Action::HandlerOverrun => {
-                let run = w.running.take()?;
-                w.left.overruns -= 1;
-                w.now = w.now.max(run.deadline);
-                w.late = Some(run);
-                let now = w.now;
-                self.feed(&mut w, Input::Tick { now });
-                if !w.engine.awaits(run.id) {
-                    // Given up at its deadline: the ghost counts it as
-                    // failed for good, as a hung run.
-                    w.ghost.pend(run, run.essence, Vec::new());
-                }
-            }
-            Action::LateReturn => {
-                let run = w.late.take()?;
-                w.ghost.late_returned = true;
-                self.return_unawaited(&mut w, run);
-            }
-            Action::ApiPatch => {
-                let patch = w.patch.take()?;
-                if self.apply(&mut w, &patch) {
-                    let version = w.version;
-                    self.feed(&mut w, Input::PatchApplied { version });
-                } else {
-                    w.ghost.foreign_refused |= w.ghost.foreign_at.is_some_and(|v| v > patch.expect);
-                    self.feed(&mut w, Input::PatchConflict);
-                }
-            }
-            Action::ApiPatchLost { applied } => {
-                let patch = w.patch.take()?;
-                w.left.lost_replies -= 1;
-                if applied {
-                    self.apply(&mut w, &patch);
-                }
-                self.feed(&mut w, Input::PatchUnknown);
-            }
-            Action::ApiPatchRefused => {
-                let patch = w.patch.take()?;
-                w.left.refusals -= 1;
-                w.ghost.refused = Some(patch.expect);
-                let message = Said::Failed;
-                self.feed(&mut w, Input::PatchRefused { message });
-            }
-            Action::ApiPatchThrottled { applied } => {
-                let patch = w.patch.take()?;
-                w.left.throttles -= 1;
-                w.ghost.throttled = true;
-                if applied {
-                    self.apply(&mut w, &patch);
-                }
-                let retry_after = None;
-                self.feed(&mut w, Input::PatchThrottled { retry_after });
-            }
-            Action::ApiFetchFailed => {
-                w.fetch = false;
-                w.left.throttles -= 1;
-                w.ghost.throttled = true;
-                let retry_after = None;
-                self.feed(&mut w, Input::FetchFailed { retry_after });
-            }
-            Action::ApiFetch => {
-                w.fetch = false;
-                let input = match &w.object {
-                    Some(object) => Input::Fetched(object.clone()),
-                    None => Input::Gone,
-                };
-                self.feed(&mut w, input);
-            }
-            Action::ClockWake => {
-                let at = w.wake.take()?;
-                w.now = w.now.max(at);
-                let now = w.now;
-                self.feed(&mut w, Input::Tick { now });
-            }
-            Action::OperatorStop => {
-                w.left.stops -= 1;
-                self.feed(&mut w, Input::Stop);
-            }
-            Action::OperatorRestart => {
-                w.ghost.restarted = true;
-                w.wake = None;
-                let incarnation = w.engine.incarnation + 1;
-                w.engine = Engine::new(incarnation, w.now);
-                relist(&mut w, false);
-            }
-            Action::OperatorCrash {
-                patch_landed,
-                stale,
-            } => {
-                w.left.crashes -= 1;
-                if patch_landed {
-                    let patch = w.patch.take()?;
-                    self.apply(&mut w, &patch);
-                }
-                if let Some(run) = w.running.take() {
-                    w.zombie = Some(run);
-                }
-                w.ghost.crashed();
-                w.hung = None;
-                w.patch = None;
-                w.fetch = false;
-                w.wake = None;
-                let incarnation = w.engine.incarnation + 1;
-                w.engine = Engine::new(incarnation, w.now);
-                relist(&mut w, stale);
-            }
+            Action::Replica(r, step) => self.step(&mut w, usize::from(r), step)?,
         }
         Self::normalise(&mut w);
         Some(w)
@@ -896,6 +558,13 @@ impl Model for LifecycleModel {
                 "a handler succeeds once per digest per start",
                 |_, w: &World| !w.ghost.rerun,
             ),
+            // □(|{r ∈ replicas : r runs a handler of the object}| ≤ 1): at
+            // most one replica runs the object's handlers at a time (a hung
+            // run counts until it is cancelled).
+            Property::always(
+                "no two runs of the object's handlers overlap",
+                |_, w: &World| w.replicas.iter().filter(|r| r.busy()).count() <= 1,
+            ),
             // □(finalizer removed ⇒ ∀ delete handlers d: d ran to its end).
             Property::always(
                 "finalizer kept until delete handlers finish",
@@ -907,34 +576,16 @@ impl Model for LifecycleModel {
     }
 }
 
-/// The operator lists the object: the watch restarts from the list.
-fn relist(w: &mut World, stale: bool) {
-    let served = if stale {
-        w.left.stale_lists -= 1;
-        w.previous.clone()
-    } else {
-        w.object.clone()
-    };
-    w.watch.clear();
-    match (&served, &w.object) {
-        (Some(served), Some(object)) if served.version != object.version => {
-            w.watch.push(object.clone());
-        }
-        _ => {}
-    }
-    w.gone_unseen = w.object.is_none();
-    w.listing = served;
-}
-
 impl LifecycleModel {
     /// A run the engine no longer waits for returns with its side effect
     /// done (a crashed operator's, or one past its deadline): the engine is
     /// told, and ignores it unless it still waits for it after all.
-    fn return_unawaited(&self, w: &mut World, run: Run) {
-        let awaited = w.engine.awaits(run.id);
+    fn return_unawaited(&self, w: &mut World, r: usize, run: Run) {
+        let awaited = w.replicas[r].engine.awaits(run.id);
         let (subs, write) = self.returned(w, run, Outcome::Success, awaited);
         self.feed(
             w,
+            r,
             Input::HandlerDone {
                 run: run.id,
                 outcome: Outcome::Success,
@@ -1006,22 +657,59 @@ fn settled(m: &LifecycleModel, w: &World) -> bool {
             !object.deleting
                 && object.diff_base == Some(object.essence)
                 && w.ghost.handled(m, object.essence)
-                && w.running.is_none()
-                && w.patch.is_none()
+                && w.replicas.iter().all(Replica::quiet)
         }
     }
 }
 
+/// A fairness class: its name and its actions.
+type Class = (&'static str, fn(&Action) -> bool);
+
+/// The fairness classes of replicas 0 and 1 (the model has at most two).
+const FAIRNESS: [[Class; 5]; 2] = [
+    [
+        ("watch delivery", |a| {
+            a.step_of(0).is_some_and(|s| s.is_watch())
+        }),
+        ("handler completion", |a| {
+            a.step_of(0).is_some_and(|s| s.is_handler())
+        }),
+        ("API server", |a| a.step_of(0).is_some_and(|s| s.is_api())),
+        ("clock", |a| a.step_of(0).is_some_and(|s| s.is_clock())),
+        ("operator restart", |a| {
+            a.step_of(0).is_some_and(|s| s.is_restart())
+        }),
+    ],
+    [
+        ("watch delivery (replica 1)", |a| {
+            a.step_of(1).is_some_and(|s| s.is_watch())
+        }),
+        ("handler completion (replica 1)", |a| {
+            a.step_of(1).is_some_and(|s| s.is_handler())
+        }),
+        ("API server (replica 1)", |a| {
+            a.step_of(1).is_some_and(|s| s.is_api())
+        }),
+        ("clock (replica 1)", |a| {
+            a.step_of(1).is_some_and(|s| s.is_clock())
+        }),
+        ("operator restart (replica 1)", |a| {
+            a.step_of(1).is_some_and(|s| s.is_restart())
+        }),
+    ],
+];
+
 impl TemporalModel for LifecycleModel {
+    /// Weak fairness per replica (a class shared by replicas would let
+    /// one starve): its watch delivers, its runs return, the API server
+    /// answers it, its timers fire, and a stopped one's successor starts.
     fn fairness(&self) -> Vec<Fairness<Self>> {
-        vec![
-            Fairness::weak("watch delivery", Action::is_watch),
-            Fairness::weak("handler completion", Action::is_handler),
-            Fairness::weak("API server", Action::is_api),
-            Fairness::weak("clock", Action::is_clock),
-            // The successor of a stopped operator starts.
-            Fairness::weak("operator restart", Action::is_restart),
-        ]
+        FAIRNESS
+            .iter()
+            .take(usize::from(self.replicas))
+            .flatten()
+            .map(|&(name, class)| Fairness::weak(name, class))
+            .collect()
     }
 
     fn liveness(&self) -> Vec<Liveness<Self>> {

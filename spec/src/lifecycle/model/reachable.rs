@@ -21,6 +21,11 @@ struct Reachable {
     condition: fn(&LifecycleModel, &World) -> bool,
 }
 
+/// The runs in flight, of every replica.
+fn running(w: &World) -> impl Iterator<Item = &super::Run> {
+    w.replicas.iter().filter_map(|r| r.running.as_ref())
+}
+
 fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
@@ -29,7 +34,7 @@ const REACHABLE: [Reachable; 19] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
-        condition: |_, w| w.running.is_some_and(|r| r.key.sub.is_some()),
+        condition: |_, w| running(w).any(|r| r.key.sub.is_some()),
     },
     // Without it, "finalizer kept until delete handlers finish" and
     // "deletion releases the finalizer" could hold for want of a deletion.
@@ -38,9 +43,8 @@ const REACHABLE: [Reachable; 19] = [
         expected: |m| m.budget.faults.deletion && registers(m, On::Delete),
         condition: |m, w| {
             let held = w.object.as_ref().is_some_and(|o| o.deleting && o.finalizer);
-            held && w
-                .running
-                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Delete)
+            held && running(w)
+                .any(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Delete)
         },
     },
     Reachable {
@@ -58,16 +62,14 @@ const REACHABLE: [Reachable; 19] = [
         name: "a resume handler runs",
         expected: |m| registers(m, On::Resume),
         condition: |m, w| {
-            w.running
-                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Resume)
+            running(w).any(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Resume)
         },
     },
     Reachable {
         name: "a create handler runs",
         expected: |m| registers(m, On::Create),
         condition: |m, w| {
-            w.running
-                .is_some_and(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Create)
+            running(w).any(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Create)
         },
     },
     Reachable {
@@ -130,7 +132,7 @@ const REACHABLE: [Reachable; 19] = [
     Reachable {
         name: "a throttled request is asked again after the wait",
         expected: |m| m.budget.faults.throttles > 0,
-        condition: |_, w| w.ghost.throttled && w.engine.pause.is_none(),
+        condition: |_, w| w.ghost.throttled && w.replicas.iter().all(|r| r.engine.pause.is_none()),
     },
     Reachable {
         name: "a handler runs out of attempts",

@@ -41,6 +41,7 @@ fn model(variant: Variant, handlers: Vec<(On<Field>, Code)>, budget: Budget) -> 
         code,
         budget,
         every_sometimes: false,
+        replicas: 1,
     }
 }
 
@@ -268,4 +269,21 @@ pub fn rolling(variant: Variant) -> LifecycleModel {
         ..Faults::default()
     });
     model(variant, vec![(On::Field(Field::Spec), size)], budget)
+}
+
+/// Two replicas of the operator watch an object with one field handler
+/// through an edit. With no claims yet, both run the handler (#20): not
+/// checked by default; "no two runs of the object's handlers overlap" is
+/// violated in both variants.
+pub fn replicas(variant: Variant) -> LifecycleModel {
+    let mut model = model(
+        variant,
+        vec![sync()],
+        edits_of_spec(Faults {
+            edits: 1,
+            ..Faults::default()
+        }),
+    );
+    model.replicas = 2;
+    model
 }

@@ -1,0 +1,460 @@
+//! One replica of the operator in the model: what it holds (its engine,
+//! its watch, what is in flight between it and the API server), the steps
+//! it and the world around it may take, and how each changes the world.
+
+use serde::{Deserialize, Serialize};
+
+use super::{LifecycleModel, Run, Said, View, World};
+use crate::lifecycle::engine::{Engine, Input, Outcome, Patch};
+use crate::lifecycle::model::small::Small;
+
+/// One replica of the operator: its engine, and what is in flight between
+/// it and the rest of the world.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Replica {
+    /// A list's answer not yet delivered; the watch's events follow it.
+    pub listing: Option<View>,
+    /// Watch events not delivered yet, oldest first.
+    pub watch: Vec<View>,
+    /// Whether the watch has yet to report that the object is gone.
+    pub gone_unseen: bool,
+    /// Its engine.
+    pub engine: Engine<Small>,
+    /// The run in flight.
+    pub running: Option<Run>,
+    /// A run that hangs: it never returns.
+    pub hung: Option<Run>,
+    /// A run of a crashed start of it, still going.
+    pub zombie: Option<Run>,
+    /// A run that passed its deadline, its return on its way.
+    pub late: Option<Run>,
+    /// The patch in flight.
+    pub patch: Option<Patch<Small>>,
+    /// Whether a consistent read is in flight.
+    pub fetch: bool,
+    /// The wake-up the engine asked for.
+    pub wake: Option<u8>,
+}
+
+impl Replica {
+    /// A replica started (its `incarnation`th start) at `now`, its first
+    /// list of the object (`listing`) on its way.
+    pub(super) fn new(incarnation: u32, now: u8, listing: Option<View>) -> Self {
+        Replica {
+            listing,
+            watch: Vec::new(),
+            gone_unseen: false,
+            engine: Engine::new(incarnation, now),
+            running: None,
+            hung: None,
+            zombie: None,
+            late: None,
+            patch: None,
+            fetch: false,
+            wake: None,
+        }
+    }
+
+    /// Whether it runs one of the object's handlers (or a hung run of one
+    /// is not cancelled yet).
+    pub(super) fn busy(&self) -> bool {
+        self.running.is_some() || self.hung.is_some()
+    }
+
+    /// Whether nothing of it is in flight at the API server or in a run.
+    pub(super) fn quiet(&self) -> bool {
+        self.running.is_none() && self.patch.is_none()
+    }
+}
+
+/// A step of one replica, or of the world around it (its watch, its runs,
+/// the API server's answers to it, its clock, its crash).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Step {
+    /// The list's answer reaches the operator.
+    WatchList,
+    /// The watch delivers its oldest event.
+    WatchDeliver,
+    /// The watch reports that the object is gone.
+    WatchGone,
+    /// The watch expires (410 Gone); the operator lists again, and the list
+    /// may be stale.
+    WatchExpire {
+        /// Whether the list serves the previous version.
+        stale: bool,
+    },
+    /// The running handler returns.
+    HandlerReturn(Outcome<Small>),
+    /// The running handler hangs.
+    HandlerHang,
+    /// The running handler's deadline passes as it returns: its return
+    /// reaches the operator after the deadline's tick.
+    HandlerOverrun,
+    /// A run that passed its deadline returns, its side effect done.
+    LateReturn,
+    /// A hung run's deadline passes.
+    ClockDeadline,
+    /// A crashed operator's run returns, its side effect done.
+    ZombieReturn,
+    /// The API server applies or refuses the patch in flight.
+    ApiPatch,
+    /// The patch's reply is lost, after the API server applied it or not.
+    ApiPatchLost {
+        /// Whether it was applied.
+        applied: bool,
+    },
+    /// The API server refuses the patch for good (422).
+    ApiPatchRefused,
+    /// The API server throttles the patch (429), or fails it after applying
+    /// it or not (5xx).
+    ApiPatchThrottled {
+        /// Whether it was applied.
+        applied: bool,
+    },
+    /// The API server answers the consistent read.
+    ApiFetch,
+    /// The API server throttles or fails the consistent read.
+    ApiFetchFailed,
+    /// Time passes until the requested wake-up.
+    ClockWake,
+    /// The operator is told to stop (SIGTERM in a rolling update).
+    OperatorStop,
+    /// A stopped operator exits and its successor starts and lists the
+    /// object.
+    OperatorRestart,
+    /// The operator crashes and restarts, losing its memory: a run in
+    /// flight goes on as a zombie, the patch in flight lands or not, and
+    /// the restarted operator lists the object (perhaps stale).
+    OperatorCrash {
+        /// Whether the patch in flight reached the API server first.
+        patch_landed: bool,
+        /// Whether the list serves the previous version.
+        stale: bool,
+    },
+}
+
+impl Step {
+    pub(super) fn is_watch(&self) -> bool {
+        matches!(self, Step::WatchList | Step::WatchDeliver | Step::WatchGone)
+    }
+
+    pub(super) fn is_handler(&self) -> bool {
+        matches!(self, Step::HandlerReturn(_))
+    }
+
+    pub(super) fn is_api(&self) -> bool {
+        matches!(self, Step::ApiPatch | Step::ApiFetch)
+    }
+
+    pub(super) fn is_clock(&self) -> bool {
+        matches!(self, Step::ClockWake | Step::ClockDeadline)
+    }
+
+    pub(super) fn is_restart(&self) -> bool {
+        matches!(self, Step::OperatorRestart)
+    }
+}
+
+/// Replica `r` lists the object: its watch restarts from the list.
+fn relist(w: &mut World, r: usize, stale: bool) {
+    let served = if stale {
+        w.left.stale_lists -= 1;
+        w.previous.clone()
+    } else {
+        w.object.clone()
+    };
+    let replica = &mut w.replicas[r];
+    replica.watch.clear();
+    match (&served, &w.object) {
+        (Some(served), Some(object)) if served.version != object.version => {
+            replica.watch.push(object.clone());
+        }
+        _ => {}
+    }
+    replica.gone_unseen = w.object.is_none();
+    replica.listing = served;
+}
+
+impl LifecycleModel {
+    /// The steps replica `replica` of world `w` may take.
+    pub(super) fn steps(&self, w: &World, replica: &Replica, steps: &mut Vec<Step>) {
+        let l = &w.left;
+        if let Some(object) = w.object.as_ref().filter(|o| !o.deleting) {
+            if l.expiries > 0 && replica.listing.is_none() {
+                steps.push(Step::WatchExpire { stale: false });
+                if l.stale_lists > 0 && w.previous.is_some() && object.version > 1 {
+                    steps.push(Step::WatchExpire { stale: true });
+                }
+            }
+        }
+        if replica.listing.is_some() {
+            steps.push(Step::WatchList);
+        } else if !replica.watch.is_empty() {
+            steps.push(Step::WatchDeliver);
+        } else if replica.gone_unseen {
+            steps.push(Step::WatchGone);
+        }
+        if replica.running.is_some() {
+            steps.push(Step::HandlerReturn(Outcome::Success));
+            if l.temporary_errors > 0 {
+                steps.push(Step::HandlerReturn(Outcome::Temporary {
+                    delay: 1,
+                    message: Said::Failed,
+                }));
+            }
+            if l.permanent_errors > 0 {
+                steps.push(Step::HandlerReturn(Outcome::Permanent {
+                    message: Said::Failed,
+                }));
+            }
+            if l.hangs > 0 {
+                steps.push(Step::HandlerHang);
+            }
+        }
+        if replica.hung.is_some_and(|r| r.deadline > w.now) {
+            steps.push(Step::ClockDeadline);
+        }
+        if replica.zombie.is_some() {
+            steps.push(Step::ZombieReturn);
+        }
+        if replica.running.is_some_and(|r| r.deadline > w.now) && l.overruns > 0 {
+            steps.push(Step::HandlerOverrun);
+        }
+        if replica.late.is_some() {
+            steps.push(Step::LateReturn);
+        }
+        if replica.patch.is_some() {
+            steps.push(Step::ApiPatch);
+            if l.lost_replies > 0 {
+                steps.push(Step::ApiPatchLost { applied: true });
+                steps.push(Step::ApiPatchLost { applied: false });
+            }
+            if l.refusals > 0 {
+                steps.push(Step::ApiPatchRefused);
+            }
+            if l.throttles > 0 {
+                steps.push(Step::ApiPatchThrottled { applied: true });
+                steps.push(Step::ApiPatchThrottled { applied: false });
+            }
+        }
+        if replica.fetch {
+            steps.push(Step::ApiFetch);
+            if l.throttles > 0 {
+                steps.push(Step::ApiFetchFailed);
+            }
+        }
+        if replica.wake.is_some() {
+            steps.push(Step::ClockWake);
+        }
+        if l.stops > 0 && !replica.engine.stopping {
+            steps.push(Step::OperatorStop);
+        }
+        if replica.engine.stopped() {
+            steps.push(Step::OperatorRestart);
+        }
+        if l.crashes > 0 {
+            let stale = [false, true];
+            let stale = if l.stale_lists > 0 && w.previous.is_some() {
+                &stale[..]
+            } else {
+                &stale[..1]
+            };
+            for &stale in stale {
+                steps.push(Step::OperatorCrash {
+                    patch_landed: false,
+                    stale,
+                });
+                if replica.patch.is_some() {
+                    steps.push(Step::OperatorCrash {
+                        patch_landed: true,
+                        stale,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Replica `r` of `w` takes `step`; `None` if it cannot.
+    pub(super) fn step(&self, w: &mut World, r: usize, step: Step) -> Option<()> {
+        match step {
+            Step::WatchList => {
+                let view = w.replicas[r].listing.take()?;
+                w.ghost.stale_listed |=
+                    w.object.as_ref().is_some_and(|o| o.version != view.version);
+                self.feed(w, r, Input::Listed(view));
+            }
+            Step::WatchDeliver => {
+                let watch = &mut w.replicas[r].watch;
+                if watch.is_empty() {
+                    return None;
+                }
+                let view = watch.remove(0);
+                self.feed(w, r, Input::Observed(view));
+            }
+            Step::WatchGone => {
+                w.replicas[r].gone_unseen = false;
+                self.feed(w, r, Input::Gone);
+            }
+            Step::WatchExpire { stale } => {
+                w.left.expiries -= 1;
+                w.ghost.expired = true;
+                relist(w, r, stale);
+            }
+            Step::HandlerReturn(outcome) => {
+                let run = w.replicas[r].running.take()?;
+                match outcome {
+                    Outcome::Temporary { .. } => w.left.temporary_errors -= 1,
+                    Outcome::Permanent { .. } => w.left.permanent_errors -= 1,
+                    Outcome::Success | Outcome::GivenUp => {}
+                }
+                let (subs, write) = self.returned(w, run, outcome, true);
+                self.feed(
+                    w,
+                    r,
+                    Input::HandlerDone {
+                        run: run.id,
+                        outcome,
+                        subs,
+                        write,
+                    },
+                );
+            }
+            Step::HandlerHang => {
+                let run = w.replicas[r].running.take()?;
+                w.left.hangs -= 1;
+                // A run that hangs has done all it will: the ghost counts it
+                // as failed for good.
+                w.ghost
+                    .returned(run, self.digest(run.key, run.essence), false);
+                w.ghost.pend(run, run.essence, Vec::new());
+                w.replicas[r].hung = Some(run);
+            }
+            Step::ClockDeadline => {
+                let run = w.replicas[r].hung?;
+                w.now = w.now.max(run.deadline);
+                w.ghost.deadline_passed = true;
+                let now = w.now;
+                self.feed(w, r, Input::Tick { now });
+            }
+            Step::ZombieReturn => {
+                let run = w.replicas[r].zombie.take()?;
+                w.ghost.zombie_returned = true;
+                self.return_unawaited(w, r, run);
+            }
+            Step::HandlerOverrun => {
+                let run = w.replicas[r].running.take()?;
+                w.left.overruns -= 1;
+                w.now = w.now.max(run.deadline);
+                w.replicas[r].late = Some(run);
+                let now = w.now;
+                self.feed(w, r, Input::Tick { now });
+                if !w.replicas[r].engine.awaits(run.id) {
+                    // Given up at its deadline: the ghost counts it as
+                    // failed for good, as a hung run.
+                    w.ghost.pend(run, run.essence, Vec::new());
+                }
+            }
+            Step::LateReturn => {
+                let run = w.replicas[r].late.take()?;
+                w.ghost.late_returned = true;
+                self.return_unawaited(w, r, run);
+            }
+            Step::ApiPatch => {
+                let patch = w.replicas[r].patch.take()?;
+                if self.apply(w, &patch) {
+                    let version = w.version;
+                    self.feed(w, r, Input::PatchApplied { version });
+                } else {
+                    w.ghost.foreign_refused |= w.ghost.foreign_at.is_some_and(|v| v > patch.expect);
+                    self.feed(w, r, Input::PatchConflict);
+                }
+            }
+            Step::ApiPatchLost { applied } => {
+                let patch = w.replicas[r].patch.take()?;
+                w.left.lost_replies -= 1;
+                if applied {
+                    self.apply(w, &patch);
+                }
+                self.feed(w, r, Input::PatchUnknown);
+            }
+            Step::ApiPatchRefused => {
+                let patch = w.replicas[r].patch.take()?;
+                w.left.refusals -= 1;
+                w.ghost.refused = Some(patch.expect);
+                let message = Said::Failed;
+                self.feed(w, r, Input::PatchRefused { message });
+            }
+            Step::ApiPatchThrottled { applied } => {
+                let patch = w.replicas[r].patch.take()?;
+                w.left.throttles -= 1;
+                w.ghost.throttled = true;
+                if applied {
+                    self.apply(w, &patch);
+                }
+                let retry_after = None;
+                self.feed(w, r, Input::PatchThrottled { retry_after });
+            }
+            Step::ApiFetchFailed => {
+                w.replicas[r].fetch = false;
+                w.left.throttles -= 1;
+                w.ghost.throttled = true;
+                let retry_after = None;
+                self.feed(w, r, Input::FetchFailed { retry_after });
+            }
+            Step::ApiFetch => {
+                w.replicas[r].fetch = false;
+                let input = match &w.object {
+                    Some(object) => Input::Fetched(object.clone()),
+                    None => Input::Gone,
+                };
+                self.feed(w, r, input);
+            }
+            Step::ClockWake => {
+                let at = w.replicas[r].wake.take()?;
+                w.now = w.now.max(at);
+                let now = w.now;
+                self.feed(w, r, Input::Tick { now });
+            }
+            Step::OperatorStop => {
+                w.left.stops -= 1;
+                self.feed(w, r, Input::Stop);
+            }
+            Step::OperatorRestart => {
+                w.ghost.restarted = true;
+                self.restart(w, r);
+                relist(w, r, false);
+            }
+            Step::OperatorCrash {
+                patch_landed,
+                stale,
+            } => {
+                w.left.crashes -= 1;
+                if patch_landed {
+                    let patch = w.replicas[r].patch.take()?;
+                    self.apply(w, &patch);
+                }
+                // A run in flight goes on as a zombie (an older one, if
+                // none is in flight, goes on still).
+                let replica = &mut w.replicas[r];
+                replica.zombie = replica.running.take().or(replica.zombie);
+                w.ghost.crashed();
+                self.restart(w, r);
+                relist(w, r, stale);
+            }
+        }
+        Some(())
+    }
+
+    /// Replica `r` starts again, remembering nothing: its next start's
+    /// engine (incarnations of replicas never coincide), nothing in flight
+    /// but the runs that outlive it (a zombie, a late return).
+    fn restart(&self, w: &mut World, r: usize) {
+        let old = &w.replicas[r];
+        let incarnation = old.engine.incarnation + u32::from(self.replicas);
+        w.replicas[r] = Replica {
+            zombie: old.zombie,
+            late: old.late,
+            ..Replica::new(incarnation, w.now, None)
+        };
+    }
+}
