@@ -21,7 +21,7 @@ use serde_json::Value;
 use steadfast_spec::lifecycle::named::{canonical, Named};
 use steadfast_spec::lifecycle::trace::{Header, Record};
 use steadfast_spec::lifecycle::{
-    Config, Effect, Engine, Input, ObjectView, Outcome, RunId, Verdict,
+    Config, Effect, Engine, Failure, Input, ObjectView, Outcome, RunId, Verdict,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
@@ -88,39 +88,24 @@ struct Running {
     cancel: watch::Sender<bool>,
 }
 
-/// How the engine meets an API server's error answer.
-enum Answer {
-    /// 409, 404: the object moved on, or is gone.
-    Conflict,
-    /// 400, 403, 422: refused for good, with the server's words.
-    Refused(String),
-    /// 429, 5xx and any other status: throttled or not served; wait the
-    /// `Retry-After` if the server gave one (ms).
-    Throttled(Option<u64>),
-    /// No answer (a timeout, a lost connection): it may have applied.
-    Unknown,
-}
-
-impl Answer {
-    fn of(error: &kube::Error) -> Self {
-        let kube::Error::Api(status) = error else {
-            return Answer::Unknown;
-        };
-        match status.code {
-            404 | 409 => Answer::Conflict,
-            400 | 403 | 422 => Answer::Refused(bounded(&format!(
-                "{} {}: {}",
-                status.code, status.reason, status.message
-            ))),
-            _ => Answer::Throttled(
-                status
-                    .details
-                    .as_ref()
-                    .map(|d| d.retry_after_seconds)
-                    .filter(|&seconds| seconds > 0)
-                    .map(|seconds| u64::from(seconds) * 1000),
-            ),
-        }
+/// A request the API server did not serve, as the engine is told of it:
+/// the code, the server's words and its `Retry-After` (ms), or silence.
+fn failure(error: &kube::Error) -> Failure<Named> {
+    let kube::Error::Api(status) = error else {
+        return Failure::NoAnswer;
+    };
+    Failure::Status {
+        code: status.code,
+        message: bounded(&format!(
+            "{} {}: {}",
+            status.code, status.reason, status.message
+        )),
+        retry_after: status
+            .details
+            .as_ref()
+            .map(|d| d.retry_after_seconds)
+            .filter(|&seconds| seconds > 0)
+            .map(|seconds| u64::from(seconds) * 1000),
     }
 }
 
@@ -351,21 +336,18 @@ where
                         }
                     };
                     let result = patch_object(&api, &name, body, status_subresource).await;
-                    let (answer, input) = match result.as_ref().map_err(Answer::of) {
-                        Ok(object) => (
-                            "applied",
-                            Input::PatchApplied {
-                                version: object.meta().resource_version.clone().unwrap_or_default(),
-                            },
-                        ),
-                        Err(Answer::Conflict) => ("conflict", Input::PatchConflict),
-                        Err(Answer::Refused(message)) => {
-                            ("refused", Input::PatchRefused { message })
-                        }
-                        Err(Answer::Throttled(retry_after)) => {
-                            ("throttled", Input::PatchThrottled { retry_after })
-                        }
-                        Err(Answer::Unknown) => ("unknown", Input::PatchUnknown),
+                    let input = match &result {
+                        Ok(object) => Input::PatchApplied {
+                            version: object.meta().resource_version.clone().unwrap_or_default(),
+                        },
+                        Err(error) => failure(error).of_patch(),
+                    };
+                    let answer = match &input {
+                        Input::PatchApplied { .. } => "applied",
+                        Input::PatchConflict => "conflict",
+                        Input::PatchRefused { .. } => "refused",
+                        Input::PatchThrottled { .. } => "throttled",
+                        _ => "unknown",
                     };
                     if let Err(error) = &result {
                         tracing::warn!(%error, "a patch of {name} was answered {answer}");
@@ -382,11 +364,7 @@ where
                         Ok(object) => Done::Read(object),
                         Err(error) => {
                             tracing::warn!(%error, "reading {name} failed");
-                            let retry_after = match Answer::of(&error) {
-                                Answer::Throttled(retry_after) => retry_after,
-                                Answer::Conflict | Answer::Refused(_) | Answer::Unknown => None,
-                            };
-                            Done::Input(Input::FetchFailed { retry_after })
+                            Done::Input(failure(&error).of_fetch())
                         }
                     }
                 });
@@ -463,24 +441,18 @@ where
         else {
             return;
         };
-        let Some((_, object)) = self.versions.iter().find(|(v, _)| *v == version) else {
-            // Not reached: the engine holds the version it acts on. Met as
-            // a failed run, not a hang.
-            let message = format!("steadfast bug: version {version} was not kept");
-            tracing::error!("{message} for a run of {}", self.name);
-            self.tasks.spawn(async move {
-                Done::Input(Input::HandlerDone {
-                    run,
-                    outcome: Outcome::Temporary {
-                        delay: 1000,
-                        message,
-                    },
-                    subs: Vec::new(),
-                    write: None,
-                })
-            });
+        // Kept: the driver keeps every version the engine holds, and the
+        // engine holds the one it acts on.
+        let kept = self.versions.iter().find(|(v, _)| *v == version);
+        let Some(object) = kept.map(|(_, object)| object).or(self.latest.as_ref()) else {
             return;
         };
+        if kept.is_none() {
+            tracing::error!(
+                "steadfast bug: version {version} of {} was not kept; the run is shown the newest",
+                self.name
+            );
+        }
         let object = object.clone();
         let registered = parent.as_ref().unwrap_or(&handler);
         let code = self

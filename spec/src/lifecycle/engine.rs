@@ -110,6 +110,70 @@ pub enum Input<D: Domain> {
     },
 }
 
+/// A request the API server did not serve, as a driver reads it off the
+/// wire. Which answer means what to the engine is decided here, by
+/// [`Failure::of_patch`] and [`Failure::of_fetch`], not by the driver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Failure<D: Domain> {
+    /// An error status.
+    Status {
+        /// Its HTTP code.
+        code: u16,
+        /// What the server said, for people.
+        message: D::Message,
+        /// How long the server asked the client to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// No answer: a timeout, a lost connection.
+    NoAnswer,
+}
+
+impl<D: Domain> Input<D> {
+    /// Whether it is an answer the API server served: a read, or a patch
+    /// applied or refused (a conflict included).
+    fn served(&self) -> bool {
+        matches!(
+            self,
+            Input::Fetched(_)
+                | Input::PatchApplied { .. }
+                | Input::PatchConflict
+                | Input::PatchRefused { .. }
+        )
+    }
+}
+
+impl<D: Domain> Failure<D> {
+    /// The input a patch answered so is: 409 or 404, a conflict; 400, 403
+    /// or 422, refused for good; any other status, throttled or not
+    /// served; no answer, unknown.
+    pub fn of_patch(self) -> Input<D> {
+        match self {
+            Failure::Status {
+                code: 404 | 409, ..
+            } => Input::PatchConflict,
+            Failure::Status {
+                code: 400 | 403 | 422,
+                message,
+                ..
+            } => Input::PatchRefused { message },
+            Failure::Status { retry_after, .. } => Input::PatchThrottled { retry_after },
+            Failure::NoAnswer => Input::PatchUnknown,
+        }
+    }
+
+    /// The input a read answered so is: it failed, and is asked again
+    /// after the server's `Retry-After` when the server throttled it (the
+    /// classes of [`Failure::of_patch`]), or after the engine's own wait.
+    pub fn of_fetch(self) -> Input<D> {
+        let retry_after = match self.of_patch() {
+            Input::PatchThrottled { retry_after } => retry_after,
+            _ => None,
+        };
+        Input::FetchFailed { retry_after }
+    }
+}
+
 /// How one run of a handler ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(bound = "")]
@@ -436,6 +500,11 @@ impl<D: Domain> Engine<D> {
     /// Feeds one input to the engine and returns what it asks for.
     pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
         let waits = config.rules.has(Rule::WaitForOwnWrite);
+        if input.served() {
+            // The API server serves again: the waits after throttled
+            // requests are over.
+            self.pause = None;
+        }
         match input {
             Input::Observed(view) => self.observe(config, view),
             Input::Listed(view) => {
@@ -458,7 +527,6 @@ impl<D: Domain> Engine<D> {
                 self.observe(config, view)
             }
             Input::Fetched(view) => {
-                self.pause = None;
                 if let Hold::Fetching { seen, .. } = &self.hold {
                     // The watch restarted from a list, or lags: unless it has
                     // shown the version read here, it will, after older ones.
@@ -526,7 +594,6 @@ impl<D: Domain> Engine<D> {
                 else {
                     return Vec::new();
                 };
-                self.pause = None;
                 // The newest version the watch showed, if it showed the one
                 // the patch made (it shows versions in order: whatever came
                 // after is newer still, another writer's).
@@ -555,10 +622,7 @@ impl<D: Domain> Engine<D> {
                 }
                 self.cycle(config)
             }
-            Input::PatchConflict => {
-                self.pause = None;
-                self.refused(config)
-            }
+            Input::PatchConflict => self.refused(config),
             // A patch that may or may not have applied is met as a refused
             // one: the object is read, and the run's outcome written again
             // if it is not there.
@@ -687,7 +751,6 @@ impl<D: Domain> Engine<D> {
         if !matches!(self.phase, Phase::Patching { .. }) {
             return Vec::new();
         }
-        self.pause = None;
         if let Some(expect) = self.unapplied(config) {
             self.hold = Hold::Refused(expect);
         }

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::engine::{Effect, Engine, Input, Outcome, Patch, RunId, Verdict};
+use super::engine::{Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
 use super::handlers::{Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
 use super::object::{Final, ObjectView, Progress};
@@ -318,6 +318,37 @@ fn a_stopping_engine_should_finish_its_run_write_it_and_start_no_other() {
     let effects = engine.step(&config, Input::Observed(applied(first, &p)));
     assert_eq!(invoked(&effects), None, "{effects:?}");
     assert!(engine.stopped());
+}
+
+#[test]
+fn api_answers_should_come_to_the_engine_by_class() {
+    let status = |code| Failure::<Small>::Status {
+        code,
+        message: Said::Failed,
+        retry_after: Some(2),
+    };
+    for code in [404, 409] {
+        assert_eq!(status(code).of_patch(), Input::PatchConflict);
+    }
+    for code in [400, 403, 422] {
+        let refused = Input::PatchRefused {
+            message: Said::Failed,
+        };
+        assert_eq!(status(code).of_patch(), refused);
+        let no_wait = Input::FetchFailed { retry_after: None };
+        assert_eq!(status(code).of_fetch(), no_wait);
+    }
+    for code in [429, 500, 503, 504, 401] {
+        let throttled = Input::PatchThrottled {
+            retry_after: Some(2),
+        };
+        assert_eq!(status(code).of_patch(), throttled);
+        let told = Input::FetchFailed {
+            retry_after: Some(2),
+        };
+        assert_eq!(status(code).of_fetch(), told);
+    }
+    assert_eq!(Failure::<Small>::NoAnswer.of_patch(), Input::PatchUnknown);
 }
 
 #[test]
