@@ -319,7 +319,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 14] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 18] = [
     Scenario {
         name: "seed641",
         about:
@@ -398,9 +398,36 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 14] = [
     },
     Scenario {
         name: "replicas",
-        about: "two replicas and no claims yet: both run the handler (#20), not by default",
-        by_default: false,
+        about: "two replicas share an object with a field handler through an edit",
+        by_default: true,
         value: scenarios::replicas,
+    },
+    Scenario {
+        name: "takeover",
+        about: "two replicas, one dies for good at any point; a field handler with 2 \
+                sub-handlers and a delete handler, an edit and a deletion",
+        by_default: true,
+        value: scenarios::takeover,
+    },
+    Scenario {
+        name: "rolling-replicas",
+        about: "a rolling update of two replicas: one stops gracefully, its successor starts \
+                while the other works",
+        by_default: true,
+        value: scenarios::rolling_replicas,
+    },
+    Scenario {
+        name: "drift",
+        about: "two replicas' clocks drift apart by the claims' budget (1 tick), a hung run",
+        by_default: true,
+        value: scenarios::drift,
+    },
+    Scenario {
+        name: "drift-beyond",
+        about: "drift one tick beyond the claims' budget: two runs overlap (the assumption \
+                shown), not by default",
+        by_default: false,
+        value: scenarios::drift_beyond,
     },
     Scenario {
         name: "bench",

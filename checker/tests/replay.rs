@@ -181,7 +181,9 @@ fn replay_should_need_a_file() {
 /// the watch shows the version it made.
 fn engine_trace(variant: lifecycle::Variant) -> String {
     use lifecycle::named::Named as Kube;
-    use lifecycle::{Backoff, Config, Effect, Engine, HandlerSpec, Input, ObjectView, On, Outcome};
+    use lifecycle::{
+        Backoff, Claims, Config, Effect, Engine, HandlerSpec, Input, ObjectView, On, Outcome,
+    };
     let config = Config::<Kube> {
         rules: variant.into(),
         handlers: vec![HandlerSpec {
@@ -194,9 +196,14 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
             first: 200,
             most: 30_000,
         },
+        claims: Claims {
+            duration: 60_000,
+            drift: 2_000,
+        },
     };
     let header = lifecycle::trace::Header {
         object: "default/t".into(),
+        identity: "op-0".into(),
         incarnation: 1,
         started: 0,
         config: config.clone(),
@@ -208,8 +215,9 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
         finalizer: false,
         progress: Default::default(),
         diff_base: None,
+        claim: None,
     };
-    let mut engine = Engine::new(1, 0);
+    let mut engine = Engine::new("op-0".into(), 1, 0);
     let mut lines = vec![serde_json::to_string(&header).unwrap()];
     let mut inputs = vec![Input::Listed(view.clone())];
     while let Some(input) = inputs.pop() {
@@ -236,6 +244,9 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
                         view.progress.set(&key, record);
                     }
                     view.diff_base = patch.diff_base.or(view.diff_base.take());
+                    if let Some(change) = patch.claim {
+                        view.claim = change.after();
+                    }
                     view.version = (view.version.parse::<u32>().unwrap() + 1).to_string();
                     // Last in, first out: the reply, then the watch event.
                     inputs.push(Input::Observed(view.clone()));

@@ -191,13 +191,33 @@ mod vacuity {
             assert_violated(&model, "handled on the final essence");
         }
 
-        /// Two replicas with nothing to keep them apart (no claims yet)
-        /// both run the handler.
+        /// Two replicas with nothing to keep them apart (no claims) both
+        /// run the handler.
         #[test]
         fn no_overlap_fails_with_two_replicas_and_no_claims() {
             assert_violated(
-                &scenarios::replicas(Variant::Steadfast),
+                &scenarios::replicas(Variant::Steadfast).without(Rule::Claims),
                 "no two runs of the object's handlers overlap",
+            );
+        }
+
+        /// Clocks that drift apart by more than the claims' budget let a
+        /// replica take over a claim its holder still runs under.
+        #[test]
+        fn no_overlap_fails_when_clocks_drift_beyond_the_budget() {
+            assert_violated(
+                &scenarios::drift_beyond(Variant::Steadfast),
+                "no two runs of the object's handlers overlap",
+            );
+        }
+
+        /// A replica that waits for a claim to be released, and never takes
+        /// over one that is over, waits forever for a dead holder.
+        #[test]
+        fn takeover_fails_when_claims_are_only_ever_released() {
+            assert_violated(
+                &scenarios::takeover(Variant::Steadfast).without(Rule::TakeOver),
+                "a dead replica's objects are taken over",
             );
         }
 
@@ -238,6 +258,8 @@ mod vacuity {
             a_throttle_fails_without_one: "a throttled request is asked again after the wait",
             running_out_of_attempts_fails_without_errors: "a handler runs out of attempts",
             a_successor_fails_without_stops: "a stopped operator's successor starts",
+            a_takeover_fails_without_deaths: "a dead replica's claim is taken over",
+            a_drifting_clock_fails_without_skew: "a replica's clock runs ahead while another's run is under way",
         }
 
         /// The two paths `stamp` reaches, violated in `lost`: one field

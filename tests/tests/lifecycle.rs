@@ -11,7 +11,7 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 12] = [
+const SCENARIOS: [(&str, Scenario); 16] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
@@ -24,6 +24,10 @@ const SCENARIOS: [(&str, Scenario); 12] = [
     ("late", scenarios::late),
     ("exhausted", scenarios::exhausted),
     ("rolling", scenarios::rolling),
+    ("replicas", scenarios::replicas),
+    ("takeover", scenarios::takeover),
+    ("rolling-replicas", scenarios::rolling_replicas),
+    ("drift", scenarios::drift),
 ];
 
 #[test]

@@ -94,3 +94,21 @@ fn a_run_past_its_deadline_must_be_given_up() {
         "deletion releases the finalizer",
     );
 }
+
+#[test]
+fn a_replica_must_run_only_under_its_own_claim() {
+    assert_needed(
+        Rule::Claims,
+        scenarios::replicas,
+        "no two runs of the object's handlers overlap",
+    );
+}
+
+#[test]
+fn a_claim_that_is_over_must_be_taken_over() {
+    assert_needed(
+        Rule::TakeOver,
+        scenarios::takeover,
+        "a dead replica's objects are taken over",
+    );
+}

@@ -71,6 +71,8 @@ pub(crate) struct Shared<K> {
     /// writes then go through `/status`.
     pub(crate) status_subresource: bool,
     pub(crate) incarnation: u32,
+    /// The replica's name in its claims.
+    pub(crate) identity: String,
     pub(crate) traces: Option<PathBuf>,
     /// Where handler failures and refused patches are told, if anywhere.
     pub(crate) events: Option<Events>,
@@ -151,6 +153,7 @@ where
             );
             let header = Header {
                 object: key.to_owned(),
+                identity: shared.identity.clone(),
                 incarnation: shared.incarnation,
                 started,
                 config: shared.config.clone(),
@@ -160,7 +163,7 @@ where
                 .ok()
         });
         Driver {
-            engine: Engine::new(shared.incarnation, started),
+            engine: Engine::new(shared.identity.clone(), shared.incarnation, started),
             shared,
             name,
             latest: None,
@@ -196,7 +199,7 @@ where
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
                     Ok(Done::Input(input)) => input,
                     // A read object is taken in as a watched one is.
-                    Ok(Done::Read(Some(object))) => self.read(object).map_or_else(|e| e, Input::Fetched),
+                    Ok(Done::Read(Some(object))) => self.read(object).map_or_else(|e| *e, Input::Fetched),
                     Ok(Done::Read(None)) => {
                         self.latest = None;
                         Input::Gone
@@ -261,7 +264,7 @@ where
         Some(match self.read(object) {
             Ok(view) if listed => Input::Listed(view),
             Ok(view) => Input::Observed(view),
-            Err(unreadable) => unreadable,
+            Err(unreadable) => *unreadable,
         })
     }
 
@@ -269,19 +272,21 @@ where
     /// shown; or, if its `steadfast.dev/` annotations cannot be read,
     /// [`Input::Unreadable`]; or, if it is another object of the name (a
     /// read found one made after the driver's was deleted), [`Input::Gone`].
-    fn read(&mut self, object: K) -> Result<ObjectView<Named>, Input<Named>> {
+    fn read(&mut self, object: K) -> Result<ObjectView<Named>, Box<Input<Named>>> {
         let uid = object.meta().uid.clone();
         if self.uid.is_some() && uid != self.uid {
             self.latest = None;
-            return Err(Input::Gone);
+            return Err(Box::new(Input::Gone));
         }
         self.uid = uid;
         let json = serde_json::to_value(&object).unwrap_or(Value::Null);
         let object = Arc::new(object);
         self.latest = Some(object.clone());
-        let seen = seen(&json, &self.shared.watched).map_err(|errors| Input::Unreadable {
-            version: object.meta().resource_version.clone().unwrap_or_default(),
-            message: unreadable(&errors),
+        let seen = seen(&json, &self.shared.watched).map_err(|errors| {
+            Box::new(Input::Unreadable {
+                version: object.meta().resource_version.clone().unwrap_or_default(),
+                message: unreadable(&errors),
+            })
         })?;
         self.finalizers = seen.finalizers;
         // A version listed and watched is one version.
@@ -290,8 +295,21 @@ where
         Ok(seen.view)
     }
 
-    /// Feeds the engine, records the step and carries out the effects.
+    /// Feeds the engine, records the step and carries out the effects. An
+    /// engine behind the clock is told the time first: it decides on the
+    /// time an input comes in (whether its claim is still live, among
+    /// others), not on the last time it was told.
     fn step(&mut self, input: Input<Named>) {
+        let now = now_ms();
+        if self.engine.now < now && !matches!(input, Input::Tick { .. }) {
+            self.feed(Input::Tick { now });
+        }
+        self.feed(input);
+    }
+
+    /// Steps the engine with `input`, records the step and carries out the
+    /// effects.
+    fn feed(&mut self, input: Input<Named>) {
         let effects = self.engine.step(&self.shared.config, input.clone());
         Recorder::write(
             &mut self.recorder,

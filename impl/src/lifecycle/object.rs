@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 use steadfast_spec::lifecycle::annotations::{
-    self, error_annotation, progress_key, AnnotationError, ProgressRecord, DIFF_BASE, ERROR, PREFIX,
+    self, claim_value, error_annotation, progress_key, AnnotationError, ClaimRecord,
+    ProgressRecord, CLAIM, DIFF_BASE, ERROR, PREFIX,
 };
 use steadfast_spec::lifecycle::named::{canonical, compose, essence_of, Named};
-use steadfast_spec::lifecycle::{ObjectView, Patch, Progress, Record};
+use steadfast_spec::lifecycle::{Claim, ObjectView, Patch, Progress, Record};
 
 /// The finalizer steadfast puts on an object while a delete handler holds
 /// it.
@@ -77,6 +78,10 @@ pub(crate) fn seen(object: &Value, watched: &[String]) -> Result<Seen, Vec<Annot
         finalizer: finalizers.iter().any(|f| f == FINALIZER),
         progress: Progress(records),
         diff_base: progress.diff_base.as_ref().map(canonical),
+        claim: progress.claim.map(|c| Claim {
+            holder: c.holder,
+            until: c.until,
+        }),
     };
     Ok(Seen { view, finalizers })
 }
@@ -118,6 +123,15 @@ pub(crate) fn merge_patch_of(
     }
     if let Some(base) = &patch.diff_base {
         annotations.insert(DIFF_BASE.to_owned(), Value::String(base.clone()));
+    }
+    if let Some(change) = &patch.claim {
+        let value = change.after().map_or(Value::Null, |c| {
+            Value::String(claim_value(&ClaimRecord {
+                holder: c.holder.clone(),
+                until: c.until,
+            }))
+        });
+        annotations.insert(CLAIM.to_owned(), value);
     }
     // Set, not merged: a `null` here removes an annotation at the API
     // server, and must reach it.
@@ -178,7 +192,7 @@ pub(crate) fn error_patch(message: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use steadfast_spec::lifecycle::{Final, Record};
+    use steadfast_spec::lifecycle::{ClaimChange, Final, Record};
 
     use super::*;
 
@@ -203,6 +217,7 @@ mod tests {
             diff_base: Some(r#"{"spec":{"size":2}}"#.into()),
             writes: vec![r#"{"metadata":{"labels":{"size":"2","old":null}}}"#.into()],
             finalizer: Some(false),
+            claim: Some(ClaimChange::Release),
         };
         let finalizers = vec!["other.io/keep".to_owned(), FINALIZER.to_owned()];
         let body = merge_patch_of(&patch, &finalizers).unwrap();
@@ -217,6 +232,8 @@ mod tests {
                 .unwrap();
         assert_eq!(b.seen.as_deref(), Some("00000000000000aa"));
         assert_eq!(annotations[DIFF_BASE], r#"{"spec":{"size":2}}"#);
+        // A released claim is removed.
+        assert_eq!(annotations.get(CLAIM), Some(&Value::Null));
         assert_eq!(
             body["metadata"]["labels"],
             json!({"size": "2", "old": null})
@@ -253,6 +270,7 @@ mod tests {
                 "deletionTimestamp": "2026-12-01T00:00:00Z",
                 "annotations": {
                     "steadfast.dev/diff-base": r#"{"spec":{"size":1}}"#,
+                    "steadfast.dev/claim": r#"{"holder":"op-0","until":9000}"#,
                 },
             },
             "spec": {"size": 2},
@@ -265,6 +283,13 @@ mod tests {
             Some(r#"{"spec":{"size":1}}"#)
         );
         assert_eq!(seen.view.essence, r#"{"spec":{"size":2}}"#);
+        assert_eq!(
+            seen.view.claim,
+            Some(Claim {
+                holder: "op-0".into(),
+                until: 9000
+            })
+        );
         let mut corrupt = object.clone();
         corrupt["metadata"]["annotations"]["steadfast.dev/surprise"] = json!("x");
         assert!(super::seen(&corrupt, &[]).is_err());

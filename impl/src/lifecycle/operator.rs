@@ -15,7 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use steadfast_spec::lifecycle::{Backoff, Config, HandlerSpec, On, Rules, Variant};
+use steadfast_spec::lifecycle::{Backoff, Claims, Config, HandlerSpec, On, Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -74,6 +74,20 @@ pub enum OperatorError {
         #[source]
         source: std::io::Error,
     },
+    /// A claim that cannot keep replicas apart.
+    #[error(
+        "claims of {duration:?} with a clock drift of {drift:?} cannot work: a claim must last \
+         longer than the drift, and at least 1 s"
+    )]
+    BadClaims {
+        /// How long a claim lasts.
+        duration: Duration,
+        /// The drift budget.
+        drift: Duration,
+    },
+    /// An empty replica identity.
+    #[error("the replica identity is empty: give each replica a name of its own (its pod name)")]
+    NoIdentity,
     /// The API server's discovery could not say whether the resource has a
     /// status subresource (where handlers' status writes must go).
     #[error("discovery of {kind} failed (is the CRD installed, and may the operator read /apis?): {source}")]
@@ -123,6 +137,40 @@ pub struct Operator<K> {
     shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// How long a graceful stop may wait for runs and their patches.
     grace: Duration,
+    /// The replica's name in its claims.
+    identity: String,
+    /// How long a claim lasts, and the clock drift allowed.
+    claims: (Duration, Duration),
+}
+
+/// How long a replica's claim on an object lasts unless
+/// [`Operator::claims`] says otherwise: a run must end within it.
+pub const DEFAULT_CLAIM: Duration = Duration::from_secs(60);
+
+/// How far replicas' clocks may drift apart unless [`Operator::claims`]
+/// says otherwise (NTP keeps a cluster's within milliseconds).
+pub const DEFAULT_DRIFT: Duration = Duration::from_secs(2);
+
+/// `span` in the engine's milliseconds, saturating.
+fn millis(span: Duration) -> u64 {
+    u64::try_from(span.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// This replica's default identity: the pod's name from `POD_NAME` (the
+/// downward API), or the hostname (a pod's is its name) and a random
+/// suffix, so that two processes on one host differ.
+fn default_identity() -> String {
+    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
+        return pod;
+    }
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "steadfast".to_owned());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}", &suffix[..8])
 }
 
 /// How long a graceful stop waits for runs to finish and their outcomes to
@@ -177,6 +225,8 @@ where
             endpoint: None,
             shutdown: None,
             grace: DEFAULT_GRACE,
+            identity: default_identity(),
+            claims: (DEFAULT_CLAIM, DEFAULT_DRIFT),
             incarnation: u32::try_from(super::driver::now_ms() / 1000 % u64::from(u32::MAX))
                 .unwrap_or(0),
         }
@@ -246,6 +296,31 @@ where
         self
     }
 
+    /// Names this replica in its claims on objects (by default its pod's
+    /// name, from `POD_NAME`, or the hostname and a random suffix). Replicas
+    /// of an operator share its objects with no other setting: each runs
+    /// an object's handlers only under a live claim of its own on it, kept
+    /// in the object's `steadfast.dev/claim` annotation. Two replicas must
+    /// not share a name.
+    #[must_use]
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// How long a claim on an object lasts from the patch that takes or
+    /// renews it (default [`DEFAULT_CLAIM`]), and how far replicas' clocks
+    /// may drift apart (default [`DEFAULT_DRIFT`]). Every progress patch
+    /// renews the claim; a run is cancelled at the claim's end, so a
+    /// handler's run must fit in `duration`. A replica that dies holds its
+    /// objects for at most `duration + drift`; a graceful stop releases
+    /// them at once.
+    #[must_use]
+    pub fn claims(mut self, duration: Duration, drift: Duration) -> Self {
+        self.claims = (duration, drift);
+        self
+    }
+
     /// Names this start of the operator (by default, the second it
     /// started): runs of another start are told apart by it.
     #[must_use]
@@ -259,7 +334,7 @@ where
             id: id.to_owned(),
             on,
             retries: handler.retries,
-            timeout: u64::try_from(handler.timeout.as_millis()).unwrap_or(u64::MAX),
+            timeout: millis(handler.timeout),
         };
         self.handlers.push((spec, handler));
         self
@@ -331,17 +406,26 @@ where
             }
             specs.push(spec);
         }
+        let (duration, drift) = self.claims;
+        if duration <= drift || duration < Duration::from_secs(1) {
+            return Err(OperatorError::BadClaims { duration, drift });
+        }
+        if self.identity.is_empty() {
+            return Err(OperatorError::NoIdentity);
+        }
         if let Some(path) = &self.traces {
             std::fs::create_dir_all(path).map_err(|source| OperatorError::Traces {
                 path: path.clone(),
                 source,
             })?;
         }
+        let identity = self.identity;
         let events = self.reporter.map(|controller| {
-            let instance = std::env::var("POD_NAME")
-                .ok()
-                .or_else(|| kube::runtime::events::Reporter::from(controller.as_str()).instance);
-            Events::new(self.api.clone().into_client(), &controller, instance)
+            Events::new(
+                self.api.clone().into_client(),
+                &controller,
+                Some(identity.clone()),
+            )
         });
         Ok(Shared {
             api: self.api,
@@ -349,7 +433,12 @@ where
                 rules: self.rules,
                 handlers: specs,
                 backoff: BACKOFF,
+                claims: Claims {
+                    duration: millis(duration),
+                    drift: millis(drift),
+                },
             },
+            identity,
             handlers,
             watched,
             status_subresource: false,

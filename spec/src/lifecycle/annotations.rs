@@ -9,6 +9,8 @@
 //!   character turned into `-`, a `.`, and 16 hex digits of a hash of the
 //!   whole id ([`progress_key`]). The record itself names the handler in
 //!   full, so that what is read back is never a guess.
+//! - `steadfast.dev/claim`: the replica working on the object and until
+//!   when, a [`ClaimRecord`]; absent when no replica works on it.
 //! - `steadfast.dev/error`: written by the runtime, for people, when the
 //!   annotations cannot be read; [`decode`] skips it.
 //!
@@ -24,7 +26,9 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use steadfast_spec::lifecycle::annotations::{decode, encode, Progress, ProgressRecord};
+//! use steadfast_spec::lifecycle::annotations::{
+//!     decode, encode, ClaimRecord, Progress, ProgressRecord,
+//! };
 //! use steadfast_spec::lifecycle::Final;
 //!
 //! let progress = Progress {
@@ -39,6 +43,10 @@
 //!         subs: Vec::new(),
 //!         error: None,
 //!     }],
+//!     claim: Some(ClaimRecord {
+//!         holder: "backup-operator-7d9f-x2x9p".into(),
+//!         until: 1_764_590_430_000,
+//!     }),
 //! };
 //! let annotations: BTreeMap<String, String> = encode(&progress).unwrap();
 //! assert!(annotations.contains_key("steadfast.dev/diff-base"));
@@ -58,6 +66,8 @@ pub const PREFIX: &str = "steadfast.dev/";
 pub const DIFF_BASE: &str = "steadfast.dev/diff-base";
 /// The error annotation, for people.
 pub const ERROR: &str = "steadfast.dev/error";
+/// The claim annotation.
+pub const CLAIM: &str = "steadfast.dev/claim";
 /// What every progress annotation's key starts with.
 pub const PROGRESS: &str = "steadfast.dev/progress.";
 
@@ -89,6 +99,16 @@ pub struct ProgressRecord {
     pub error: Option<String>,
 }
 
+/// A replica's claim on the object, as its annotation holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRecord {
+    /// The replica's identity (its pod name, by default).
+    pub holder: String,
+    /// When the claim ends by the holder's clock (ms since the epoch).
+    pub until: u64,
+}
+
 /// Everything the engine keeps on an object.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -96,6 +116,8 @@ pub struct Progress {
     pub diff_base: Option<serde_json::Value>,
     /// Every record, sorted by handler id.
     pub records: Vec<ProgressRecord>,
+    /// The claim on the object, if a replica holds one.
+    pub claim: Option<ClaimRecord>,
 }
 
 /// An annotation that cannot be read, or progress that cannot be written.
@@ -179,6 +201,9 @@ pub fn encode(progress: &Progress) -> Result<BTreeMap<String, String>, Annotatio
     if let Some(base) = &progress.diff_base {
         annotations.insert(DIFF_BASE.to_owned(), base.to_string());
     }
+    if let Some(claim) = &progress.claim {
+        annotations.insert(CLAIM.to_owned(), claim_value(claim));
+    }
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
     for record in &progress.records {
         let key = progress_key(&record.handler)?;
@@ -226,6 +251,13 @@ pub fn decode(annotations: &BTreeMap<String, String>) -> Result<Progress, Vec<An
             }
             continue;
         }
+        if key == CLAIM {
+            match serde_json::from_str(value) {
+                Ok(claim) => progress.claim = Some(claim),
+                Err(error) => errors.push(corrupt(key, format!("not a claim: {error}"))),
+            }
+            continue;
+        }
         if !key.starts_with(PROGRESS) {
             errors.push(AnnotationError::Foreign { key: key.clone() });
             continue;
@@ -254,6 +286,11 @@ pub fn decode(annotations: &BTreeMap<String, String>) -> Result<Progress, Vec<An
     }
     progress.records.sort_by(|a, b| a.handler.cmp(&b.handler));
     Ok(progress)
+}
+
+/// The value of the claim annotation that holds `claim`.
+pub fn claim_value(claim: &ClaimRecord) -> String {
+    serde_json::to_string(claim).expect("a claim serializes")
 }
 
 /// The error annotation that tells people why the annotations could not
@@ -345,6 +382,7 @@ mod tests {
         fn progress_should_round_trip_through_annotations(
             records in prop::collection::btree_map(handler_id(), progress_record(), 0..6),
             base in prop::option::of(any::<u8>()),
+            claim in prop::option::of((handler_id(), any::<u64>())),
         ) {
             let records: Vec<ProgressRecord> = records
                 .into_iter()
@@ -353,10 +391,11 @@ mod tests {
             let progress = Progress {
                 diff_base: base.map(|size| serde_json::json!({"spec": {"size": size}})),
                 records,
+                claim: claim.map(|(holder, until)| ClaimRecord { holder, until }),
             };
             let mut annotations = encode(&progress).unwrap();
             for key in annotations.keys() {
-                prop_assert!(key == DIFF_BASE || valid_key(key), "{}", key);
+                prop_assert!(key == DIFF_BASE || key == CLAIM || valid_key(key), "{}", key);
             }
             // Annotations that are not steadfast's are left alone.
             annotations.insert("kopf.zalando.org/last-handled-configuration".into(), "{".into());
@@ -371,6 +410,7 @@ mod tests {
         let progress = Progress {
             diff_base: None,
             records: vec![record("create_fn"), record("create_fn/child")],
+            claim: None,
         };
         let mut annotations = encode(&progress).unwrap();
         let key = progress_key("create_fn").unwrap();
@@ -404,6 +444,7 @@ mod tests {
         let mut annotations = encode(&Progress {
             diff_base: None,
             records: vec![record("update_fn")],
+            claim: None,
         })
         .unwrap();
         annotations.insert("steadfast.dev/finalizer-note".into(), "hi".into());

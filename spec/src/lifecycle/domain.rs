@@ -69,6 +69,9 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     /// What a failed run said, kept in its record for people (a runtime's
     /// is the error's text; the model's is one value, since no decision reads it).
     type Message: Value;
+    /// Who holds a claim on the object: an operator replica's identity (a
+    /// runtime's is its pod name; the model's, its replica's start).
+    type Holder: Value;
 
     /// The digest of `field` of `essence`, or of the whole essence.
     fn digest(essence: &Self::Essence, field: Option<&Self::Field>) -> Self::Digest;

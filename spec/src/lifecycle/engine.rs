@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::domain::Domain;
 use super::handlers::{Config, HandlerSpec, On, Reason};
-use super::object::{Final, ObjectView, Progress, Record};
+use super::object::{Claim, Final, ObjectView, Progress, Record};
 use super::rules::Rule;
 
 /// Names one run of a handler: the engine's incarnation (a number the
@@ -216,6 +216,9 @@ pub struct Patch<D: Domain> {
     pub writes: Vec<D::Write>,
     /// Whether to add (`true`) or remove (`false`) the finalizer.
     pub finalizer: Option<bool>,
+    /// What it does to the claim on the object ([`Rule::Claims`]); `None`
+    /// leaves the claim as it is.
+    pub claim: Option<ClaimChange<D>>,
 }
 
 impl<D: Domain> Patch<D> {
@@ -227,8 +230,56 @@ impl<D: Domain> Patch<D> {
             diff_base: None,
             writes: Vec::new(),
             finalizer: None,
+            claim: None,
         }
     }
+
+    /// Whether it changes nothing.
+    fn is_empty(&self) -> bool {
+        self.records.is_empty()
+            && self.writes.is_empty()
+            && self.finalizer.is_none()
+            && self.diff_base.is_none()
+            && self.claim.is_none()
+    }
+}
+
+/// What a patch does to the claim on the object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum ClaimChange<D: Domain> {
+    /// Takes or renews it: the engine's own, until a new end.
+    Set(Claim<D>),
+    /// Releases it: no replica works on the object.
+    Release,
+}
+
+impl<D: Domain> ClaimChange<D> {
+    /// The claim on the object once the patch is applied.
+    pub fn after(&self) -> Option<Claim<D>> {
+        match self {
+            ClaimChange::Set(claim) => Some(claim.clone()),
+            ClaimChange::Release => None,
+        }
+    }
+}
+
+/// Where the engine stands with the claim on a version of the object
+/// ([`Rule::Claims`]).
+enum Standing<D: Domain> {
+    /// Its own claim, live by its clock: it may run a handler until `until`.
+    Mine {
+        /// The claim's end.
+        until: D::Time,
+    },
+    /// No live claim of another's: it may take the object.
+    Free,
+    /// Another replica's claim, live or not known to be over: nothing of
+    /// the object is done before `over` (never, without [`Rule::TakeOver`]).
+    Theirs {
+        /// When it may be taken over.
+        over: Option<D::Time>,
+    },
 }
 
 /// What the engine asks of the world.
@@ -454,8 +505,10 @@ pub struct Engine<D: Domain> {
     /// What was told of the last version whose annotations could not be
     /// read, until one can be read (so that it is told once).
     pub unreadable: Option<D::Message>,
-    /// Told to stop: no new run starts.
+    /// Told to stop: no new run starts, and the engine's claim is released.
     pub stopping: bool,
+    /// The replica it belongs to, as its claims name it.
+    pub identity: D::Holder,
     /// The time last told.
     pub now: D::Time,
     /// This start of the operator.
@@ -478,9 +531,10 @@ enum Next<D: Domain> {
 }
 
 impl<D: Domain> Engine<D> {
-    /// The engine of an operator started at `now`, its `incarnation`th
-    /// start (any number not used by an earlier start of this operator).
-    pub fn new(incarnation: u32, now: D::Time) -> Self {
+    /// The engine of replica `identity` of an operator started at `now`,
+    /// its `incarnation`th start (any number not used by an earlier start
+    /// of this operator).
+    pub fn new(identity: D::Holder, incarnation: u32, now: D::Time) -> Self {
         Engine {
             phase: Phase::Idle,
             view: None,
@@ -491,6 +545,7 @@ impl<D: Domain> Engine<D> {
             pause: None,
             unreadable: None,
             stopping: false,
+            identity,
             now,
             incarnation,
             runs: 0,
@@ -660,7 +715,12 @@ impl<D: Domain> Engine<D> {
             }
             Input::Stop => {
                 self.stopping = true;
-                Vec::new()
+                // An idle engine releases its claim now.
+                if self.processable() {
+                    self.cycle(config)
+                } else {
+                    Vec::new()
+                }
             }
             Input::Tick { now } => {
                 self.now = self.now.max(now);
@@ -860,9 +920,23 @@ impl<D: Domain> Engine<D> {
             // Deletion is under way and nothing of ours holds it.
             return Vec::new();
         }
+        let claimed = view.claim.as_ref().map(|c| &c.holder);
+        if config.rules.has(Rule::Claims) && claimed != Some(&self.identity) {
+            // The runs whose outcomes the engine carries ran under its own
+            // claim; a version without it was written by another replica
+            // since, whose progress supersedes them.
+            self.carried.clear();
+        }
+        if let Standing::Theirs { over } = self.standing(config, &view) {
+            // Another replica works on the object: nothing is done before
+            // its claim is over.
+            return over.map(Effect::WakeAt).into_iter().collect();
+        }
         if config.holds_deletion() && !view.finalizer && !view.deleting {
-            let mut patch = Patch::on(view.version);
+            let mut patch = Patch::on(view.version.clone());
             patch.finalizer = Some(true);
+            // The first write of an episode takes the claim with it.
+            patch.claim = self.claim(config, &view, false);
             return self.send(config, patch, None);
         }
         let cycle = Cycle {
@@ -903,13 +977,25 @@ impl<D: Domain> Engine<D> {
                         record
                     }
                 };
-                let deadline = D::after(record.started, spec.timeout);
+                let mut deadline = D::after(record.started, spec.timeout);
                 if self.now >= deadline || spec.out_of_attempts(record.retries) {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
                     let given_up = Carried::given_up(handler, spec.digest(&essence));
                     return self.finish_telling(config, parent, cycle, given_up);
+                }
+                if config.rules.has(Rule::Claims) {
+                    match self.standing(config, &cycle.view) {
+                        // The run ends with the claim, by the engine's clock.
+                        Standing::Mine { until } => deadline = deadline.min(until),
+                        // Taken first, with the checked patch of the records
+                        // (another's claim is not met here: `cycle` waits on
+                        // it, and a cycle's version does not change).
+                        Standing::Free | Standing::Theirs { .. } => {
+                            return self.save_claiming(config, &cycle);
+                        }
+                    }
                 }
                 let run = RunId {
                     incarnation: self.incarnation,
@@ -1264,11 +1350,8 @@ impl<D: Domain> Engine<D> {
         patch.diff_base =
             (!view.deleting && view.diff_base.as_ref() != Some(&essence)).then_some(essence);
         patch.writes = cycle.writes.clone();
-        let empty = patch.records.is_empty()
-            && patch.writes.is_empty()
-            && patch.finalizer.is_none()
-            && patch.diff_base.is_none();
-        if empty {
+        patch.claim = self.claim(config, view, true);
+        if patch.is_empty() {
             return Vec::new();
         }
         self.send(config, patch, done)
@@ -1282,6 +1365,26 @@ impl<D: Domain> Engine<D> {
         cycle: &Cycle<D>,
         done: Option<Carried<D>>,
     ) -> Vec<Effect<D>> {
+        let mut patch = self.progress_patch(cycle);
+        // A progress patch renews the claim; a stopping engine's releases it.
+        if self.stopping || !patch.is_empty() {
+            patch.claim = self.claim(config, &cycle.view, self.stopping);
+        }
+        if patch.is_empty() {
+            return Vec::new();
+        }
+        self.send(config, patch, done)
+    }
+
+    /// Takes the claim before a run, with the cycle's records.
+    fn save_claiming(&mut self, config: &Config<D>, cycle: &Cycle<D>) -> Vec<Effect<D>> {
+        let mut patch = self.progress_patch(cycle);
+        patch.claim = self.claim(config, &cycle.view, false);
+        self.send(config, patch, None)
+    }
+
+    /// The patch of the cycle's changed records and its handlers' writes.
+    fn progress_patch(&self, cycle: &Cycle<D>) -> Patch<D> {
         let before = &cycle.view.progress;
         let mut patch = Patch::on(cycle.view.version.clone());
         patch.records = cycle
@@ -1297,10 +1400,56 @@ impl<D: Domain> Engine<D> {
                 .map(|(k, _)| (k.clone(), None)),
         );
         patch.writes = cycle.writes.clone();
-        if patch.records.is_empty() && patch.writes.is_empty() {
-            return Vec::new();
+        patch
+    }
+
+    /// Where the engine stands with the claim on `view`.
+    fn standing(&self, config: &Config<D>, view: &ObjectView<D>) -> Standing<D> {
+        if !config.rules.has(Rule::Claims) {
+            return Standing::Free;
         }
-        self.send(config, patch, done)
+        match &view.claim {
+            None => Standing::Free,
+            Some(claim) if claim.holder == self.identity => {
+                if self.now < claim.until {
+                    Standing::Mine { until: claim.until }
+                } else {
+                    Standing::Free
+                }
+            }
+            Some(claim) => {
+                let over = D::after(claim.until, config.claims.drift);
+                let takes_over = config.rules.has(Rule::TakeOver);
+                if takes_over && self.now >= over {
+                    Standing::Free
+                } else {
+                    Standing::Theirs {
+                        over: takes_over.then_some(over),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The change of the claim a patch of `view` makes ([`Rule::Claims`]):
+    /// the engine's own from now for the claim's duration, or with
+    /// `release` none (if there is one to release).
+    fn claim(
+        &self,
+        config: &Config<D>,
+        view: &ObjectView<D>,
+        release: bool,
+    ) -> Option<ClaimChange<D>> {
+        if !config.rules.has(Rule::Claims) {
+            return None;
+        }
+        if release {
+            return view.claim.as_ref().map(|_| ClaimChange::Release);
+        }
+        Some(ClaimChange::Set(Claim {
+            holder: self.identity.clone(),
+            until: D::after(self.now, config.claims.duration),
+        }))
     }
 
     /// Sends `patch`, with the precondition if the rules ask for it.
@@ -1342,7 +1491,13 @@ impl<D: Domain> Engine<D> {
             Hold::Until(_) | Hold::Fetching { .. } => false,
         };
         let waiting = self.pause.as_ref().is_some_and(|p| self.now < p.until);
-        self.stopping && matches!(self.phase, Phase::Idle) && settled && !waiting
+        // Its claim is released, unless the API server refused that for good.
+        let claimed = self
+            .view
+            .as_ref()
+            .is_some_and(|v| v.claim.as_ref().is_some_and(|c| c.holder == self.identity))
+            && !matches!(self.hold, Hold::Refused(_));
+        self.stopping && matches!(self.phase, Phase::Idle) && settled && !waiting && !claimed
     }
 
     /// Whether the engine waits for `run` to return.

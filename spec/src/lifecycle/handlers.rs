@@ -50,6 +50,26 @@ pub struct Config<D: Domain> {
     /// How long the engine waits before it asks the API server again after
     /// a throttled or failed request, when the server did not say.
     pub backoff: Backoff<D>,
+    /// How replicas share the object ([`super::rules::Rule::Claims`]).
+    pub claims: Claims<D>,
+}
+
+/// How long a replica's claim on an object lasts, and how far replicas'
+/// clocks may drift apart.
+///
+/// A holder runs a handler only before its claim's end by its own clock,
+/// and cancels the run there; another replica takes the claim over only
+/// once its own clock passes the end plus `drift`. So two replicas never
+/// run the object's handlers at once while no two clocks differ by more
+/// than `drift`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Claims<D: Domain> {
+    /// How long a claim lasts from the patch that takes or renews it; a
+    /// run must end within it.
+    pub duration: D::Duration,
+    /// The most that two replicas' clocks may differ by.
+    pub drift: D::Duration,
 }
 
 /// The engine's wait after a request the API server throttled or could not

@@ -30,7 +30,7 @@ pub mod trace;
 mod tests;
 
 pub use domain::{Domain, Value};
-pub use engine::{Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
-pub use handlers::{Backoff, Config, HandlerSpec, On, Reason};
-pub use object::{Final, ObjectView, Progress, Record};
+pub use engine::{ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
+pub use handlers::{Backoff, Claims, Config, HandlerSpec, On, Reason};
+pub use object::{Claim, Final, ObjectView, Progress, Record};
 pub use rules::{Rule, Rules, Variant};

@@ -27,6 +27,7 @@ impl Domain for Named {
     type Time = u64;
     type Duration = u64;
     type Message = String;
+    type Holder = String;
 
     /// The hash of the canonical JSON at `field` (a dotted path; `null`
     /// where it is absent), or of the whole essence.

@@ -95,6 +95,19 @@ impl<D: Domain> Progress<D> {
     }
 }
 
+/// A replica's claim on the object, kept in an annotation: only its holder
+/// runs the object's handlers or writes its progress while it lasts.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Claim<D: Domain> {
+    /// The replica that holds it.
+    pub holder: D::Holder,
+    /// When it ends, by the holder's clock. Another replica takes it as
+    /// ended only once its own clock passes `until` plus the drift budget
+    /// ([`super::handlers::Claims`]).
+    pub until: D::Time,
+}
+
 /// The object as one watch event, list or read shows it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(bound = "")]
@@ -111,4 +124,6 @@ pub struct ObjectView<D: Domain> {
     pub progress: Progress<D>,
     /// The diff-base annotation: the essence last handled in full.
     pub diff_base: Option<D::Essence>,
+    /// The claim annotation: which replica works on the object, until when.
+    pub claim: Option<Claim<D>>,
 }

@@ -52,6 +52,16 @@ pub enum Rule {
     /// A run that passes its deadline (the episode's start plus the
     /// handler's timeout) fails for good; the engine goes on without it.
     RunDeadline,
+    /// A replica writes the object and runs its handlers only under a live
+    /// claim of its own on it, taken by its checked patch (before the first
+    /// run of an episode, or with the finalizer), renewed by every progress
+    /// patch and released by the commit or a graceful stop; a run is
+    /// cancelled at the claim's end. Without it, every replica runs every
+    /// handler.
+    Claims,
+    /// A claim past its end plus the drift budget is taken over: its holder
+    /// may be dead. Without it, a claim is waited on until it is released.
+    TakeOver,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -65,6 +75,8 @@ impl crate::rule_set::Rule for Rule {
         Rule::WaitForOwnWrite,
         Rule::ConfirmLists,
         Rule::RunDeadline,
+        Rule::Claims,
+        Rule::TakeOver,
     ];
 }
 

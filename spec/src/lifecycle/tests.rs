@@ -3,16 +3,30 @@
 
 use proptest::prelude::*;
 
-use super::engine::{Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
+use super::engine::{ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
 use super::handlers::{Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
-use super::object::{Final, ObjectView, Progress};
-use super::rules::Variant;
+use super::object::{Claim, Final, ObjectView, Progress};
+use super::rules::{Rule, Variant};
 use crate::trace_json::round_trip;
 
 type View = ObjectView<Small>;
 
+/// A version of the object, claimed for good by engine 0 (so that the
+/// tests of one engine need not take the claim first; the claim's own tests
+/// start from [`unclaimed`]).
 fn view(version: u32, essence: Essence) -> View {
+    ObjectView {
+        claim: Some(Claim {
+            holder: 0,
+            until: u8::MAX,
+        }),
+        ..unclaimed(version, essence)
+    }
+}
+
+/// A version of the object that no replica claims.
+fn unclaimed(version: u32, essence: Essence) -> View {
     ObjectView {
         version,
         essence,
@@ -20,6 +34,7 @@ fn view(version: u32, essence: Essence) -> View {
         finalizer: false,
         progress: Progress::default(),
         diff_base: None,
+        claim: None,
     }
 }
 
@@ -60,6 +75,9 @@ fn applied(mut v: View, p: &Patch<Small>) -> View {
     if let Some(finalizer) = p.finalizer {
         v.finalizer = finalizer;
     }
+    if let Some(claim) = &p.claim {
+        v.claim = claim.after();
+    }
     v.version += 1;
     v
 }
@@ -77,7 +95,7 @@ fn done(run: RunId, outcome: Outcome<Small>, subs: Vec<Key>) -> Input<Small> {
 /// plan written: returns it with the version its patch made.
 fn planned() -> (Engine<Small>, View) {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let first = view(1, Essence([0, 1, 0]));
     let effects = engine.step(&config, Input::Listed(first.clone()));
     let (run, key, essence) = invoked(&effects).expect("the parent runs first");
@@ -128,7 +146,7 @@ fn a_refused_patchs_outcome_should_be_written_again_without_a_second_run() {
 #[test]
 fn a_patch_whose_outcome_is_unknown_should_be_checked_by_a_read_and_written_again() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let first = view(1, Essence([0, 1, 0]));
     let effects = engine.step(&config, Input::Listed(first.clone()));
     let (run, _, _) = invoked(&effects).unwrap();
@@ -145,7 +163,7 @@ fn a_patch_whose_outcome_is_unknown_should_be_checked_by_a_read_and_written_agai
 #[test]
 fn a_hung_run_should_fail_for_good_at_its_deadline_and_its_late_return_be_ignored() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
     let Some(Effect::Invoke { run, deadline, .. }) = effects.first().cloned() else {
         panic!("{effects:?}");
@@ -165,7 +183,7 @@ fn a_hung_run_should_fail_for_good_at_its_deadline_and_its_late_return_be_ignore
 #[test]
 fn a_run_past_its_deadline_should_be_cancelled() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
     let Some(Effect::Invoke {
         run,
@@ -196,7 +214,7 @@ fn keys_and_plans(p: &Patch<Small>) -> Vec<(Key, Option<Vec<Key>>)> {
 
 /// The engine after `first`'s parent ran and its patch is in flight.
 fn patching(config: &Config<Small>, first: &View) -> (Engine<Small>, Patch<Small>) {
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let effects = engine.step(config, Input::Listed(first.clone()));
     let (run, _, _) = invoked(&effects).unwrap();
     let effects = engine.step(config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
@@ -284,7 +302,7 @@ fn a_throttled_patch_should_wait_as_told_then_read_and_write_again() {
 #[test]
 fn unreadable_annotations_should_be_told_once_and_nothing_run_until_readable() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let unreadable = |version| Input::Unreadable {
         version,
         message: Said::Failed,
@@ -302,7 +320,7 @@ fn unreadable_annotations_should_be_told_once_and_nothing_run_until_readable() {
 #[test]
 fn a_stopping_engine_should_finish_its_run_write_it_and_start_no_other() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let first = view(1, Essence([0, 1, 0]));
     let effects = engine.step(&config, Input::Listed(first.clone()));
     let (run, _, _) = invoked(&effects).unwrap();
@@ -354,7 +372,7 @@ fn api_answers_should_come_to_the_engine_by_class() {
 #[test]
 fn a_completion_of_an_earlier_start_should_be_ignored() {
     let config = seed641();
-    let mut engine = Engine::new(1, 0);
+    let mut engine = Engine::new(0, 1, 0);
     let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
     let (run, _, _) = invoked(&effects).unwrap();
     let zombie = RunId {
@@ -391,7 +409,7 @@ fn told(effects: &[Effect<Small>]) -> Vec<&Verdict<Small>> {
 #[test]
 fn a_failure_should_be_told_once_and_kept_in_the_record_until_a_success() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let first = view(1, Essence([0, 1, 0]));
     let (run, handler, _) = invoked(&engine.step(&config, Input::Listed(first.clone()))).unwrap();
     let temporary = Outcome::Temporary {
@@ -441,7 +459,7 @@ fn a_failure_should_be_told_once_and_kept_in_the_record_until_a_success() {
 #[test]
 fn a_permanent_failure_should_be_told_with_its_message() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let (run, handler, _) =
         invoked(&engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))))).unwrap();
     let effects = engine.step(
@@ -468,7 +486,7 @@ fn a_reply_after_the_watch_showed_the_own_write_and_a_newer_one_should_process_t
     // Seen in a runtime test: the watch showed the patch's own version,
     // then another writer's, before the patch's reply came.
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let first = view(1, Essence([0, 0, 0]));
     let (run, _, _) = invoked(&engine.step(&config, Input::Observed(first.clone()))).unwrap();
     let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
@@ -486,8 +504,17 @@ fn a_reply_after_the_watch_showed_the_own_write_and_a_newer_one_should_process_t
             version: own.version,
         },
     );
-    let (_, _, essence) = invoked(&effects).expect("the newer version is processed");
-    assert_eq!(essence.get(Field::Tick), 1, "{effects:?}");
+    // The commit released the claim: the newer version's run takes it
+    // first.
+    let taking = patch(&effects).expect("the newer version is processed");
+    assert_eq!(taking.expect, own.version + 1, "{effects:?}");
+    assert_eq!(
+        claim_of(taking),
+        Some(Some(Claim {
+            holder: 0,
+            until: 3
+        }))
+    );
 }
 
 #[test]
@@ -514,7 +541,10 @@ fn a_cycle_with_nothing_to_write_should_go_on_to_the_newest_version() {
     // A resume handler runs after a restart on an object handled in full;
     // its success leaves nothing to write. Meanwhile deletion was asked
     // for: the delete handler must run next, with no patch to prompt it.
-    let config = scenarios::general(Variant::Steadfast).config;
+    // (With claims, the commit would release the claim: there is a patch.)
+    let config = scenarios::general(Variant::Steadfast)
+        .without(Rule::Claims)
+        .config;
     let find = |on: On<Field>| {
         config
             .handlers
@@ -529,7 +559,7 @@ fn a_cycle_with_nothing_to_write_should_go_on_to_the_newest_version() {
         diff_base: Some(essence),
         ..view(5, essence)
     };
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let effects = engine.step(&config, Input::Listed(handled.clone()));
     let (run, key, _) = invoked(&effects).unwrap();
     assert_eq!(key, find(On::Resume));
@@ -561,6 +591,7 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
                 finalizer,
                 progress: Progress::default(),
                 diff_base,
+                claim: None,
             },
         );
     let outcome = prop_oneof![
@@ -619,7 +650,7 @@ proptest! {
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::Kopf };
         let config = scenarios::general(variant).config;
-        let mut engine = Engine::new(1, 0);
+        let mut engine = Engine::new(0, 1, 0);
         let mut running = false;
         let mut patching = false;
         for input in inputs {
@@ -651,7 +682,7 @@ proptest! {
 #[test]
 fn a_failed_run_should_neither_write_nor_declare() {
     let config = seed641();
-    let mut engine = Engine::new(0, 0);
+    let mut engine = Engine::new(0, 0, 0);
     let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
     let (run, _, _) = invoked(&effects).unwrap();
     let failed = Input::HandlerDone {
@@ -668,4 +699,144 @@ fn a_failed_run_should_neither_write_nor_declare() {
     assert!(p.writes.is_empty(), "{p:?}");
     let (_, record) = &p.records[0];
     assert!(record.as_ref().unwrap().subs.is_empty());
+}
+
+/// The claim on the object once `p` applies, if `p` changes it.
+fn claim_of(p: &Patch<Small>) -> Option<Option<Claim<Small>>> {
+    p.claim.as_ref().map(ClaimChange::after)
+}
+
+/// `config` with `rule` taken away.
+fn without(config: &Config<Small>, rule: Rule) -> Config<Small> {
+    Config {
+        rules: config.rules.without(rule),
+        ..config.clone()
+    }
+}
+
+#[test]
+fn a_replica_should_run_only_under_its_own_claim_and_take_over_one_that_is_over() {
+    // Claims last 3 ticks; clocks may drift by 1.
+    let config = scenarios::replicas(Variant::Steadfast).config;
+    let mut a = Engine::new(0, 0, 0);
+    let mut b = Engine::new(1, 1, 0);
+    let first = unclaimed(1, Essence([1, 0, 1]));
+    // The first run of the episode is preceded by the claim, in one
+    // checked patch with its record.
+    let effects = a.step(&config, Input::Observed(first.clone()));
+    assert_eq!(invoked(&effects), None, "{effects:?}");
+    let taking = patch(&effects).expect("the claim is taken first").clone();
+    assert!(taking.checked);
+    let mine = Claim {
+        holder: 0,
+        until: 3,
+    };
+    assert_eq!(claim_of(&taking), Some(Some(mine)));
+    let claimed = applied(first, &taking);
+    let version = claimed.version;
+    assert_eq!(a.step(&config, Input::PatchApplied { version }), []);
+    let effects = a.step(&config, Input::Observed(claimed.clone()));
+    let Some(Effect::Invoke { run, deadline, .. }) = effects.first().cloned() else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(deadline, mine.until, "a run ends with its claim");
+    // Another replica does nothing of the object until the claim is over
+    // by its clock: its end plus the drift.
+    assert_eq!(
+        b.step(&config, Input::Observed(claimed.clone())),
+        [Effect::WakeAt(4)]
+    );
+    assert_eq!(b.step(&config, Input::Tick { now: 3 }), [Effect::WakeAt(4)]);
+    // The holder's clock reaches the claim's end first: its run is cancelled.
+    let effects = a.step(&config, Input::Tick { now: 3 });
+    assert_eq!(
+        effects.first(),
+        Some(&Effect::Cancel { run }),
+        "{effects:?}"
+    );
+    // Then the other replica takes the object over.
+    let effects = b.step(&config, Input::Tick { now: 4 });
+    let taken = patch(&effects).expect("the claim is taken over");
+    assert_eq!(taken.expect, claimed.version);
+    assert_eq!(
+        claim_of(taken),
+        Some(Some(Claim {
+            holder: 1,
+            until: 7
+        }))
+    );
+    // Without the rule to take over, a claim that is over is waited on
+    // until it is released.
+    let patient = without(&config, Rule::TakeOver);
+    let mut c = Engine::new(2, 2, 0);
+    assert_eq!(c.step(&patient, Input::Observed(claimed)), []);
+    assert_eq!(c.step(&patient, Input::Tick { now: 100 }), []);
+}
+
+#[test]
+fn a_claim_should_cost_one_patch_per_episode_and_be_released_at_commit() {
+    let claiming = scenarios::replicas(Variant::Steadfast).config;
+    let plain = without(&claiming, Rule::Claims);
+    let mut counts = Vec::new();
+    for config in [&claiming, &plain] {
+        let mut engine = Engine::new(0, 0, 0);
+        let mut object = unclaimed(1, Essence([1, 0, 1]));
+        let mut effects = engine.step(config, Input::Observed(object.clone()));
+        let mut patches = Vec::new();
+        loop {
+            if let Some((run, _, _)) = invoked(&effects) {
+                effects = engine.step(config, done(run, Outcome::Success, Vec::new()));
+            } else if let Some(p) = patch(&effects).cloned() {
+                object = applied(object, &p);
+                patches.push(p);
+                let version = object.version;
+                engine.step(config, Input::PatchApplied { version });
+                effects = engine.step(config, Input::Observed(object.clone()));
+            } else {
+                break;
+            }
+        }
+        assert_eq!(object.diff_base, Some(object.essence), "{patches:?}");
+        assert_eq!(object.claim, None, "the commit released the claim");
+        counts.push(patches.len());
+    }
+    assert_eq!(counts, [2, 1], "the claim costs one patch in the episode");
+}
+
+#[test]
+fn a_stopping_engine_should_release_its_claim() {
+    let config = scenarios::replicas(Variant::Steadfast).config;
+    let mut engine = Engine::new(0, 0, 0);
+    let first = unclaimed(1, Essence([1, 0, 1]));
+    let effects = engine.step(&config, Input::Observed(first.clone()));
+    let claimed = applied(first, patch(&effects).unwrap());
+    let version = claimed.version;
+    engine.step(&config, Input::PatchApplied { version });
+    let effects = engine.step(&config, Input::Observed(claimed.clone()));
+    let (run, _, _) = invoked(&effects).unwrap();
+    // A temporary failure: the handler is due again in 2 ticks, and the
+    // engine waits under its renewed claim.
+    let failed = Outcome::Temporary {
+        delay: 2,
+        message: Said::Failed,
+    };
+    let effects = engine.step(&config, done(run, failed, Vec::new()));
+    let saved = applied(claimed, patch(&effects).unwrap());
+    let version = saved.version;
+    engine.step(&config, Input::PatchApplied { version });
+    let effects = engine.step(&config, Input::Observed(saved.clone()));
+    assert_eq!(effects, [Effect::WakeAt(2)]);
+    // Told to stop, it gives the claim back at once, so that a peer need
+    // not wait for it to end.
+    let effects = engine.step(&config, Input::Stop);
+    let releasing = patch(&effects).expect("the claim is released");
+    assert_eq!(claim_of(releasing), Some(None));
+    assert!(releasing.records.is_empty());
+    assert!(!engine.stopped(), "not before the release is seen");
+    let released = applied(saved, releasing);
+    let version = released.version;
+    engine.step(&config, Input::PatchApplied { version });
+    let effects = engine.step(&config, Input::Observed(released));
+    assert_eq!(patch(&effects), None, "{effects:?}");
+    assert!(engine.stopped());
 }

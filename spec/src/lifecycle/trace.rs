@@ -16,6 +16,8 @@ use super::named::Named;
 pub struct Header {
     /// The object, `namespace/name` (or `name` for a cluster-scoped one).
     pub object: String,
+    /// The replica the engine belongs to, as its claims name it.
+    pub identity: String,
     /// The operator start the engine belongs to.
     pub incarnation: u32,
     /// The time it started (ms since the epoch).
@@ -48,7 +50,7 @@ impl Header {
     /// Runs `records` through a fresh engine set up as this header says:
     /// the number of steps if every one agrees, or the first divergence.
     pub fn replay(&self, records: &[Record]) -> Result<usize, Divergence> {
-        let mut engine = Engine::new(self.incarnation, self.started);
+        let mut engine = Engine::new(self.identity.clone(), self.incarnation, self.started);
         for (step, record) in records.iter().enumerate() {
             let replayed = engine.step(&self.config, record.input.clone());
             if replayed != record.effects {

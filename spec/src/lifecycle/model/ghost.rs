@@ -68,6 +68,10 @@ pub struct Ghost {
     pub exhausted: bool,
     /// A stopped operator was once started again.
     pub restarted: bool,
+    /// A replica once died for good.
+    pub died: bool,
+    /// A claim of a replica start that is no more was once taken over.
+    pub taken_over: bool,
     /// A list once served a version older than the object's.
     pub stale_listed: bool,
     /// The watch once expired.
@@ -234,9 +238,11 @@ impl Ghost {
             .all(|(h, _)| self.deleted_by.contains(&(h as u8)))
     }
 
-    /// The operator crashed: the outcomes it had not written are lost.
-    pub fn crashed(&mut self) {
-        self.pending.clear();
+    /// The operator start `incarnation` crashed or died: the outcomes it
+    /// had not written are lost (another replica's are not).
+    pub fn crashed(&mut self, incarnation: u32) {
+        self.pending
+            .retain(|(run, ..)| run.id.incarnation != incarnation);
     }
 
     /// `patch` is applied to the object at version `at`, making version

@@ -130,6 +130,13 @@ pub struct Faults {
     /// Runs that return after their deadline passed (the engine cancels
     /// them, but the return is already on its way).
     pub overruns: u8,
+    /// Replicas that die for good (a lost node), while another lives.
+    pub deaths: u8,
+    /// Ticks by which replicas' clocks may jump ahead of the world's, in
+    /// all (clock drift; within [`Claims::drift`] it is safe).
+    ///
+    /// [`Claims::drift`]: crate::lifecycle::handlers::Claims::drift
+    pub skew: u8,
     /// Whether users may delete the object.
     pub deletion: bool,
 }
@@ -253,8 +260,19 @@ impl LifecycleModel {
         self
     }
 
-    /// Feeds replica `r`'s engine and carries out its effects.
+    /// Feeds replica `r`'s engine and carries out its effects. An engine
+    /// behind its replica's clock is told the time first, as a driver does:
+    /// it decides on the time an input comes in, not an older one.
     fn feed(&self, world: &mut World, r: usize, input: Input<Small>) {
+        let now = world.replicas[r].clock(world.now);
+        if world.replicas[r].engine.now < now && !matches!(input, Input::Tick { .. }) {
+            self.carry_out(world, r, Input::Tick { now });
+        }
+        self.carry_out(world, r, input);
+    }
+
+    /// Steps replica `r`'s engine with `input` and carries out its effects.
+    fn carry_out(&self, world: &mut World, r: usize, input: Input<Small>) {
         let replica = &mut world.replicas[r];
         for effect in replica.engine.step(&self.config, input) {
             match effect {
@@ -301,7 +319,7 @@ impl LifecycleModel {
         world.version += 1;
         object.version = world.version;
         world.previous = Some(before.clone());
-        for replica in &mut world.replicas {
+        for replica in world.replicas.iter_mut().filter(|r| !r.dead) {
             replica.watch.push(object.clone());
         }
     }
@@ -311,7 +329,7 @@ impl LifecycleModel {
         world.object = None;
         world.previous = None;
         world.version += 1;
-        for replica in &mut world.replicas {
+        for replica in world.replicas.iter_mut().filter(|r| !r.dead) {
             replica.gone_unseen = true;
             replica.watch.clear();
             replica.listing = None;
@@ -326,6 +344,7 @@ impl LifecycleModel {
             finalizer: false,
             progress: Default::default(),
             diff_base: None,
+            claim: None,
         };
         World {
             replicas: (0..self.replicas)
@@ -363,6 +382,13 @@ impl LifecycleModel {
         if let Some(base) = patch.diff_base {
             world.ghost.early_commit |= !world.ghost.handled(self, base);
             object.diff_base = Some(base);
+        }
+        if let Some(claim) = patch.claim.as_ref().map(|c| c.after()) {
+            let orphaned = object
+                .claim
+                .is_some_and(|c| !live_holder(&world.replicas, c.holder));
+            world.ghost.taken_over |= orphaned && claim.is_some();
+            object.claim = claim;
         }
         match patch.finalizer {
             Some(true) => object.finalizer = true,
@@ -424,6 +450,8 @@ impl LifecycleModel {
         let alive = object.is_some_and(|o| !o.deleting);
         l.crashes > 0
             || l.stops > 0
+            || l.deaths > 0
+            || l.skew > 0
             || (alive && (l.edits > 0 || l.deletion || l.foreign_writes > 0 || l.expiries > 0))
     }
 }
@@ -635,6 +663,22 @@ impl LifecycleModel {
     }
 }
 
+/// Whether `holder` is the identity of a live replica's current start.
+fn live_holder(replicas: &[Replica], holder: u32) -> bool {
+    replicas
+        .iter()
+        .any(|r| !r.dead && r.engine.incarnation == holder)
+}
+
+/// The object is claimed by a replica start that is no more (it crashed,
+/// died, or stopped without releasing its claim).
+fn orphaned(w: &World) -> bool {
+    w.object
+        .as_ref()
+        .and_then(|o| o.claim)
+        .is_some_and(|c| !live_holder(&w.replicas, c.holder))
+}
+
 /// The API server refused a patch for good and the object has not changed
 /// since the version the patch was computed from: nothing can be written,
 /// and the engine rightly rests until someone changes the object.
@@ -721,6 +765,15 @@ impl TemporalModel for LifecycleModel {
             // it since: nothing can be written then).
             Liveness::eventually_always("handled on the final essence", settled),
             // deleting ~> ¬finalizer ∨ refused-for-good-and-unchanged.
+            // orphaned ~> ¬orphaned: a claim whose holder is no more (a
+            // crashed start, a dead replica) is taken over or released, so
+            // its object is not left to wait for a holder that will never
+            // come back (or the object is gone).
+            Liveness::leads_to(
+                "a dead replica's objects are taken over",
+                |_, w: &World| orphaned(w),
+                |_, w: &World| !orphaned(w),
+            ),
             Liveness::leads_to(
                 "deletion releases the finalizer",
                 |_, w: &World| w.object.as_ref().is_some_and(|o| o.deleting),

@@ -30,7 +30,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 19] = [
+const REACHABLE: [Reachable; 21] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -148,6 +148,23 @@ const REACHABLE: [Reachable; 19] = [
         name: "a stopped operator's successor starts",
         expected: |m| m.budget.faults.stops > 0,
         condition: |_, w| w.ghost.restarted,
+    },
+    // Without them, "a dead replica's objects are taken over" could hold
+    // for want of a dead replica, and the drift budget go untried.
+    Reachable {
+        name: "a dead replica's claim is taken over",
+        expected: |m| {
+            m.budget.faults.deaths > 0
+                && m.config.rules.has(crate::lifecycle::rules::Rule::TakeOver)
+        },
+        condition: |_, w| w.ghost.taken_over && w.ghost.died,
+    },
+    Reachable {
+        name: "a replica's clock runs ahead while another's run is under way",
+        expected: |m| m.budget.faults.skew > 0,
+        condition: |_, w| {
+            w.replicas.iter().any(|r| r.ahead > 0) && w.replicas.iter().any(|r| r.busy())
+        },
     },
     Reachable {
         name: "a patch's reply is lost",

@@ -32,8 +32,12 @@ pub struct Replica {
     pub patch: Option<Patch<Small>>,
     /// Whether a consistent read is in flight.
     pub fetch: bool,
-    /// The wake-up the engine asked for.
+    /// The wake-up the engine asked for, by its clock.
     pub wake: Option<u8>,
+    /// How far its clock runs ahead of the world's.
+    pub ahead: u8,
+    /// Whether it died for good (its node is gone): it takes no step again.
+    pub dead: bool,
 }
 
 impl Replica {
@@ -44,7 +48,9 @@ impl Replica {
             listing,
             watch: Vec::new(),
             gone_unseen: false,
-            engine: Engine::new(incarnation, now),
+            // A start's claims are its own: a replica that starts again
+            // does not take its crashed start's claim for its own.
+            engine: Engine::new(incarnation, incarnation, now),
             running: None,
             hung: None,
             zombie: None,
@@ -52,7 +58,20 @@ impl Replica {
             patch: None,
             fetch: false,
             wake: None,
+            ahead: 0,
+            dead: false,
         }
+    }
+
+    /// Its clock's time when the world's is `now`.
+    pub(super) fn clock(&self, now: u8) -> u8 {
+        now.saturating_add(self.ahead)
+    }
+
+    /// The deadline of the run it waits for (running or hung), by its
+    /// clock.
+    fn deadline(&self) -> Option<u8> {
+        self.running.or(self.hung).map(|r| r.deadline)
     }
 
     /// Whether it runs one of the object's handlers (or a hung run of one
@@ -64,6 +83,18 @@ impl Replica {
     /// Whether nothing of it is in flight at the API server or in a run.
     pub(super) fn quiet(&self) -> bool {
         self.running.is_none() && self.patch.is_none()
+    }
+
+    /// Whether it has a step of its own to take before time may pass the
+    /// end of its claim: a watch event or list to take in, a run under
+    /// way, a request in flight.
+    fn working(&self) -> bool {
+        self.listing.is_some()
+            || !self.watch.is_empty()
+            || self.gone_unseen
+            || self.running.is_some()
+            || self.patch.is_some()
+            || self.fetch
     }
 }
 
@@ -131,6 +162,14 @@ pub enum Step {
         /// Whether the list serves the previous version.
         stale: bool,
     },
+    /// The replica dies for good (its node is lost) while another lives:
+    /// its runs stop with it, and the patch in flight lands or not.
+    ReplicaDie {
+        /// Whether the patch in flight reached the API server first.
+        patch_landed: bool,
+    },
+    /// Its clock jumps one tick ahead of the world's.
+    ClockSkew,
 }
 
 impl Step {
@@ -153,6 +192,22 @@ impl Step {
     pub(super) fn is_restart(&self) -> bool {
         matches!(self, Step::OperatorRestart)
     }
+}
+
+/// Whether the world's time may pass until `replica`'s clock reads `at`.
+/// Not past the end of a live replica's claim on the object while that
+/// replica is working: the model's timing assumption, that a claim lasts
+/// longer than a watch delivery, an API request or a run, except where a
+/// fault (a hang, an overrun, a drifting clock) is budgeted.
+fn may_pass(w: &World, replica: &Replica, at: u8) -> bool {
+    let Some(claim) = w.object.as_ref().and_then(|o| o.claim) else {
+        return true;
+    };
+    let to = w.now.max(at.saturating_sub(replica.ahead));
+    w.replicas
+        .iter()
+        .filter(|h| !h.dead && h.engine.incarnation == claim.holder && h.working())
+        .all(|h| h.clock(to) < claim.until)
 }
 
 /// Replica `r` lists the object: its watch restarts from the list.
@@ -179,6 +234,21 @@ impl LifecycleModel {
     /// The steps replica `replica` of world `w` may take.
     pub(super) fn steps(&self, w: &World, replica: &Replica, steps: &mut Vec<Step>) {
         let l = &w.left;
+        if replica.dead {
+            return;
+        }
+        let others_live = w.replicas.iter().filter(|r| !r.dead).count() > 1;
+        if l.deaths > 0 && others_live {
+            steps.push(Step::ReplicaDie {
+                patch_landed: false,
+            });
+            if replica.patch.is_some() {
+                steps.push(Step::ReplicaDie { patch_landed: true });
+            }
+        }
+        if l.skew > 0 {
+            steps.push(Step::ClockSkew);
+        }
         if let Some(object) = w.object.as_ref().filter(|o| !o.deleting) {
             if l.expiries > 0 && replica.listing.is_none() {
                 steps.push(Step::WatchExpire { stale: false });
@@ -211,13 +281,14 @@ impl LifecycleModel {
                 steps.push(Step::HandlerHang);
             }
         }
-        if replica.hung.is_some_and(|r| r.deadline > w.now) {
+        if replica.hung.is_some() {
             steps.push(Step::ClockDeadline);
         }
         if replica.zombie.is_some() {
             steps.push(Step::ZombieReturn);
         }
-        if replica.running.is_some_and(|r| r.deadline > w.now) && l.overruns > 0 {
+        let clock = replica.clock(w.now);
+        if replica.running.is_some_and(|r| r.deadline > clock) && l.overruns > 0 {
             steps.push(Step::HandlerOverrun);
         }
         if replica.late.is_some() {
@@ -243,7 +314,7 @@ impl LifecycleModel {
                 steps.push(Step::ApiFetchFailed);
             }
         }
-        if replica.wake.is_some() {
+        if replica.wake.is_some_and(|at| may_pass(w, replica, at)) {
             steps.push(Step::ClockWake);
         }
         if l.stops > 0 && !replica.engine.stopping {
@@ -331,10 +402,8 @@ impl LifecycleModel {
             }
             Step::ClockDeadline => {
                 let run = w.replicas[r].hung?;
-                w.now = w.now.max(run.deadline);
                 w.ghost.deadline_passed = true;
-                let now = w.now;
-                self.feed(w, r, Input::Tick { now });
+                self.advance(w, r, run.deadline);
             }
             Step::ZombieReturn => {
                 let run = w.replicas[r].zombie.take()?;
@@ -344,10 +413,8 @@ impl LifecycleModel {
             Step::HandlerOverrun => {
                 let run = w.replicas[r].running.take()?;
                 w.left.overruns -= 1;
-                w.now = w.now.max(run.deadline);
                 w.replicas[r].late = Some(run);
-                let now = w.now;
-                self.feed(w, r, Input::Tick { now });
+                self.advance(w, r, run.deadline);
                 if !w.replicas[r].engine.awaits(run.id) {
                     // Given up at its deadline: the ghost counts it as
                     // failed for good, as a hung run.
@@ -411,9 +478,29 @@ impl LifecycleModel {
             }
             Step::ClockWake => {
                 let at = w.replicas[r].wake.take()?;
-                w.now = w.now.max(at);
-                let now = w.now;
-                self.feed(w, r, Input::Tick { now });
+                self.advance(w, r, at);
+            }
+            Step::ClockSkew => {
+                w.left.skew -= 1;
+                w.replicas[r].ahead += 1;
+                let at = w.replicas[r].clock(w.now);
+                self.advance(w, r, at);
+            }
+            Step::ReplicaDie { patch_landed } => {
+                w.left.deaths -= 1;
+                if patch_landed {
+                    let patch = w.replicas[r].patch.take()?;
+                    self.apply(w, &patch);
+                }
+                w.ghost.crashed(w.replicas[r].engine.incarnation);
+                w.ghost.died = true;
+                let replica = &mut w.replicas[r];
+                *replica = Replica {
+                    dead: true,
+                    zombie: replica.zombie,
+                    late: replica.late,
+                    ..Replica::new(replica.engine.incarnation, w.now, None)
+                };
             }
             Step::OperatorStop => {
                 w.left.stops -= 1;
@@ -437,12 +524,41 @@ impl LifecycleModel {
                 // none is in flight, goes on still).
                 let replica = &mut w.replicas[r];
                 replica.zombie = replica.running.take().or(replica.zombie);
-                w.ghost.crashed();
+                w.ghost.crashed(replica.engine.incarnation);
                 self.restart(w, r);
                 relist(w, r, stale);
             }
         }
         Some(())
+    }
+
+    /// Time passes until replica `r`'s clock reads `at` (if it reads less),
+    /// and `r` is told. The deadline of every other replica's run that the
+    /// new time passes fires too: its timer ends the run there.
+    fn advance(&self, w: &mut World, r: usize, at: u8) {
+        let ahead = w.replicas[r].ahead;
+        w.now = w.now.max(at.saturating_sub(ahead));
+        self.tick(w, r);
+        for q in 0..w.replicas.len() {
+            let now = w.replicas[q].clock(w.now);
+            if q != r && w.replicas[q].deadline().is_some_and(|d| d <= now) {
+                self.tick(w, q);
+            }
+        }
+    }
+
+    /// Replica `r` is told the time by its clock. A run it cancels then (at
+    /// its deadline, or its claim's end) has done all it will: the ghost
+    /// counts it as failed for good, as a hung one.
+    fn tick(&self, w: &mut World, r: usize) {
+        let now = w.replicas[r].clock(w.now);
+        let running = w.replicas[r].running;
+        self.feed(w, r, Input::Tick { now });
+        if let Some(run) = running.filter(|_| w.replicas[r].running.is_none()) {
+            w.ghost
+                .returned(run, self.digest(run.key, run.essence), false);
+            w.ghost.pend(run, run.essence, Vec::new());
+        }
     }
 
     /// Replica `r` starts again, remembering nothing: its next start's
@@ -454,7 +570,8 @@ impl LifecycleModel {
         w.replicas[r] = Replica {
             zombie: old.zombie,
             late: old.late,
-            ..Replica::new(incarnation, w.now, None)
+            ahead: old.ahead,
+            ..Replica::new(incarnation, old.clock(w.now), None)
         };
     }
 }

@@ -4,13 +4,20 @@
 
 use super::small::{Essence, Field, Key, Small};
 use super::{Budget, Code, Faults, LifecycleModel, SubPlan, Writes};
-use crate::lifecycle::handlers::{Backoff, Config, HandlerSpec, On};
+use crate::lifecycle::handlers::{Backoff, Claims, Config, HandlerSpec, On};
 use crate::lifecycle::rules::{Rules, Variant};
 
 /// Retries of every handler in the scenarios.
 const RETRIES: u8 = 3;
 /// Ticks an episode may take in the scenarios.
 const TIMEOUT: u8 = 8;
+
+/// A claim lasts 3 ticks (a run, its patch and the next run's fit in it),
+/// and clocks may drift apart by 1 tick.
+const CLAIMS: Claims<Small> = Claims {
+    duration: 3,
+    drift: 1,
+};
 
 /// Handler `index`, reacting to `on`.
 fn handler(index: u8, on: On<Field>) -> HandlerSpec<Small> {
@@ -37,6 +44,7 @@ fn model(variant: Variant, handlers: Vec<(On<Field>, Code)>, budget: Budget) -> 
             // One tick: the model's time is precious, and doubling waits
             // change only how long, not whether, the engine asks again.
             backoff: Backoff { first: 1, most: 1 },
+            claims: CLAIMS,
         },
         code,
         budget,
@@ -271,19 +279,92 @@ pub fn rolling(variant: Variant) -> LifecycleModel {
     model(variant, vec![(On::Field(Field::Spec), size)], budget)
 }
 
-/// Two replicas of the operator watch an object with one field handler
-/// through an edit. With no claims yet, both run the handler (#20): not
-/// checked by default; "no two runs of the object's handlers overlap" is
-/// violated in both variants.
-pub fn replicas(variant: Variant) -> LifecycleModel {
-    let mut model = model(
-        variant,
-        vec![sync()],
-        edits_of_spec(Faults {
-            edits: 1,
-            ..Faults::default()
-        }),
-    );
+/// `handlers` in a world of `faults` (edits of `spec.size`) watched by two
+/// replicas of the operator. Their episodes have no timeout: replicas that
+/// wait for each other's claims spend ticks, and a timeout of a few ticks
+/// would give a handler up before it ran (in production a claim lasts
+/// seconds and a timeout an hour); a run still ends with its claim.
+fn two_replicas(
+    variant: Variant,
+    handlers: Vec<(On<Field>, Code)>,
+    faults: Faults,
+) -> LifecycleModel {
+    let mut model = model(variant, handlers, edits_of_spec(faults));
     model.replicas = 2;
+    for spec in &mut model.config.handlers {
+        spec.timeout = u8::MAX;
+    }
+    model
+}
+
+/// Two replicas of the operator watch an object with one field handler
+/// through an edit: under claims, one at a time runs it; kopf, with no
+/// claims, runs it in both.
+pub fn replicas(variant: Variant) -> LifecycleModel {
+    let faults = Faults {
+        edits: 1,
+        ..Faults::default()
+    };
+    two_replicas(variant, vec![sync()], faults)
+}
+
+/// Two replicas share an object with a field handler of a sub-handler and
+/// a delete handler, through an edit and a deletion; one of them dies for
+/// good (a lost node) at any point, its claim on the object perhaps live:
+/// the other takes the object over once the claim is over.
+pub fn takeover(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::Fixed(1),
+        writes: None,
+    };
+    let faults = Faults {
+        edits: 1,
+        deaths: 1,
+        deletion: true,
+        ..Faults::default()
+    };
+    two_replicas(
+        variant,
+        vec![(On::Field(Field::Spec), size), (On::Delete, Code::PLAIN)],
+        faults,
+    )
+}
+
+/// A rolling update of two replicas: one is stopped gracefully while the
+/// other runs, and its successor (a new pod, a new identity) starts while
+/// the other still works, around an edit of a field handler with a
+/// sub-handler.
+pub fn rolling_replicas(variant: Variant) -> LifecycleModel {
+    let size = Code {
+        subs: SubPlan::Fixed(1),
+        writes: None,
+    };
+    let faults = Faults {
+        edits: 1,
+        stops: 1,
+        ..Faults::default()
+    };
+    two_replicas(variant, vec![(On::Field(Field::Spec), size)], faults)
+}
+
+/// Two replicas whose clocks drift apart by the claims' drift budget (one
+/// tick), around an edit and a hung run (so that a claim expires under
+/// a holder still running): no two runs overlap.
+pub fn drift(variant: Variant) -> LifecycleModel {
+    let faults = Faults {
+        edits: 1,
+        hangs: 1,
+        skew: CLAIMS.drift,
+        ..Faults::default()
+    };
+    two_replicas(variant, vec![sync()], faults)
+}
+
+/// [`drift`] with clocks drifting one tick beyond the budget: a replica
+/// takes over a claim its holder still runs under, and two runs overlap.
+/// It shows the assumption, and is not checked by default.
+pub fn drift_beyond(variant: Variant) -> LifecycleModel {
+    let mut model = drift(variant);
+    model.budget.faults.skew = CLAIMS.drift + 1;
     model
 }

@@ -22,6 +22,7 @@ impl Domain for Small {
     type Time = u8;
     type Duration = u8;
     type Message = Said;
+    type Holder = u32;
 
     fn digest(essence: &Essence, field: Option<&Field>) -> Digest {
         match field {
@@ -53,6 +54,9 @@ pub enum Said {
 
 /// The model's outcomes are plain values, so its actions can be copied.
 impl Copy for crate::lifecycle::engine::Outcome<Small> {}
+
+/// Likewise its claims.
+impl Copy for crate::lifecycle::object::Claim<Small> {}
 
 /// A field of the essence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
