@@ -78,6 +78,22 @@ impl KubeTarget {
         }
     }
 
+    /// A client of its own, with its own connections (for an operator
+    /// replica that must not share another's).
+    ///
+    /// # Panics
+    ///
+    /// If the kubeconfig can no longer be read.
+    pub async fn another_client(&self) -> Client {
+        match &self.server {
+            Some(server) => Client::try_from(Config::new(server.url().parse().unwrap()))
+                .expect("a client for the test server"),
+            None => Client::try_default()
+                .await
+                .expect("a client of the cluster"),
+        }
+    }
+
     /// The test server, for the cases that inject faults; `None` on a real
     /// cluster, where such a case reports that it was skipped.
     pub fn server(&self, case: &str) -> Option<&TestServer> {

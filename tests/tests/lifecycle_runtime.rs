@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::CustomResource;
@@ -48,13 +48,39 @@ async fn tickers() -> (KubeTarget, Api<Ticker>) {
     (target, api)
 }
 
-/// Runs of the sub-handlers, in order: (sub-handler, the tick it saw).
-type Runs = Arc<Mutex<Vec<(String, i64)>>>;
+/// One run of a sub-handler, as the handler itself logged it.
+#[derive(Clone, Debug)]
+struct Run {
+    /// The operator replica that ran it.
+    replica: &'static str,
+    /// The object.
+    object: String,
+    /// The sub-handler.
+    name: String,
+    /// The tick it saw.
+    tick: i64,
+    /// When it started and returned.
+    span: (Instant, Instant),
+}
+
+/// Runs of the sub-handlers, in the order they returned.
+type Runs = Arc<Mutex<Vec<Run>>>;
+
+/// The runs as (sub-handler, the tick it saw).
+fn ticks_of(runs: &Runs) -> Vec<(String, i64)> {
+    let runs = runs.lock().unwrap();
+    runs.iter().map(|r| (r.name.clone(), r.tick)).collect()
+}
 
 /// kopf #641's parent: on `status.tick`, three sub-handlers when the tick
-/// is odd; each sub-handler takes `work` and reports the tick it saw.
-/// `started` is notified when a sub-handler starts.
-fn tick_handler(runs: Runs, started: Arc<Notify>, work: Duration) -> Handler<Ticker> {
+/// is odd; each sub-handler takes `work` and reports the tick it saw, as
+/// run by `replica`. `started` is notified when a sub-handler starts.
+fn tick_handler(
+    replica: &'static str,
+    runs: Runs,
+    started: Arc<Notify>,
+    work: Duration,
+) -> Handler<Ticker> {
     Handler::new(|ctx: Context<Ticker>| async move {
         let tick = ctx
             .new_value("status.tick")
@@ -71,6 +97,7 @@ fn tick_handler(runs: Runs, started: Arc<Notify>, work: Duration) -> Handler<Tic
         let runs = runs.clone();
         let started = started.clone();
         async move {
+            let start = Instant::now();
             started.notify_one();
             let tick = ctx
                 .new_value("status.tick")
@@ -78,7 +105,13 @@ fn tick_handler(runs: Runs, started: Arc<Notify>, work: Duration) -> Handler<Tic
                 .unwrap_or(0);
             tokio::time::sleep(work).await;
             let name = ctx.sub_name().unwrap_or_default().to_owned();
-            runs.lock().unwrap().push((name, tick));
+            runs.lock().unwrap().push(Run {
+                replica,
+                object: ctx.object().metadata.name.clone().unwrap_or_default(),
+                name,
+                tick,
+                span: (start, Instant::now()),
+            });
             Ok(())
         }
     })
@@ -121,12 +154,11 @@ async fn settle(runs: &Runs, quiet: Duration, limit: Duration) {
 
 /// The tick each sub-handler saw last.
 fn last_ticks(runs: &Runs) -> Vec<(String, i64)> {
-    let runs = runs.lock().unwrap();
     let mut last: Vec<(String, i64)> = Vec::new();
-    for (name, tick) in runs.iter() {
-        match last.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 = *tick,
-            None => last.push((name.clone(), *tick)),
+    for (name, tick) in ticks_of(runs) {
+        match last.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = tick,
+            None => last.push((name, tick)),
         }
     }
     last.sort();
@@ -188,7 +220,7 @@ async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>)
         .on_field(
             "status.tick",
             "tick",
-            tick_handler(runs.clone(), started.clone(), work),
+            tick_handler("operator", runs.clone(), started.clone(), work),
         );
     let running = tokio::spawn(operator.run());
     create(&api, "t").await;
@@ -203,7 +235,7 @@ async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>)
     assert!(steps > 0, "the engine's steps were recorded");
     target.finish().await;
     let last = last_ticks(&runs);
-    let every = runs.lock().unwrap().clone();
+    let every = ticks_of(&runs);
     eprintln!("{variant:?}: every run {every:?}; last ticks {last:?}");
     (last, every)
 }
@@ -1097,7 +1129,7 @@ async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_rep
             .on_field(
                 "status.tick",
                 "tick",
-                tick_handler(runs, started, Duration::from_millis(600)),
+                tick_handler("operator", runs, started, Duration::from_millis(600)),
             )
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -1128,14 +1160,212 @@ async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_rep
     // is not run again.
     let successor = tokio::spawn(operator(runs.clone(), started, 2).run());
     settle(&runs, Duration::from_millis(1500), Duration::from_secs(20)).await;
-    let names: Vec<String> = runs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(n, _)| n.clone())
-        .collect();
+    let names: Vec<String> = ticks_of(&runs).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["sub0", "sub1", "sub2"], "each sub-handler ran once");
     successor.abort();
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
+/// Asserts that no two logged runs of one object overlap in time, whichever
+/// replicas ran them (from the handlers' own logs).
+fn assert_no_overlap(runs: &Runs) {
+    let mut spans = runs.lock().unwrap().clone();
+    spans.sort_by_key(|r| (r.object.clone(), r.span.0));
+    for pair in spans.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            a.object != b.object || a.span.1 <= b.span.0,
+            "two runs of {} overlap: {a:?} and {b:?}",
+            a.object
+        );
+    }
+}
+
+/// Replica `name` (start `incarnation`) of an operator of #641's handler,
+/// on a client of its own, with claims of `claim` and a drift of a tenth
+/// of it.
+async fn tick_replica(
+    target: &KubeTarget,
+    name: &'static str,
+    incarnation: u32,
+    (runs, started): (&Runs, &Arc<Notify>),
+    claim: Duration,
+    traces: &Path,
+) -> Operator<Ticker> {
+    let api = Api::namespaced(target.another_client().await, &target.namespace);
+    let work = Duration::from_millis(300);
+    Operator::new(api)
+        .identity(name)
+        .incarnation(incarnation)
+        .claims(claim, claim / 10)
+        .trace(traces)
+        .on_field(
+            "status.tick",
+            "tick",
+            tick_handler(name, runs.clone(), started.clone(), work),
+        )
+}
+
+/// Which replicas ran what, for the test's output.
+fn by_replica(runs: &Runs) -> Vec<(&'static str, String, i64)> {
+    let runs = runs.lock().unwrap();
+    runs.iter()
+        .map(|r| (r.replica, r.name.clone(), r.tick))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_should_run_every_subhandler_once_on_the_final_tick_and_never_at_once() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs: Runs = Arc::default();
+    let started = Arc::new(Notify::new());
+    let shared = (&runs, &started);
+    let claim = steadfast::lifecycle::DEFAULT_CLAIM;
+    let a = tick_replica(&target, "replica-a", 1, shared, claim, traces.path()).await;
+    let b = tick_replica(&target, "replica-b", 2, shared, claim, traces.path()).await;
+    let (a, b) = (tokio::spawn(a.run()), tokio::spawn(b.run()));
+    create(&api, "t").await;
+    // While the first sub-handler works on tick 1, the tick moves twice.
+    started.notified().await;
+    set_tick(&api, "t", 2).await;
+    set_tick(&api, "t", 3).await;
+    settle(&runs, Duration::from_secs(2), Duration::from_secs(30)).await;
+    a.abort();
+    b.abort();
+    eprintln!("runs by replica: {:?}", by_replica(&runs));
+    let every = ticks_of(&runs);
+    for name in ["sub0", "sub1", "sub2"] {
+        let on_final = every.iter().filter(|(n, t)| n == name && *t == 3).count();
+        assert_eq!(on_final, 1, "{name} ran once on the final tick: {every:?}");
+    }
+    let finals: Vec<(String, i64)> = ["sub0", "sub1", "sub2"]
+        .iter()
+        .map(|s| ((*s).to_owned(), 3))
+        .collect();
+    assert_eq!(last_ticks(&runs), finals);
+    assert_no_overlap(&runs);
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
+/// The holder of the claim on `name`, as its annotation says.
+async fn claim_holder(api: &Api<Ticker>, name: &str) -> Option<String> {
+    let object = api.get(name).await.unwrap();
+    let claim = object
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .remove("steadfast.dev/claim")?;
+    let claim: serde_json::Value = serde_json::from_str(&claim).unwrap();
+    claim["holder"].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_run_should_have_its_object_taken_over_within_the_claim() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs: Runs = Arc::default();
+    let started = Arc::new(Notify::new());
+    let shared = (&runs, &started);
+    let claim = Duration::from_secs(2);
+    let a = tick_replica(&target, "replica-a", 1, shared, claim, traces.path()).await;
+    let b = tick_replica(&target, "replica-b", 2, shared, claim, traces.path()).await;
+    let mut replicas = vec![
+        ("replica-a", tokio::spawn(a.run())),
+        ("replica-b", tokio::spawn(b.run())),
+    ];
+    create(&api, "k").await;
+    // The first sub-handler runs under its replica's claim: kill that one.
+    started.notified().await;
+    let holder = claim_holder(&api, "k").await.expect("the run's claim");
+    let at = replicas
+        .iter()
+        .position(|(name, _)| *name == holder)
+        .unwrap();
+    let (killed, task) = replicas.remove(at);
+    task.abort();
+    let killed_at = Instant::now();
+    handled_in_full(&api, "k", "the survivor takes the object over").await;
+    let takeover = killed_at.elapsed();
+    settle(&runs, Duration::from_millis(700), Duration::from_secs(10)).await;
+    let (_, survivor) = replicas.pop().unwrap();
+    survivor.abort();
+    eprintln!(
+        "{killed} killed mid-run: handled in full {takeover:?} later; runs by replica: {:?}",
+        by_replica(&runs)
+    );
+    // The claim's end (at most its duration away), the drift, then the
+    // three sub-handlers' work at most, and the patches between.
+    let work = Duration::from_millis(300) * 3;
+    assert!(
+        takeover <= claim + claim / 10 + work + Duration::from_secs(2),
+        "{takeover:?}"
+    );
+    // The killed run never returned; every sub-handler returned once, the
+    // survivor's runs after the kill.
+    let names: Vec<String> = ticks_of(&runs).into_iter().map(|(n, _)| n).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["sub0", "sub1", "sub2"], "{names:?}");
+    assert_no_overlap(&runs);
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_should_run_no_handler_twice() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs: Runs = Arc::default();
+    let started = Arc::new(Notify::new());
+    let shared = (&runs, &started);
+    let claim = steadfast::lifecycle::DEFAULT_CLAIM;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let old = tick_replica(&target, "old-pod", 1, shared, claim, traces.path())
+        .await
+        .shutdown_on(async {
+            let _ = stopped.await;
+        });
+    let old = tokio::spawn(old.run());
+    let objects = ["r0", "r1", "r2"];
+    for name in objects {
+        create(&api, name).await;
+    }
+    // The old pod works; the new one starts beside it, then the old one is
+    // told to stop (SIGTERM), finishes its run and releases its claims.
+    started.notified().await;
+    let new = tick_replica(&target, "new-pod", 2, shared, claim, traces.path()).await;
+    let new = tokio::spawn(new.run());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), old)
+        .await
+        .expect("the old pod stops within its grace")
+        .unwrap()
+        .expect("a clean stop");
+    for name in objects {
+        handled_in_full(&api, name, "the new pod takes over at once").await;
+    }
+    settle(&runs, Duration::from_millis(1500), Duration::from_secs(20)).await;
+    new.abort();
+    let logged = runs.lock().unwrap().clone();
+    eprintln!("runs by replica: {:?}", by_replica(&runs));
+    for name in objects {
+        let mut subs: Vec<&str> = logged
+            .iter()
+            .filter(|r| r.object == name)
+            .map(|r| r.name.as_str())
+            .collect();
+        subs.sort_unstable();
+        assert_eq!(subs, ["sub0", "sub1", "sub2"], "{name}: each ran once");
+    }
+    assert!(
+        logged.iter().any(|r| r.replica == "new-pod"),
+        "the new pod took work over"
+    );
+    assert_no_overlap(&runs);
     assert!(replay_all(traces.path(), true) > 0);
     target.finish().await;
 }

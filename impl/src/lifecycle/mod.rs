@@ -25,5 +25,8 @@ mod operator;
 
 pub use handler::{Context, Handler, HandlerError, DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use object::FINALIZER;
-pub use operator::{terminated, Operator, OperatorError, DEFAULT_GRACE, DEFAULT_REPORTER};
+pub use operator::{
+    terminated, Operator, OperatorError, DEFAULT_CLAIM, DEFAULT_DRIFT, DEFAULT_GRACE,
+    DEFAULT_REPORTER,
+};
 pub use steadfast_spec::lifecycle::Variant;
