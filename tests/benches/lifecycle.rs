@@ -8,7 +8,13 @@
 //!   annotation left, the diff-base written);
 //! - from a run's return to the next run's start on the same object (one
 //!   patch recording the outcome, and the watch event of the version it
-//!   made): min, median, p90, max.
+//!   made): min, median, p90, max;
+//! - the engine's patches per object (from the operators' own
+//!   `steadfast_lifecycle_patches_total`, every answer), and how many of
+//!   them were refused with 409;
+//!
+//! each with one operator replica, then with two sharing the objects
+//! through claims (each on a client of its own), on a fresh test server.
 //!
 //! Run: `cargo bench -p steadfast-tests --bench lifecycle [-- OBJECTS]` (50
 //! by default).
@@ -24,7 +30,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator};
+use steadfast::metrics::MetricsEndpoint;
 use steadfast_tests::kube_testserver::TestServer;
+use steadfast_tests::scrape::{get, sample};
 
 /// The benchmark's resource.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -112,12 +120,45 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
     sorted[(sorted.len() - 1) * p / 100]
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let objects: usize = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map_or(50, |a| a.parse().expect("OBJECTS is a number"));
+/// Replica `replica` of the benchmark's operator, on a client of its own,
+/// serving its metrics on `endpoint`.
+fn replica(
+    server: &TestServer,
+    replica: usize,
+    clock: &Shared,
+    endpoint: MetricsEndpoint,
+) -> Operator<Load> {
+    let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
+    let api: Api<Load> = Api::namespaced(client, "default");
+    let label = clock.clone();
+    Operator::new(api)
+        .identity(format!("bench-{replica}"))
+        .incarnation(u32::try_from(replica).unwrap())
+        .metrics(endpoint)
+        .on_create("create", timed(clock, &[]))
+        .on_field("spec.size", "size", timed(clock, &["a", "b", "c"]))
+        .on_update(
+            "update",
+            Handler::new(move |ctx: Context<Load>| {
+                started(&label, &ctx);
+                ctx.patch(json!({ "metadata": { "labels": { "edited": "yes" } } }));
+                returned(&label, &ctx);
+                async { Ok::<(), HandlerError>(()) }
+            }),
+        )
+}
+
+/// What one run of the benchmark measured.
+struct Figures {
+    created: Duration,
+    edited: Duration,
+    gaps: Vec<Duration>,
+    patches: f64,
+    conflicts: f64,
+}
+
+/// Creates then edits `objects` objects under `replicas` replicas.
+async fn measure(objects: usize, replicas: usize) -> Figures {
     let server = TestServer::start().await.unwrap();
     let client = Client::try_from(Config::new(server.url().parse().unwrap())).unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -130,20 +171,13 @@ async fn main() {
         .unwrap();
     let api: Api<Load> = Api::namespaced(client, "default");
     let clock: Shared = Arc::default();
-    let label = clock.clone();
-    let operator = Operator::new(api.clone())
-        .on_create("create", timed(&clock, &[]))
-        .on_field("spec.size", "size", timed(&clock, &["a", "b", "c"]))
-        .on_update(
-            "update",
-            Handler::new(move |ctx: Context<Load>| {
-                started(&label, &ctx);
-                ctx.patch(json!({ "metadata": { "labels": { "edited": "yes" } } }));
-                returned(&label, &ctx);
-                async { Ok::<(), HandlerError>(()) }
-            }),
-        );
-    let running = tokio::spawn(operator.run());
+    let mut addresses = Vec::new();
+    let mut running = Vec::new();
+    for r in 0..replicas {
+        let endpoint = MetricsEndpoint::bind("127.0.0.1:0").await.unwrap();
+        addresses.push(endpoint.local_addr());
+        running.push(tokio::spawn(replica(&server, r, &clock, endpoint).run()));
+    }
 
     let begin = Instant::now();
     for i in 0..objects {
@@ -167,26 +201,60 @@ async fn main() {
     }
     all_handled(&api, objects).await;
     let edited = begin.elapsed();
-    running.abort();
+    let (mut patches, mut conflicts) = (0.0, 0.0);
+    for address in addresses {
+        let (_, text) = get(address, "/metrics").await;
+        for answer in ["applied", "conflict", "refused", "throttled", "unknown"] {
+            let series = format!("steadfast_lifecycle_patches_total{{answer=\"{answer}\"}}");
+            let count = sample(&text, &series).unwrap_or(0.0);
+            patches += count;
+            if answer == "conflict" {
+                conflicts += count;
+            }
+        }
+    }
+    for task in running {
+        task.abort();
+    }
     server.shutdown().await;
-
-    let per_second = |d: Duration| objects as f64 / d.as_secs_f64();
-    println!(
-        "{objects} objects, 3 handlers and 3 sub-handlers each, on 2 cores:\n\
-         creation: all handled in {created:.2?} ({:.1} objects/s)\n\
-         edit:     all handled in {edited:.2?} ({:.1} objects/s)",
-        per_second(created),
-        per_second(edited)
-    );
     let mut gaps = std::mem::take(&mut clock.lock().unwrap().gaps);
     gaps.sort();
-    println!(
-        "a run's return to the next run's start (its patch, then the watch event), {} gaps: \
-         min {:.1?}, median {:.1?}, p90 {:.1?}, max {:.1?}",
-        gaps.len(),
-        gaps[0],
-        percentile(&gaps, 50),
-        percentile(&gaps, 90),
-        gaps[gaps.len() - 1]
-    );
+    Figures {
+        created,
+        edited,
+        gaps,
+        patches,
+        conflicts,
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let objects: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map_or(50, |a| a.parse().expect("OBJECTS is a number"));
+    println!("{objects} objects, 3 handlers and 3 sub-handlers each, on 2 cores:");
+    for replicas in [1, 2] {
+        let f = measure(objects, replicas).await;
+        let per_second = |d: Duration| objects as f64 / d.as_secs_f64();
+        let gaps = &f.gaps;
+        println!(
+            "{replicas} replica(s): creation handled in {:.2?} ({:.1} objects/s), \
+             edit in {:.2?} ({:.1} objects/s); {:.1} patches per object ({:.1} refused \
+             with 409); a run's return to the next run's start, {} gaps: min {:.1?}, \
+             median {:.1?}, p90 {:.1?}, max {:.1?}",
+            f.created,
+            per_second(f.created),
+            f.edited,
+            per_second(f.edited),
+            f.patches / objects as f64,
+            f.conflicts / objects as f64,
+            gaps.len(),
+            gaps[0],
+            percentile(gaps, 50),
+            percentile(gaps, 90),
+            gaps[gaps.len() - 1]
+        );
+    }
 }

@@ -187,6 +187,27 @@ fn replay_all(dir: &Path, holds: bool) -> usize {
     steps
 }
 
+/// A test server with the Ticker CRD, a trace directory, the record of
+/// sub-handler runs and a signal of their starts.
+async fn story_bed() -> (
+    KubeTarget,
+    Api<Ticker>,
+    tempfile::TempDir,
+    Runs,
+    Arc<Notify>,
+) {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    (target, api, traces, Arc::default(), Arc::new(Notify::new()))
+}
+
+/// Replays every trace of `traces` (each agrees, and no safety property is
+/// violated along them), then stops the test server.
+async fn replayed_and_finished(target: KubeTarget, traces: &tempfile::TempDir) {
+    assert!(replay_all(traces.path(), true) > 0);
+    target.finish().await;
+}
+
 /// Waits (at most 10 s) until `name` has a diff-base: handled in full once;
 /// `what` says what that shows, should it not come.
 async fn handled_in_full(api: &Api<Ticker>, name: &str, what: &str) {
@@ -209,10 +230,7 @@ async fn handled_in_full(api: &Api<Ticker>, name: &str, what: &str) {
 /// while the first sub-handler works. Returns each sub-handler's last tick,
 /// and every run.
 async fn story_641(variant: Variant) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
-    let (target, api) = tickers().await;
-    let traces = tempfile::tempdir().unwrap();
-    let runs: Runs = Arc::default();
-    let started = Arc::new(Notify::new());
+    let (target, api, traces, runs, started) = story_bed().await;
     let work = Duration::from_millis(300);
     let operator = Operator::new(api.clone())
         .variant(variant)
@@ -315,8 +333,7 @@ async fn deletion_should_wait_for_the_delete_handler() {
         .await
         .expect("the object goes");
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 /// Runs of an operator's handlers: (handler id, the essence it saw).
@@ -621,8 +638,7 @@ async fn a_handler_that_hangs_should_be_given_up_at_its_timeout() {
     )
     .await;
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -764,8 +780,7 @@ async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
         "a permanent failure is not retried"
     );
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -901,6 +916,10 @@ async fn a_patch_refused_for_good_should_be_told_and_not_sent_again_until_the_ob
     // sent again.
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(refusals().len(), settled.len(), "sent again unchanged");
+    eprintln!(
+        "the patch was answered 422 {} time(s), then not sent again for 10 s",
+        settled.len()
+    );
     // The object changes: the handler runs on it, and its patch is tried
     // (and refused) once more.
     api.patch(
@@ -921,8 +940,7 @@ async fn a_patch_refused_for_good_should_be_told_and_not_sent_again_until_the_ob
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(refusals().len(), settled.len() + 1);
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -990,8 +1008,7 @@ async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
     );
     assert!(waited >= Duration::from_millis(950), "{waited:?}");
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1033,8 +1050,7 @@ async fn a_run_past_its_deadline_should_be_cancelled() {
         "the context told the handler's own work"
     );
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1076,8 +1092,7 @@ async fn an_object_deleted_while_the_watch_was_away_should_end_its_driver() {
         .await
         .expect("the relist, which misses the object, ends its driver");
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1112,16 +1127,12 @@ async fn a_status_write_should_land_through_the_status_subresource() {
         "the rest of the write lands on the main resource"
     );
     running.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_repeat() {
-    let (target, api) = tickers().await;
-    let traces = tempfile::tempdir().unwrap();
-    let runs: Runs = Arc::default();
-    let started = Arc::new(Notify::new());
+    let (target, api, traces, runs, started) = story_bed().await;
     let operator = |runs: Runs, started: Arc<Notify>, incarnation| {
         Operator::new(api.clone())
             .trace(traces.path())
@@ -1163,8 +1174,7 @@ async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_rep
     let names: Vec<String> = ticks_of(&runs).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["sub0", "sub1", "sub2"], "each sub-handler ran once");
     successor.abort();
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 /// Asserts that no two logged runs of one object overlap in time, whichever
@@ -1217,10 +1227,7 @@ fn by_replica(runs: &Runs) -> Vec<(&'static str, String, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_should_run_every_subhandler_once_on_the_final_tick_and_never_at_once() {
-    let (target, api) = tickers().await;
-    let traces = tempfile::tempdir().unwrap();
-    let runs: Runs = Arc::default();
-    let started = Arc::new(Notify::new());
+    let (target, api, traces, runs, started) = story_bed().await;
     let shared = (&runs, &started);
     let claim = steadfast::lifecycle::DEFAULT_CLAIM;
     let a = tick_replica(&target, "replica-a", 1, shared, claim, traces.path()).await;
@@ -1246,8 +1253,7 @@ async fn two_replicas_should_run_every_subhandler_once_on_the_final_tick_and_nev
         .collect();
     assert_eq!(last_ticks(&runs), finals);
     assert_no_overlap(&runs);
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 /// The holder of the claim on `name`, as its annotation says.
@@ -1264,10 +1270,7 @@ async fn claim_holder(api: &Api<Ticker>, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_mid_run_should_have_its_object_taken_over_within_the_claim() {
-    let (target, api) = tickers().await;
-    let traces = tempfile::tempdir().unwrap();
-    let runs: Runs = Arc::default();
-    let started = Arc::new(Notify::new());
+    let (target, api, traces, runs, started) = story_bed().await;
     let shared = (&runs, &started);
     let claim = Duration::from_secs(2);
     let a = tick_replica(&target, "replica-a", 1, shared, claim, traces.path()).await;
@@ -1310,16 +1313,12 @@ async fn a_replica_killed_mid_run_should_have_its_object_taken_over_within_the_c
     sorted.sort();
     assert_eq!(sorted, ["sub0", "sub1", "sub2"], "{names:?}");
     assert_no_overlap(&runs);
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_update_should_run_no_handler_twice() {
-    let (target, api) = tickers().await;
-    let traces = tempfile::tempdir().unwrap();
-    let runs: Runs = Arc::default();
-    let started = Arc::new(Notify::new());
+    let (target, api, traces, runs, started) = story_bed().await;
     let shared = (&runs, &started);
     let claim = steadfast::lifecycle::DEFAULT_CLAIM;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -1366,6 +1365,5 @@ async fn a_rolling_update_should_run_no_handler_twice() {
         "the new pod took work over"
     );
     assert_no_overlap(&runs);
-    assert!(replay_all(traces.path(), true) > 0);
-    target.finish().await;
+    replayed_and_finished(target, &traces).await;
 }

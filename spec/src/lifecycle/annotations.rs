@@ -419,20 +419,30 @@ mod tests {
             r#"{"handler":"create_fn","retries":"two"}"#.into(),
         );
         annotations.insert(DIFF_BASE.into(), "{not json".into());
+        // A claim with a field it does not know: no replica may guess who
+        // holds the object.
+        annotations.insert(
+            CLAIM.into(),
+            r#"{"holder":"op-0","until":5,"lease":"x"}"#.into(),
+        );
         let errors = decode(&annotations).unwrap_err();
-        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(errors.len(), 3, "{errors:?}");
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert!(
-            text[0].contains(DIFF_BASE) && text[0].contains("not JSON"),
+            text[0].contains(CLAIM) && text[0].contains("not a claim"),
             "{text:?}"
         );
         assert!(
-            text[1].contains(&key) && text[1].contains("expected u32"),
+            text[1].contains(DIFF_BASE) && text[1].contains("not JSON"),
+            "{text:?}"
+        );
+        assert!(
+            text[2].contains(&key) && text[2].contains("expected u32"),
             "{text:?}"
         );
         let (error_key, value) = error_annotation(&errors);
         assert_eq!(error_key, ERROR);
-        assert_eq!(value.lines().count(), 2);
+        assert_eq!(value.lines().count(), 3);
         // The error annotation itself is not progress, and not foreign.
         let mut written = encode(&progress).unwrap();
         written.insert(error_key, value);
