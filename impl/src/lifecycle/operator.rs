@@ -576,10 +576,14 @@ where
                     let _ = route.sender.send(Event::Gone);
                     event
                 }
-                // No new driver while stopping: the successor takes it.
-                None if stopping.is_some() => continue,
                 None => event,
             };
+            if stopping.is_some() {
+                // No new driver while stopping (not even for an object whose
+                // driver has just stopped): the successor, or a peer, takes
+                // it.
+                continue;
+            }
             let (sender, driver) = start(event);
             // Everything a driver logs names its object.
             tasks.spawn(driver.instrument(tracing::info_span!("object", %key)));
