@@ -295,16 +295,11 @@ where
         Ok(seen.view)
     }
 
-    /// Feeds the engine, records the step and carries out the effects. An
-    /// engine behind the clock is told the time first: it decides on the
-    /// time an input comes in (whether its claim is still live, among
-    /// others), not on the last time it was told.
+    /// Feeds the engine `input` at the current time ([`Engine::timed`]).
     fn step(&mut self, input: Input<Named>) {
-        let now = now_ms();
-        if self.engine.now < now && !matches!(input, Input::Tick { .. }) {
-            self.feed(Input::Tick { now });
+        for input in self.engine.timed(now_ms(), input) {
+            self.feed(input);
         }
-        self.feed(input);
     }
 
     /// Steps the engine with `input`, records the step and carries out the

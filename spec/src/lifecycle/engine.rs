@@ -552,6 +552,18 @@ impl<D: Domain> Engine<D> {
         }
     }
 
+    /// The inputs to feed, one by one, for `input` coming in at `now`: a
+    /// [`Input::Tick`] first if the engine's time is behind, so that it
+    /// decides on the time the input comes in (whether its claim is still
+    /// live, among others), not on the last time it was told.
+    pub fn timed(&self, now: D::Time, input: Input<D>) -> Vec<Input<D>> {
+        if self.now < now && !matches!(input, Input::Tick { .. }) {
+            vec![Input::Tick { now }, input]
+        } else {
+            vec![input]
+        }
+    }
+
     /// Feeds one input to the engine and returns what it asks for.
     pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
         let waits = config.rules.has(Rule::WaitForOwnWrite);
@@ -920,8 +932,7 @@ impl<D: Domain> Engine<D> {
             // Deletion is under way and nothing of ours holds it.
             return Vec::new();
         }
-        let claimed = view.claim.as_ref().map(|c| &c.holder);
-        if config.rules.has(Rule::Claims) && claimed != Some(&self.identity) {
+        if config.rules.has(Rule::Claims) && !self.holds(&view) {
             // The runs whose outcomes the engine carries ran under its own
             // claim; a version without it was written by another replica
             // since, whose progress supersedes them.
@@ -1403,6 +1414,13 @@ impl<D: Domain> Engine<D> {
         patch
     }
 
+    /// Whether `view`'s claim, live or not, is the engine's own.
+    fn holds(&self, view: &ObjectView<D>) -> bool {
+        view.claim
+            .as_ref()
+            .is_some_and(|claim| claim.holder == self.identity)
+    }
+
     /// Where the engine stands with the claim on `view`.
     fn standing(&self, config: &Config<D>, view: &ObjectView<D>) -> Standing<D> {
         if !config.rules.has(Rule::Claims) {
@@ -1410,7 +1428,7 @@ impl<D: Domain> Engine<D> {
         }
         match &view.claim {
             None => Standing::Free,
-            Some(claim) if claim.holder == self.identity => {
+            Some(claim) if self.holds(view) => {
                 if self.now < claim.until {
                     Standing::Mine { until: claim.until }
                 } else {
@@ -1492,10 +1510,7 @@ impl<D: Domain> Engine<D> {
         };
         let waiting = self.pause.as_ref().is_some_and(|p| self.now < p.until);
         // Its claim is released, unless the API server refused that for good.
-        let claimed = self
-            .view
-            .as_ref()
-            .is_some_and(|v| v.claim.as_ref().is_some_and(|c| c.holder == self.identity))
+        let claimed = self.view.as_ref().is_some_and(|v| self.holds(v))
             && !matches!(self.hold, Hold::Refused(_));
         self.stopping && matches!(self.phase, Phase::Idle) && settled && !waiting && !claimed
     }

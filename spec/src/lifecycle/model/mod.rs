@@ -260,15 +260,15 @@ impl LifecycleModel {
         self
     }
 
-    /// Feeds replica `r`'s engine and carries out its effects. An engine
-    /// behind its replica's clock is told the time first, as a driver does:
-    /// it decides on the time an input comes in, not an older one.
+    /// Feeds replica `r`'s engine, at its replica's clock's time
+    /// ([`Engine::timed`], as a driver does), and carries out its effects.
+    ///
+    /// [`Engine::timed`]: crate::lifecycle::engine::Engine::timed
     fn feed(&self, world: &mut World, r: usize, input: Input<Small>) {
         let now = world.replicas[r].clock(world.now);
-        if world.replicas[r].engine.now < now && !matches!(input, Input::Tick { .. }) {
-            self.carry_out(world, r, Input::Tick { now });
+        for input in world.replicas[r].engine.timed(now, input) {
+            self.carry_out(world, r, input);
         }
-        self.carry_out(world, r, input);
     }
 
     /// Steps replica `r`'s engine with `input` and carries out its effects.
