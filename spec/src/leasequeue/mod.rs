@@ -11,7 +11,6 @@
 pub mod controller;
 pub mod etcd;
 pub mod model;
-pub mod reachable;
 pub mod scheduler;
 pub mod trace;
 

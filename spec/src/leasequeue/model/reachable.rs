@@ -9,8 +9,8 @@
 
 use stateright::Property;
 
-use super::controller::Watch;
-use super::model::{controller_at_start, Bounds, LeaseQueueModel, World};
+use super::super::controller::Watch;
+use super::{controller_at_start, Bounds, LeaseQueueModel, World};
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
 /// condition.
@@ -27,7 +27,7 @@ const REACHABLE: [Reachable; 13] = [
     Reachable {
         name: "a lease's loss deletes two keys at once",
         expected: |b| {
-            let lease_lost = b.outage_ticks > 0 || b.crashes > 0;
+            let lease_lost = b.outage_ticks > 0 || b.faults.crashes > 0;
             lease_lost && pairs(b).any(|(x, y)| x.1 != y.1 && placed(b, x) == placed(b, y))
         },
         condition: |_, w| {
@@ -49,7 +49,7 @@ const REACHABLE: [Reachable; 13] = [
     },
     Reachable {
         name: "a compaction cancels a watch",
-        expected: |b| b.compactions > 0,
+        expected: |b| b.faults.compactions > 0,
         condition: |_, w| {
             w.controllers
                 .iter()
@@ -58,29 +58,29 @@ const REACHABLE: [Reachable; 13] = [
     },
     Reachable {
         name: "a request is applied after its retry",
-        expected: |b| b.delays > 0,
-        condition: |_, w| w.late.iter().flatten().next().is_some() && w.budget.delays == 0,
+        expected: |b| b.faults.delays > 0,
+        condition: |_, w| w.late.iter().flatten().next().is_some() && w.left.delays == 0,
     },
     Reachable {
         name: "a reply is lost",
-        expected: |b| b.lost_replies > 0,
-        condition: |m, w| w.budget.lost_replies < m.bounds.lost_replies,
+        expected: |b| b.faults.lost_replies > 0,
+        condition: |m, w| w.left.lost_replies < m.bounds.faults.lost_replies,
     },
     Reachable {
         name: "a message is sent twice",
-        expected: |b| b.duplicates > 0,
-        condition: |m, w| w.budget.duplicates < m.bounds.duplicates,
+        expected: |b| b.faults.duplicates > 0,
+        condition: |m, w| w.left.duplicates < m.bounds.faults.duplicates,
     },
     Reachable {
         name: "a message overtakes another",
-        expected: |b| b.reorders > 0,
-        condition: |m, w| w.budget.reorders < m.bounds.reorders,
+        expected: |b| b.faults.reorders > 0,
+        condition: |m, w| w.left.reorders < m.bounds.faults.reorders,
     },
     Reachable {
         name: "a stalled watch is restarted",
-        expected: |b| b.stalls > 0,
+        expected: |b| b.faults.stalls > 0,
         condition: |m, w| {
-            w.budget.stalls < m.bounds.stalls
+            w.left.stalls < m.bounds.faults.stalls
                 && w.controllers
                     .iter()
                     .any(|c| matches!(c.watch, Watch::Starting { .. }))
@@ -88,23 +88,23 @@ const REACHABLE: [Reachable; 13] = [
     },
     Reachable {
         name: "a scheduler crashes between executing and acknowledging",
-        expected: |b| b.crashes > 0 && !b.submissions.is_empty(),
+        expected: |b| b.faults.crashes > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.excused.iter().any(|e| *e),
     },
     Reachable {
         name: "a queue retires",
-        expected: |b| b.retirements > 0 && !b.submissions.is_empty(),
+        expected: |b| b.faults.retirements > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.schedulers.iter().any(|s| !s.retiring.is_empty()),
     },
     Reachable {
         name: "etcd's clock runs ahead",
-        expected: |b| b.drift > 0,
-        condition: |m, w| w.budget.drift < m.bounds.drift,
+        expected: |b| b.faults.drift > 0,
+        condition: |m, w| w.left.drift < m.bounds.faults.drift,
     },
     // A controller's watch passes a revision that changed no endpoint key.
     Reachable {
         name: "a watch skips a revision",
-        expected: |b| b.foreign_writes > 0,
+        expected: |b| b.faults.foreign_writes > 0,
         condition: |_, w| {
             let floor = w.etcd.compacted.max(1);
             w.controllers.iter().any(|c| match c.watch {
@@ -117,7 +117,7 @@ const REACHABLE: [Reachable; 13] = [
     },
     Reachable {
         name: "etcd loses its leader",
-        expected: |b| b.leader_losses > 0,
+        expected: |b| b.faults.leader_losses > 0,
         condition: |_, w| !w.etcd.leader,
     },
 ];

@@ -1,0 +1,171 @@
+//! etcd's answers in the model: requests applied, replies fed back,
+//! watches delivering, and when the network has done all it must within a
+//! tick.
+
+use super::super::controller::{self, Watch};
+use super::super::etcd::Refused;
+use super::super::scheduler::{self, ClaimResult};
+use super::{Client, LeaseQueueModel, Small, World};
+
+/// An endpoint key of the etcd model as the scheduler is told of it.
+pub(super) fn endpoint(key: crate::leasequeue::etcd::Endpoint) -> scheduler::Endpoint<Small> {
+    scheduler::Endpoint {
+        owner: key.owner,
+        lease: key.lease,
+        created: key.create_rev,
+    }
+}
+
+impl LeaseQueueModel {
+    /// etcd applies one request of scheduler `s` and answers it.
+    pub(super) fn apply(
+        &self,
+        w: &mut World,
+        s: u8,
+        request: scheduler::Effect<Small>,
+    ) -> Option<scheduler::Input<Small>> {
+        use scheduler::{Effect as E, Input as I};
+        Some(match request {
+            E::Grant { .. } => I::Granted {
+                lease: w.etcd.grant(),
+                ttl: w.etcd.ttl,
+            },
+            E::KeepAlive { lease, .. } => I::KeptAlive {
+                lease,
+                ttl: w.etcd.keep_alive(lease),
+            },
+            E::Revoke { lease } => {
+                w.etcd.revoke(lease);
+                I::Revoked { lease }
+            }
+            E::Claim { action, lease } => {
+                let result = match w.etcd.create_if_absent(action, s, lease) {
+                    Ok(key) => ClaimResult::Created {
+                        created: key.create_rev,
+                    },
+                    Err(Refused::Exists(key)) => ClaimResult::Exists(endpoint(key)),
+                    Err(Refused::LeaseNotFound) => ClaimResult::LeaseNotFound,
+                };
+                I::Claimed {
+                    action,
+                    lease,
+                    result,
+                }
+            }
+            E::Delete { action, created } => {
+                w.etcd.delete(action, created);
+                I::Deleted { action }
+            }
+            E::Resolve { id, action } => I::Resolved {
+                id,
+                action,
+                key: w.etcd.get(action).map(endpoint),
+            },
+            E::WakeIn { .. }
+            | E::IdleTimer { .. }
+            | E::Execute { .. }
+            | E::Forward { .. }
+            | E::Fail { .. }
+            | E::Ack { .. } => return None,
+        })
+    }
+
+    pub(super) fn controller_etcd(&self, w: &mut World, c: u8) {
+        let request = w.requests[usize::from(c)].remove(0);
+        let reachable = self.reachable(w, Client::Controller(c));
+        let input = match request {
+            controller::Effect::Get { id, action } if !reachable => {
+                controller::Input::GetFailed { id, action }
+            }
+            controller::Effect::Get { id, action } => controller::Input::Got {
+                id,
+                action,
+                owner: w.etcd.get(action).map(|k| k.owner),
+            },
+            controller::Effect::List => controller::Input::Listed {
+                rev: w.etcd.rev,
+                keys: w.etcd.keys.iter().map(|k| (k.action, k.owner)).collect(),
+            },
+            controller::Effect::Watch { from } => {
+                w.streams[usize::from(c)] = true;
+                controller::Input::WatchStarted {
+                    next: from.unwrap_or(w.etcd.rev + 1),
+                }
+            }
+            // Not requests to etcd: they never wait for it.
+            controller::Effect::WakeIn { .. }
+            | controller::Effect::RequestProgress
+            | controller::Effect::Send { .. }
+            | controller::Effect::CreateQueue { .. }
+            | controller::Effect::Fail { .. } => return,
+        };
+        self.feed_controller(w, c, input);
+    }
+
+    /// What controller `c`'s watch would deliver now, if anything.
+    pub(super) fn watch_response(&self, w: &World, c: u8) -> Option<controller::Input<Small>> {
+        let Watch::Active { next, probing } = w.controllers[usize::from(c)].watch else {
+            return None;
+        };
+        if !w.streams[usize::from(c)] || !self.reachable(w, Client::Controller(c)) {
+            return None;
+        }
+        match w.etcd.next_response(next) {
+            Err(_) => Some(controller::Input::Compacted { rev: w.etcd.rev }),
+            Ok(response) if !response.is_empty() => Some(controller::Input::Changed {
+                rev: response[0].rev,
+                changes: response.iter().map(|c| (c.action, c.owner)).collect(),
+            }),
+            Ok(_) if probing => Some(controller::Input::Progress { rev: w.etcd.rev }),
+            Ok(_) => None,
+        }
+    }
+
+    /// Whether the network has done, within this tick, all it does absent
+    /// a fault: every request etcd can answer answered, every watch
+    /// response due delivered (but a progress notification, which the tick
+    /// delivers).
+    pub(super) fn quiet(&self, w: &World) -> bool {
+        w.outbox.iter().all(Vec::is_empty)
+            && w.requests.iter().all(Vec::is_empty)
+            && (0..self.bounds.controllers).all(|c| {
+                matches!(
+                    self.watch_response(w, c),
+                    None | Some(controller::Input::Progress { .. })
+                )
+            })
+    }
+
+    /// Whether no fault that could come between a keepalive and its answer
+    /// remains: from then on the model answers keepalives within the tick
+    /// that sends them, as the network would before the next tick anyway,
+    /// and saves the interleavings of those steps with every other.
+    pub(super) fn keepalives_prompt(w: &World) -> bool {
+        let b = &w.left;
+        w.outage == 0
+            && w.outages_left == 0
+            && b.drift == 0
+            && b.delays == 0
+            && b.lost_replies == 0
+            && b.leader_losses == 0
+    }
+
+    /// etcd answers scheduler `s`'s keepalive at once.
+    pub(super) fn keep_alive_now(&self, w: &mut World, s: u8) {
+        let keepalive = w.outbox[usize::from(s)]
+            .iter()
+            .position(|r| matches!(r, scheduler::Effect::KeepAlive { .. }));
+        if let Some(at) = keepalive {
+            self.answer(w, s, at);
+        }
+    }
+
+    /// etcd applies request `at` of scheduler `s`'s outbox, and the reply
+    /// reaches it.
+    pub(super) fn answer(&self, w: &mut World, s: u8, at: usize) {
+        let request = w.outbox[usize::from(s)].remove(at);
+        if let Some(reply) = self.apply(w, s, request) {
+            self.feed_scheduler(w, s, 0, reply);
+        }
+    }
+}

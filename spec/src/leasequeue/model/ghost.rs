@@ -1,0 +1,78 @@
+//! What the properties read beyond the world itself, and the predicates
+//! they are written with.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ActivationState, World};
+
+/// What the properties need beyond the world itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ghost {
+    /// Per activation, executions since it was submitted.
+    pub executions: Vec<u8>,
+    /// Per activation, failures since it was submitted.
+    pub failures: Vec<u8>,
+    /// Per activation, the schedulers that executed it (a bit each).
+    pub executors: Vec<u8>,
+    /// Per activation, whether a scheduler that executed it crashed
+    /// afterwards (and with it the memory that it had).
+    pub excused: Vec<bool>,
+    /// Work was once handed out under a lease etcd no longer held, or from a
+    /// queue whose key was not its owner's.
+    pub unfenced: bool,
+    /// A scheduler once lost an election to another and forwarded work to
+    /// the winner.
+    pub contested: bool,
+}
+
+/// Every action's routing agrees with etcd: a key's owner holds the queue
+/// under the key's live lease, nobody else holds one, and every cache points
+/// to the owner; without a key, no queue and no cache entry.
+pub(super) fn routing_restored(w: &World) -> bool {
+    let actions: Vec<u8> = w
+        .etcd
+        .keys
+        .iter()
+        .map(|k| k.action)
+        .chain(
+            w.schedulers
+                .iter()
+                .flat_map(|s| s.queues.iter().map(|q| q.action)),
+        )
+        .chain(
+            w.controllers
+                .iter()
+                .flat_map(|c| c.cache.iter().map(|(a, _)| *a)),
+        )
+        .collect();
+    actions.into_iter().all(|action| match w.etcd.get(action) {
+        Some(key) => {
+            w.etcd.is_live(key.lease)
+                && w.schedulers.iter().all(|s| match s.queue(&action) {
+                    Some(q) => s.id == key.owner && q.lease == key.lease,
+                    None => s.id != key.owner,
+                })
+                && w.controllers
+                    .iter()
+                    .all(|c| c.route(&action) == Some(&key.owner))
+        }
+        None => {
+            w.schedulers.iter().all(|s| s.queue(&action).is_none())
+                && w.controllers.iter().all(|c| c.route(&action).is_none())
+        }
+    })
+}
+
+pub(super) fn any_pending(w: &World) -> bool {
+    w.activations.contains(&ActivationState::Pending)
+}
+
+pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
+    w.activations.last().copied()
+}
+
+pub(super) fn all_submitted_executed(w: &World) -> bool {
+    w.activations
+        .iter()
+        .all(|a| matches!(a, ActivationState::Unsubmitted | ActivationState::Executed))
+}

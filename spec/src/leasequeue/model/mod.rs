@@ -1,0 +1,696 @@
+//! The stateright model of schedulers and controllers around etcd: an
+//! explicit discrete clock, leases that run down only while etcd has a
+//! leader, per-client connectivity cut by an outage, requests and their
+//! replies as separate steps, and every fault of the real world as a
+//! budget: replies lost, requests held up past the requester's retries,
+//! messages delivered twice or out of order, watches that stall without an
+//! error, compaction, leader loss, clock drift, scheduler crashes (also
+//! between executing an activation and acknowledging it), and queues that
+//! retire when idle.
+//!
+//! Every action that touches a role calls its `step`; the model adds only
+//! the world around them, and ghost state that the properties read.
+//!
+//! # Time
+//!
+//! A tick is the keepalive period. At every tick every role is woken with
+//! one tick elapsed (the model ignores the roles' `WakeIn`: waking every
+//! tick is the earliest any timer could fire). Absent a fault, etcd answers
+//! within a tick: the clock waits until every request it can answer has
+//! been answered and every reply delivered. A delay fault lets one request
+//! miss that bound and be applied later, after the requester's retries.
+
+mod etcd;
+mod ghost;
+mod reachable;
+pub mod scenarios;
+mod world;
+
+use serde::{Deserialize, Serialize};
+use stateright::{Model, Property};
+
+pub use ghost::Ghost;
+use ghost::{all_submitted_executed, any_pending, probe_state, routing_restored};
+pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, World};
+
+use super::controller::{self, Controller};
+use super::etcd::Etcd;
+use super::scheduler::{self, Scheduler};
+use super::{Domain, Rule, Rules};
+use crate::temporal::{Fairness, Liveness, TemporalModel};
+
+/// The model's domain: small numbers for every identifier and ticks for
+/// time, so that its states stay few.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Small;
+
+impl Domain for Small {
+    type Action = u8;
+    type Scheduler = u8;
+    type Activation = u8;
+    type Lease = u8;
+    type Revision = u32;
+    type Duration = u8;
+
+    fn next_revision(rev: u32) -> u32 {
+        rev + 1
+    }
+
+    fn saturating_sub(a: u8, b: u8) -> u8 {
+        a.saturating_sub(b)
+    }
+
+    fn action_number(action: &u8) -> u64 {
+        u64::from(*action)
+    }
+}
+
+/// How far the scheduler's fence stays from etcd's expiry, in ticks: the
+/// clock drift the steadfast scheduler assumes.
+pub const MARGIN: u8 = 1;
+
+/// Controller `c` as it starts, having listed no key at `rev`. Each
+/// controller knows the schedulers in an order of its own (controller `c`
+/// starts from scheduler `c`), so two controllers can place one new queue
+/// on different schedulers.
+pub fn controller_at_start(b: &Bounds, c: u8, rev: u32) -> Controller<Small> {
+    let known = (0..b.schedulers).map(|s| (s + c) % b.schedulers.max(1));
+    Controller::new(known.collect(), rev)
+}
+
+/// A step of the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// Users and faults do nothing now (a stutter step), so that "nothing
+    /// more happens" is a behaviour while budgets remain.
+    UserIdle,
+    /// A user submits the next activation.
+    UserSubmit,
+    /// A user submits the probe activation again (after the faults); users
+    /// keep doing so (weak fairness), so a queue that stays broken shows.
+    UserProbe,
+    /// The outage begins.
+    NetworkOutage,
+    /// A tick of time: leases run down and every role wakes up.
+    ClockTick,
+    /// etcd applies a scheduler's oldest request, and the reply reaches it.
+    SchedulerEtcd(u8),
+    /// etcd applies the oldest request held up in the network; the reply
+    /// reaches its scheduler late, after its retries.
+    SchedulerLate(u8),
+    /// The oldest execution on a scheduler finishes.
+    Finish(u8),
+    /// etcd answers a controller's oldest request.
+    ControllerEtcd(u8),
+    /// A controller's watch delivers its next response.
+    WatchDeliver(u8),
+    /// The oldest message for this scheduler arrives.
+    Deliver(u8),
+    /// The second oldest message for this scheduler arrives first.
+    DeliverOutOfOrder(u8),
+    /// The oldest message in flight is sent twice.
+    DuplicateMessage,
+    /// A scheduler's oldest request is held up in the network.
+    DelayRequest(u8),
+    /// etcd applies a scheduler's oldest request, and the reply is lost.
+    LoseReply(u8),
+    /// A controller's watch stops delivering, without an error.
+    WatchStall(u8),
+    /// etcd compacts its history.
+    EtcdCompact,
+    /// Another client writes a key outside the endpoint keys.
+    EtcdForeignWrite,
+    /// etcd loses its leader.
+    EtcdLeaderLoss,
+    /// etcd elects a leader, which extends every lease.
+    EtcdLeaderElected,
+    /// etcd's clock ticks once more than the schedulers' do: leases run
+    /// down without a keepalive in between.
+    EtcdClockAhead,
+    /// A scheduler crashes and restarts with nothing.
+    SchedulerCrash(u8),
+    /// The idle timer of a scheduler's queue fires.
+    QueueIdle {
+        /// The scheduler.
+        scheduler: u8,
+        /// The action.
+        action: u8,
+    },
+}
+
+impl Action {
+    fn is_clock(&self) -> bool {
+        matches!(self, Action::ClockTick)
+    }
+
+    fn is_probe(&self) -> bool {
+        matches!(self, Action::UserProbe)
+    }
+
+    fn is_election(&self) -> bool {
+        matches!(self, Action::EtcdLeaderElected)
+    }
+
+    fn is_etcd_for_scheduler<const S: u8>(&self) -> bool {
+        matches!(self, Action::SchedulerEtcd(s) | Action::SchedulerLate(s) if *s == S)
+    }
+
+    fn is_finish_on<const S: u8>(&self) -> bool {
+        *self == Action::Finish(S)
+    }
+
+    fn is_delivery_to<const S: u8>(&self) -> bool {
+        *self == Action::Deliver(S)
+    }
+
+    fn is_etcd_for_controller<const C: u8>(&self) -> bool {
+        *self == Action::ControllerEtcd(C)
+    }
+
+    fn is_watch_of<const C: u8>(&self) -> bool {
+        *self == Action::WatchDeliver(C)
+    }
+}
+
+/// The most schedulers and controllers a scenario may have (one fairness
+/// class per role and channel, each a plain function).
+pub const MAX_ROLES: u8 = 3;
+
+/// The model of one scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseQueueModel {
+    /// Its sizes and bounds.
+    pub bounds: Bounds,
+    /// A rule of the variant taken away, to show what it is needed for.
+    pub without: Option<Rule>,
+    /// Check every `sometimes`, also those the bounds give no chance: to
+    /// show that each can fail.
+    pub every_sometimes: bool,
+}
+
+impl LeaseQueueModel {
+    /// The same model checking every `sometimes`, also those its bounds
+    /// give no chance.
+    #[must_use]
+    pub fn with_every_sometimes(mut self) -> Self {
+        self.every_sometimes = true;
+        self
+    }
+
+    /// The same model with `rule` taken away from the variant's rules.
+    #[must_use]
+    pub fn without(mut self, rule: Rule) -> Self {
+        self.without = Some(rule);
+        self
+    }
+
+    /// The rules the roles follow.
+    fn rules(&self) -> Rules {
+        let rules = Rules::from(self.bounds.variant);
+        self.without.map_or(rules, |rule| rules.without(rule))
+    }
+
+    fn scheduler_config(&self) -> scheduler::Config<Small> {
+        scheduler::Config {
+            rules: self.rules(),
+            ttl: self.bounds.ttl,
+            margin: MARGIN,
+            wake_every: 1,
+            idle_after: 1,
+        }
+    }
+
+    fn controller_config(&self) -> controller::Config<Small> {
+        controller::Config {
+            rules: self.rules(),
+            wake_every: 1,
+        }
+    }
+
+    fn probe(&self) -> Option<u8> {
+        self.bounds.probe.then_some(self.submitted())
+    }
+
+    /// How many activations users submit (the probe aside).
+    fn submitted(&self) -> u8 {
+        self.bounds.submissions.len() as u8
+    }
+}
+
+impl Model for LeaseQueueModel {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        let b = &self.bounds;
+        let etcd = Etcd::new(b.ttl);
+        let total = b.submissions.len() + usize::from(b.probe);
+        let schedulers = usize::from(b.schedulers);
+        let mut w = World {
+            schedulers: (0..b.schedulers).map(Scheduler::new).collect(),
+            outbox: vec![Vec::new(); schedulers],
+            late: vec![Vec::new(); schedulers],
+            running: vec![Vec::new(); schedulers],
+            unacked: vec![Vec::new(); schedulers],
+            controllers: (0..b.controllers)
+                .map(|c| controller_at_start(b, c, etcd.rev))
+                .collect(),
+            requests: vec![Vec::new(); usize::from(b.controllers)],
+            streams: vec![true; usize::from(b.controllers)],
+            cut: vec![false; schedulers + usize::from(b.controllers)],
+            etcd,
+            outage: 0,
+            outages_left: u8::from(b.outage_ticks > 0),
+            messages: Vec::new(),
+            activations: vec![ActivationState::Unsubmitted; total],
+            left: b.faults.clone(),
+            ghost: Ghost {
+                executions: vec![0; total],
+                failures: vec![0; total],
+                executors: vec![0; total],
+                excused: vec![false; total],
+                unfenced: false,
+                contested: false,
+            },
+        };
+        for s in 0..b.schedulers {
+            self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
+        }
+        vec![w]
+    }
+
+    fn actions(&self, w: &World, actions: &mut Vec<Action>) {
+        let b = &self.bounds;
+        let next_submission =
+            w.activations[..b.submissions.len()].contains(&ActivationState::Unsubmitted);
+        if next_submission || w.outages_left > 0 || !w.left.exhausted() {
+            actions.push(Action::UserIdle);
+        }
+        if next_submission {
+            actions.push(Action::UserSubmit);
+        }
+        if let Some(probe) = self.probe() {
+            if Self::faults_over(w) && self.probe_idle(w, probe) {
+                actions.push(Action::UserProbe);
+            }
+        }
+        let routed = || {
+            (0..b.actions).all(|a| {
+                w.etcd.get(a).is_some_and(|key| {
+                    w.controllers
+                        .iter()
+                        .all(|c| c.route(&a) == Some(&key.owner))
+                })
+            })
+        };
+        if w.outages_left > 0 && w.outage == 0 && (!b.outage_when_routed || routed()) {
+            actions.push(Action::NetworkOutage);
+        }
+        if self.quiet(w) {
+            actions.push(Action::ClockTick);
+        }
+        for s in 0..b.schedulers {
+            let i = usize::from(s);
+            let reachable = self.reachable(w, Client::Scheduler(s));
+            if reachable && !w.outbox[i].is_empty() {
+                actions.push(Action::SchedulerEtcd(s));
+                if w.left.delays > 0 {
+                    actions.push(Action::DelayRequest(s));
+                }
+                if w.left.lost_replies > 0 {
+                    actions.push(Action::LoseReply(s));
+                }
+            }
+            if w.etcd.leader && !w.late[i].is_empty() {
+                actions.push(Action::SchedulerLate(s));
+            }
+            if !w.running[i].is_empty() {
+                actions.push(Action::Finish(s));
+            }
+            if Self::message_for(w, s, 0).is_some() {
+                actions.push(Action::Deliver(s));
+            }
+            if w.left.reorders > 0 && Self::message_for(w, s, 1).is_some() {
+                actions.push(Action::DeliverOutOfOrder(s));
+            }
+            if w.left.crashes > 0 {
+                actions.push(Action::SchedulerCrash(s));
+            }
+            if w.left.retirements > 0 {
+                let config = self.scheduler_config();
+                for queue in &w.schedulers[i].queues {
+                    // The timer the scheduler armed is due.
+                    if queue.idle_timer_due(&config) {
+                        actions.push(Action::QueueIdle {
+                            scheduler: s,
+                            action: queue.action,
+                        });
+                    }
+                }
+            }
+        }
+        for c in 0..b.controllers {
+            if !w.requests[usize::from(c)].is_empty() {
+                actions.push(Action::ControllerEtcd(c));
+            }
+            if self.watch_response(w, c).is_some() {
+                actions.push(Action::WatchDeliver(c));
+            }
+            if w.left.stalls > 0 && w.streams[usize::from(c)] {
+                actions.push(Action::WatchStall(c));
+            }
+        }
+        if w.left.duplicates > 0 && !w.messages.is_empty() {
+            actions.push(Action::DuplicateMessage);
+        }
+        if w.left.compactions > 0 {
+            actions.push(Action::EtcdCompact);
+        }
+        if w.left.foreign_writes > 0 && w.etcd.leader {
+            actions.push(Action::EtcdForeignWrite);
+        }
+        if w.left.leader_losses > 0 && w.etcd.leader {
+            actions.push(Action::EtcdLeaderLoss);
+        }
+        if w.left.drift > 0 && w.etcd.leader {
+            actions.push(Action::EtcdClockAhead);
+        }
+        if !w.etcd.leader {
+            actions.push(Action::EtcdLeaderElected);
+        }
+    }
+
+    fn next_state(&self, w: &World, action: Action) -> Option<World> {
+        let mut w = w.clone();
+        match action {
+            Action::UserIdle => {}
+            Action::UserSubmit => {
+                let id = w
+                    .activations
+                    .iter()
+                    .position(|a| *a == ActivationState::Unsubmitted)?
+                    as u8;
+                w.activations[usize::from(id)] = ActivationState::Pending;
+                let (c, action) = self.bounds.submissions[usize::from(id)];
+                self.feed_controller(&mut w, c, controller::Input::Submit { id, action });
+            }
+            Action::UserProbe => {
+                // A new activation; the model gives it the probe's id again,
+                // so every memory of the old one is dropped.
+                let id = self.probe()?;
+                let i = usize::from(id);
+                w.activations[i] = ActivationState::Pending;
+                w.ghost.executions[i] = 0;
+                w.ghost.failures[i] = 0;
+                w.ghost.executors[i] = 0;
+                w.ghost.excused[i] = false;
+                for scheduler in &mut w.schedulers {
+                    scheduler.forget(&id);
+                }
+                self.feed_controller(&mut w, 0, controller::Input::Submit { id, action: 0 });
+            }
+            Action::NetworkOutage => {
+                w.outages_left -= 1;
+                w.outage = self.bounds.outage_ticks;
+                for client in &self.bounds.outage_clients {
+                    self.cut_off(&mut w, *client);
+                }
+            }
+            Action::ClockTick => {
+                // Progress notifications due arrive within the tick.
+                for c in 0..self.bounds.controllers {
+                    if let Some(progress) = self.watch_response(&w, c) {
+                        self.feed_controller(&mut w, c, progress);
+                    }
+                }
+                w.etcd.tick();
+                if w.outage > 0 {
+                    w.outage -= 1;
+                    if w.outage == 0 {
+                        w.cut.iter_mut().for_each(|c| *c = false);
+                    }
+                }
+                let prompt = Self::keepalives_prompt(&w);
+                for s in 0..self.bounds.schedulers {
+                    self.feed_scheduler(&mut w, s, 1, scheduler::Input::Wake);
+                    if prompt {
+                        self.keep_alive_now(&mut w, s);
+                    }
+                }
+                for c in 0..self.bounds.controllers {
+                    self.feed_controller(&mut w, c, controller::Input::Wake);
+                }
+            }
+            Action::SchedulerEtcd(s) => self.answer(&mut w, s, 0),
+            Action::SchedulerLate(s) => {
+                let late = w.late[usize::from(s)].remove(0);
+                let reply = self.apply(&mut w, s, late.request);
+                if let (Some(reply), false) = (reply, late.orphaned) {
+                    if self.reachable(&w, Client::Scheduler(s)) {
+                        self.feed_scheduler(&mut w, s, 0, reply);
+                    }
+                }
+            }
+            Action::Finish(s) => {
+                let id = w.running[usize::from(s)].remove(0);
+                self.feed_scheduler(&mut w, s, 0, scheduler::Input::Executed { id });
+            }
+            Action::ControllerEtcd(c) => self.controller_etcd(&mut w, c),
+            Action::WatchDeliver(c) => {
+                let input = self.watch_response(&w, c)?;
+                if let controller::Input::Compacted { .. } = input {
+                    w.streams[usize::from(c)] = false;
+                }
+                self.feed_controller(&mut w, c, input);
+            }
+            Action::Deliver(s) => {
+                let at = Self::message_for(&w, s, 0)?;
+                self.deliver(&mut w, at);
+            }
+            Action::DeliverOutOfOrder(s) => {
+                w.left.reorders -= 1;
+                let at = Self::message_for(&w, s, 1)?;
+                self.deliver(&mut w, at);
+            }
+            Action::DuplicateMessage => {
+                w.left.duplicates -= 1;
+                let copy = *w.messages.first()?;
+                w.messages.push(copy);
+            }
+            Action::DelayRequest(s) => {
+                w.left.delays -= 1;
+                let request = w.outbox[usize::from(s)].remove(0);
+                w.late[usize::from(s)].push(Late {
+                    request,
+                    orphaned: false,
+                });
+            }
+            Action::LoseReply(s) => {
+                w.left.lost_replies -= 1;
+                let request = w.outbox[usize::from(s)].remove(0);
+                self.apply(&mut w, s, request);
+            }
+            Action::WatchStall(c) => {
+                w.left.stalls -= 1;
+                w.streams[usize::from(c)] = false;
+            }
+            Action::EtcdCompact => {
+                w.left.compactions -= 1;
+                w.etcd.compact();
+            }
+            Action::EtcdForeignWrite => {
+                w.left.foreign_writes -= 1;
+                w.etcd.rev += 1;
+            }
+            Action::EtcdLeaderLoss => {
+                w.left.leader_losses -= 1;
+                w.etcd.leader = false;
+                // Requests wait in vain and their callers' deadlines pass.
+                w.outbox.iter_mut().for_each(Vec::clear);
+                for requests in &mut w.requests {
+                    requests.retain(|r| matches!(r, controller::Effect::Get { .. }));
+                }
+            }
+            Action::EtcdClockAhead => {
+                w.left.drift -= 1;
+                w.etcd.tick();
+            }
+            Action::EtcdLeaderElected => w.etcd.promote(),
+            Action::SchedulerCrash(s) => {
+                w.left.crashes -= 1;
+                let i = usize::from(s);
+                // Whatever it executed, it no longer remembers.
+                for (id, executors) in w.ghost.executors.iter().enumerate() {
+                    if executors & (1 << s) != 0 {
+                        w.ghost.excused[id] = true;
+                    }
+                }
+                // What it had taken in and not acknowledged is delivered to
+                // it again (its consumer restarts from the last commit).
+                let mut redelivered = std::mem::take(&mut w.unacked[i]);
+                redelivered.append(&mut w.messages);
+                w.messages = redelivered;
+                w.outbox[i].clear();
+                w.running[i].clear();
+                w.late[i].iter_mut().for_each(|l| l.orphaned = true);
+                w.schedulers[i] = Scheduler::new(s);
+                self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
+            }
+            Action::QueueIdle { scheduler, action } => {
+                w.left.retirements -= 1;
+                self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
+            }
+        }
+        Some(w)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = vec![
+            // □(∀a: |{s : s serves a under a lease etcd holds}| ≤ 1).
+            Property::always(
+                "one scheduler serves an action under a live lease",
+                |m: &LeaseQueueModel, w: &World| {
+                    (0..m.bounds.actions).all(|action| {
+                        let serving = w
+                            .schedulers
+                            .iter()
+                            .filter(|s| s.queue(&action).is_some_and(|q| w.etcd.is_live(q.lease)));
+                        serving.count() <= 1
+                    })
+                },
+            ),
+            // □(∀a: executions(a) ≤ 1 ∨ excused(a)): a scheduler that crashed
+            // after executing an activation may run it again.
+            Property::always("executed at most once", |_, w: &World| {
+                w.ghost
+                    .executions
+                    .iter()
+                    .zip(&w.ghost.excused)
+                    .all(|(n, excused)| *n <= 1 || *excused)
+            }),
+            // □(∀a: failures(a) = 0 ∨ (failures(a) = 1 ∧ executions(a) = 0)).
+            Property::always("at most one outcome", |_, w: &World| {
+                w.ghost
+                    .failures
+                    .iter()
+                    .zip(&w.ghost.executions)
+                    .all(|(f, e)| *f == 0 || (*f == 1 && *e == 0))
+            }),
+            // □¬unfenced: work is handed out only under the owner's live
+            // lease.
+            Property::always("work only under a live lease", |_, w: &World| {
+                !w.ghost.unfenced
+            }),
+            Property::sometimes("an activation is executed", |_, w: &World| {
+                w.activations.contains(&ActivationState::Executed)
+            }),
+            Property::sometimes("the faults come and go", |_, w: &World| {
+                LeaseQueueModel::faults_over(w)
+            }),
+        ];
+        properties.extend(reachable::sometimes(&self.bounds, self.every_sometimes));
+        properties
+    }
+}
+
+/// The fairness classes of scheduler `S`: etcd answers its requests, its
+/// executions finish, its messages reach it.
+fn scheduler_fairness<const S: u8>(names: [&'static str; 3]) -> [Fairness<LeaseQueueModel>; 3] {
+    [
+        Fairness::weak(names[0], Action::is_etcd_for_scheduler::<S>),
+        Fairness::weak(names[1], Action::is_finish_on::<S>),
+        Fairness::weak(names[2], Action::is_delivery_to::<S>),
+    ]
+}
+
+/// The fairness classes of controller `C`: etcd answers it, its watch
+/// delivers.
+fn controller_fairness<const C: u8>(names: [&'static str; 2]) -> [Fairness<LeaseQueueModel>; 2] {
+    [
+        Fairness::weak(names[0], Action::is_etcd_for_controller::<C>),
+        Fairness::weak(names[1], Action::is_watch_of::<C>),
+    ]
+}
+
+impl TemporalModel for LeaseQueueModel {
+    fn fairness(&self) -> Vec<Fairness<Self>> {
+        // One class per role and channel: fairness of a class shared by
+        // several would let one of them starve while another moves.
+        let schedulers = [
+            scheduler_fairness::<0>([
+                "etcd answers scheduler 0",
+                "executions finish on scheduler 0",
+                "messages reach scheduler 0",
+            ]),
+            scheduler_fairness::<1>([
+                "etcd answers scheduler 1",
+                "executions finish on scheduler 1",
+                "messages reach scheduler 1",
+            ]),
+            scheduler_fairness::<2>([
+                "etcd answers scheduler 2",
+                "executions finish on scheduler 2",
+                "messages reach scheduler 2",
+            ]),
+        ];
+        let controllers = [
+            controller_fairness::<0>(["etcd answers controller 0", "controller 0's watch"]),
+            controller_fairness::<1>(["etcd answers controller 1", "controller 1's watch"]),
+            controller_fairness::<2>(["etcd answers controller 2", "controller 2's watch"]),
+        ];
+        let mut classes = vec![
+            Fairness::weak("clock", Action::is_clock),
+            // Users keep submitting once the faults are over.
+            Fairness::weak("probe resubmission", Action::is_probe),
+            // A leaderless etcd elects a leader in the end.
+            Fairness::weak("etcd election", Action::is_election),
+        ];
+        classes.extend(
+            schedulers
+                .into_iter()
+                .take(usize::from(self.bounds.schedulers))
+                .flatten(),
+        );
+        classes.extend(
+            controllers
+                .into_iter()
+                .take(usize::from(self.bounds.controllers))
+                .flatten(),
+        );
+        classes
+    }
+
+    fn liveness(&self) -> Vec<Liveness<Self>> {
+        let mut properties = vec![
+            // pending ~> ¬pending: every activation reaches its outcome.
+            Liveness::leads_to(
+                "activations end",
+                |_, w: &World| any_pending(w),
+                |_, w: &World| !any_pending(w),
+            ),
+            // pending ~> (∀a submitted: executed(a)): every activation is
+            // executed in the end, none failed; failing everything ends
+            // activations, but fails this.
+            Liveness::leads_to(
+                "every activation submitted is executed",
+                |_, w: &World| any_pending(w),
+                |_, w: &World| all_submitted_executed(w),
+            ),
+            // ◇□routing_restored: once the faults are over, each action's
+            // key, queue and caches agree.
+            Liveness::eventually_always("routing restored", |_, w: &World| routing_restored(w)),
+        ];
+        if self.bounds.probe {
+            // pending(probe) ~> executed(probe): once the faults are over, a
+            // probe submitted is executed (#5286: it fails, again and again).
+            properties.push(Liveness::leads_to(
+                "a probe submitted is executed",
+                |_, w: &World| probe_state(w) == Some(ActivationState::Pending),
+                |_, w: &World| probe_state(w) == Some(ActivationState::Executed),
+            ));
+        }
+        properties
+    }
+}

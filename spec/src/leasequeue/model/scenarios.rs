@@ -1,0 +1,186 @@
+//! The scenarios that `steadfast check leasequeue` knows.
+
+use super::{Bounds, Client, Faults, LeaseQueueModel};
+use crate::leasequeue::Variant;
+
+/// A scenario of the given sizes without any fault.
+fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Bounds {
+    Bounds {
+        variant,
+        schedulers,
+        controllers,
+        actions,
+        ttl: 1,
+        outage_ticks: 0,
+        outage_clients: Vec::new(),
+        outage_when_routed: false,
+        submissions: Vec::new(),
+        probe: false,
+        faults: Faults::default(),
+    }
+}
+
+fn model(bounds: Bounds) -> LeaseQueueModel {
+    LeaseQueueModel {
+        bounds,
+        without: None,
+        every_sometimes: false,
+    }
+}
+
+/// OpenWhisk #5286: two schedulers, one controller, one action; a lease
+/// TTL of 1 (raised to etcd's floor of 3) against a 3-tick outage that
+/// strikes once the action's key exists and the controller routes to it,
+/// and cuts off the queue's owner and the controller; an activation
+/// before, the probe after, and the queue free to retire when idle.
+pub fn seed5286(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        outage_ticks: 3,
+        outage_clients: vec![Client::Scheduler(0), Client::Controller(0)],
+        outage_when_routed: true,
+        submissions: vec![(0, 0)],
+        probe: true,
+        faults: Faults {
+            retirements: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
+/// `seed5286` with a lease TTL of 6, which outlasts the outage and the
+/// fence's margin (the reporter's workaround), and no idle retirement:
+/// what remains is the outage alone.
+pub fn long_ttl(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.ttl = 6;
+    model.bounds.faults.retirements = 0;
+    model
+}
+
+/// Two schedulers, two controllers, two actions, one activation of
+/// each through a different controller (which both place on scheduler
+/// 0, so that its lease holds two keys); an outage of scheduler 0 and
+/// controller 0, a compaction and a queue retiring.
+pub fn general(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        outage_ticks: 2,
+        outage_clients: vec![Client::Scheduler(0), Client::Controller(0)],
+        submissions: vec![(0, 0), (1, 1)],
+        faults: Faults {
+            compactions: 1,
+            retirements: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 2)
+    })
+}
+
+/// Two controllers submit an activation of one action each; each
+/// places its queue on another scheduler, whose elections race for the
+/// key: the loser forwards to the winner. A queue retires, and a
+/// request is held up in the network.
+pub fn contest(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 0)],
+        faults: Faults {
+            retirements: 1,
+            delays: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 2)
+    })
+}
+
+/// `general`'s sizes with requests and replies going astray: a request
+/// applied late (after its retry), a reply lost, and a queue retiring.
+pub fn lossy(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 1)],
+        faults: Faults {
+            retirements: 1,
+            delays: 1,
+            lost_replies: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 2)
+    })
+}
+
+/// `general`'s sizes with at-least-once delivery: a message delivered
+/// twice, one overtaking another, and a scheduler crash.
+pub fn redelivery(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 1)],
+        faults: Faults {
+            crashes: 1,
+            duplicates: 1,
+            reorders: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 2)
+    })
+}
+
+/// `general`'s sizes with etcd's own faults: a leader loss, a watch
+/// that stalls without an error, etcd's clock a tick ahead, and a write
+/// outside the endpoint keys (a gap in the revisions a watch sees).
+pub fn etcd_faults(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 1)],
+        faults: Faults {
+            leader_losses: 1,
+            stalls: 1,
+            drift: 1,
+            foreign_writes: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 2)
+    })
+}
+
+/// `general` with a message sent twice besides: for benchmarks.
+pub fn bench(variant: Variant) -> LeaseQueueModel {
+    let mut model = general(variant);
+    model.bounds.faults.duplicates = 1;
+    model
+}
+
+/// `seed5286` with one request held up in the network: a retiring
+/// queue's delete can land after its key was claimed again.
+pub fn late_delete(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.faults.delays = 1;
+    model
+}
+
+/// Two schedulers, one controller, one action, one activation: a
+/// message sent twice and a scheduler crash, without an outage.
+pub fn duplicate(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0)],
+        faults: Faults {
+            crashes: 1,
+            duplicates: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
+/// `seed5286` with etcd's clock running one tick ahead of the
+/// schedulers' once: within the margin the steadfast fence keeps.
+pub fn drift(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.faults.drift = 1;
+    model
+}
+
+/// `seed5286` with etcd's clock two ticks ahead: beyond the fence's
+/// margin, so that even the steadfast scheduler serves under a lease
+/// etcd has already expired. It shows what the fence assumes.
+pub fn drift_beyond(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.faults.drift = 2;
+    model
+}

@@ -1,0 +1,379 @@
+//! The world around the roles: what the network does with their effects,
+//! the messages in flight, and what users see of their activations.
+
+use serde::{Deserialize, Serialize};
+
+use super::super::controller;
+use super::super::scheduler::{self, ClaimResult, Scheduler};
+use super::super::{FailReason, Variant};
+use super::{Ghost, LeaseQueueModel, Small};
+use crate::leasequeue::controller::Controller;
+use crate::leasequeue::etcd::Etcd;
+
+/// One client of etcd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Client {
+    /// A scheduler.
+    Scheduler(u8),
+    /// A controller.
+    Controller(u8),
+}
+
+/// The sizes and fault budgets of a scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Bounds {
+    /// The rules.
+    pub variant: Variant,
+    /// How many schedulers.
+    pub schedulers: u8,
+    /// How many controllers.
+    pub controllers: u8,
+    /// How many actions.
+    pub actions: u8,
+    /// The lease TTL asked for, in ticks (etcd raises it to its floor).
+    pub ttl: u8,
+    /// How long the outage lasts, in ticks.
+    pub outage_ticks: u8,
+    /// Which clients the outage cuts off from etcd.
+    pub outage_clients: Vec<Client>,
+    /// Whether the outage strikes only once every action's endpoint key
+    /// exists and every controller routes to it: a running system, as in
+    /// #5286.
+    pub outage_when_routed: bool,
+    /// The activations users submit (before, during or after the faults),
+    /// in order: each the controller it is submitted to and its action.
+    pub submissions: Vec<(u8, u8)>,
+    /// Whether a probe activation is submitted again and again once the
+    /// faults are over.
+    pub probe: bool,
+    /// The faults that may strike, each up to its budget.
+    pub faults: Faults,
+}
+
+/// A message to a scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Message {
+    /// An activation for scheduler `to`.
+    Activation {
+        /// The scheduler.
+        to: u8,
+        /// The activation.
+        id: u8,
+        /// Its action.
+        action: u8,
+        /// Sent on by a peer scheduler rather than a controller.
+        forwarded: bool,
+    },
+    /// A request that scheduler `to` create a queue for `action`.
+    CreateQueue {
+        /// The scheduler.
+        to: u8,
+        /// The action.
+        action: u8,
+    },
+}
+
+impl Message {
+    /// The scheduler it is for.
+    pub fn to(&self) -> u8 {
+        match *self {
+            Message::Activation { to, .. } | Message::CreateQueue { to, .. } => to,
+        }
+    }
+}
+
+/// Where an activation is, as its user sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ActivationState {
+    /// Not submitted yet.
+    Unsubmitted,
+    /// Submitted, not ended.
+    Pending,
+    /// Executed.
+    Executed,
+    /// Failed, for this reason.
+    Failed(FailReason),
+}
+
+/// A scheduler request held up in the network.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Late {
+    /// The request.
+    pub request: scheduler::Effect<Small>,
+    /// Its sender crashed since: the reply has nobody to reach.
+    pub orphaned: bool,
+}
+
+/// The whole world.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct World {
+    /// etcd.
+    pub etcd: Etcd,
+    /// The schedulers.
+    pub schedulers: Vec<Scheduler<Small>>,
+    /// Per scheduler, its requests etcd has not applied yet, oldest first.
+    pub outbox: Vec<Vec<scheduler::Effect<Small>>>,
+    /// Per scheduler, requests held up in the network.
+    pub late: Vec<Vec<Late>>,
+    /// Per scheduler, activations it is executing.
+    pub running: Vec<Vec<u8>>,
+    /// Per scheduler, activations delivered to it and not acknowledged:
+    /// delivered again after a crash.
+    pub unacked: Vec<Vec<Message>>,
+    /// The controllers.
+    pub controllers: Vec<Controller<Small>>,
+    /// Per controller, its etcd requests not yet answered, oldest first.
+    pub requests: Vec<Vec<controller::Effect<Small>>>,
+    /// Per controller, whether its watch stream is alive.
+    pub streams: Vec<bool>,
+    /// Per client (schedulers, then controllers), whether it is cut off.
+    pub cut: Vec<bool>,
+    /// Ticks of outage left (0: none under way).
+    pub outage: u8,
+    /// Outages left to start.
+    pub outages_left: u8,
+    /// Messages in flight, oldest first.
+    pub messages: Vec<Message>,
+    /// Per activation (the probe last), where it is.
+    pub activations: Vec<ActivationState>,
+    /// What is left of each fault budget.
+    pub left: Faults,
+    /// What the properties read.
+    pub ghost: Ghost,
+}
+
+/// A scenario's faults, each a budget: in [`Bounds`] how many may strike,
+/// in a [`World`] how many are left. One type for both, so that a fault
+/// added here is budgeted, spent and shown alike.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Faults {
+    /// Scheduler crashes.
+    pub crashes: u8,
+    /// Compactions.
+    pub compactions: u8,
+    /// Idle queues retiring.
+    pub retirements: u8,
+    /// Times etcd loses its leader (and elects a new one).
+    pub leader_losses: u8,
+    /// Ticks by which etcd's clock may run ahead of the schedulers' (a
+    /// scheduler's clock running slow). The steadfast fence keeps
+    /// [`MARGIN`] in hand, so up to that is within what it assumes.
+    pub drift: u8,
+    /// Scheduler requests held up in the network past a tick: applied
+    /// later, after the scheduler has sent them again.
+    pub delays: u8,
+    /// Scheduler requests applied by etcd whose reply is lost.
+    pub lost_replies: u8,
+    /// Messages to schedulers delivered twice.
+    pub duplicates: u8,
+    /// Messages to a scheduler delivered out of order.
+    pub reorders: u8,
+    /// Controller watches that stop delivering without an error.
+    pub stalls: u8,
+    /// Writes of keys outside the endpoint keys (OpenWhisk registers its
+    /// schedulers and invokers in the same etcd): etcd's revision moves,
+    /// and a watch on the endpoint keys sees a gap.
+    pub foreign_writes: u8,
+}
+
+impl Faults {
+    /// Whether none is left.
+    pub fn exhausted(&self) -> bool {
+        *self == Faults::default()
+    }
+}
+
+impl LeaseQueueModel {
+    pub(super) fn client_index(&self, client: Client) -> usize {
+        match client {
+            Client::Scheduler(s) => usize::from(s),
+            Client::Controller(c) => usize::from(self.bounds.schedulers + c),
+        }
+    }
+
+    pub(super) fn cut(&self, w: &World, client: Client) -> bool {
+        w.cut[self.client_index(client)]
+    }
+
+    /// Whether etcd answers `client` now.
+    pub(super) fn reachable(&self, w: &World, client: Client) -> bool {
+        w.etcd.leader && !self.cut(w, client)
+    }
+
+    pub(super) fn feed_scheduler(
+        &self,
+        w: &mut World,
+        s: u8,
+        elapsed: u8,
+        input: scheduler::Input<Small>,
+    ) {
+        let i = usize::from(s);
+        let lost = matches!(&input, scheduler::Input::Claimed {
+            result: ClaimResult::Exists(key), ..
+        } if key.owner != s);
+        let effects = w.schedulers[i].step(&self.scheduler_config(), elapsed, input);
+        for effect in effects {
+            match effect {
+                // The model wakes every role at every tick, and fires an
+                // idle timer when it is due, within the retirement budget.
+                scheduler::Effect::WakeIn { .. } | scheduler::Effect::IdleTimer { .. } => {}
+                scheduler::Effect::Execute { id, action, lease } => {
+                    let owned = w
+                        .etcd
+                        .get(action)
+                        .is_some_and(|k| k.owner == s && k.lease == lease);
+                    w.ghost.unfenced |= !(owned && w.etcd.is_live(lease));
+                    w.ghost.executors[usize::from(id)] |= 1 << s;
+                    w.running[i].push(id);
+                    self.end(w, id, ActivationState::Executed);
+                }
+                scheduler::Effect::Forward { id, action, to } => {
+                    w.ghost.contested |= lost;
+                    w.messages.push(Message::Activation {
+                        to,
+                        id,
+                        action,
+                        forwarded: true,
+                    });
+                }
+                scheduler::Effect::Fail { id, reason } => {
+                    self.end(w, id, ActivationState::Failed(reason));
+                }
+                scheduler::Effect::Ack { id } => {
+                    w.unacked[i]
+                        .retain(|m| !matches!(m, Message::Activation { id: a, .. } if *a == id));
+                }
+                request @ (scheduler::Effect::Grant { .. }
+                | scheduler::Effect::KeepAlive { .. }
+                | scheduler::Effect::Revoke { .. }
+                | scheduler::Effect::Claim { .. }
+                | scheduler::Effect::Delete { .. }
+                | scheduler::Effect::Resolve { .. }) => {
+                    if let scheduler::Effect::KeepAlive { restart: true, .. } = request {
+                        // A new stream: what was due on the old one is gone.
+                        let keepalive = |r: &scheduler::Effect<Small>| {
+                            matches!(r, scheduler::Effect::KeepAlive { .. })
+                        };
+                        w.outbox[i].retain(|r| !keepalive(r));
+                        w.late[i].retain(|l| !keepalive(&l.request));
+                    }
+                    // A request to an unreachable etcd is lost (its caller's
+                    // deadline passes); the scheduler sends it again.
+                    if self.reachable(w, Client::Scheduler(s)) {
+                        w.outbox[i].push(request);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input<Small>) {
+        let effects = w.controllers[usize::from(c)].step(&self.controller_config(), input);
+        for effect in effects {
+            match effect {
+                controller::Effect::WakeIn { .. } | controller::Effect::RequestProgress => {}
+                controller::Effect::Send { id, action, to } => {
+                    w.messages.push(Message::Activation {
+                        to,
+                        id,
+                        action,
+                        forwarded: false,
+                    });
+                }
+                controller::Effect::CreateQueue { action, to } => {
+                    w.messages.push(Message::CreateQueue { to, action });
+                }
+                controller::Effect::Fail { id, reason } => {
+                    self.end(w, id, ActivationState::Failed(reason));
+                }
+                // A lookup of an unreachable etcd fails (its deadline);
+                // a listing or a watch is lost and asked for again.
+                request @ controller::Effect::Get { .. } => {
+                    w.requests[usize::from(c)].push(request);
+                }
+                request @ (controller::Effect::List | controller::Effect::Watch { .. }) => {
+                    if self.reachable(w, Client::Controller(c)) {
+                        w.requests[usize::from(c)].push(request);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn end(&self, w: &mut World, id: u8, state: ActivationState) {
+        let i = usize::from(id);
+        match state {
+            ActivationState::Executed => w.ghost.executions[i] += 1,
+            ActivationState::Failed(_) => w.ghost.failures[i] += 1,
+            ActivationState::Unsubmitted | ActivationState::Pending => {
+                unreachable!("an activation ends executed or failed")
+            }
+        }
+        if w.activations[i] == ActivationState::Pending {
+            w.activations[i] = state;
+        }
+    }
+
+    /// Whether no fault can happen any more.
+    pub(super) fn faults_over(w: &World) -> bool {
+        w.outage == 0 && w.outages_left == 0 && w.left.exhausted()
+    }
+
+    /// Whether the probe is settled everywhere, so a user may submit it
+    /// again as a new activation.
+    pub(super) fn probe_idle(&self, w: &World, probe: u8) -> bool {
+        let mentioned = |m: &Message| matches!(m, Message::Activation { id, .. } if *id == probe);
+        w.activations[usize::from(probe)] != ActivationState::Pending
+            && !w.messages.iter().any(mentioned)
+            && w.unacked.iter().flatten().all(|m| !mentioned(m))
+            && w.running.iter().flatten().all(|r| *r != probe)
+    }
+
+    /// The index of the message `Deliver(s)` (or the second one, out of
+    /// order) takes.
+    pub(super) fn message_for(w: &World, s: u8, nth: usize) -> Option<usize> {
+        w.messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.to() == s)
+            .nth(nth)
+            .map(|(i, _)| i)
+    }
+
+    pub(super) fn deliver(&self, w: &mut World, at: usize) {
+        let message = w.messages.remove(at);
+        match message {
+            Message::Activation {
+                to,
+                id,
+                action,
+                forwarded,
+            } => {
+                w.unacked[usize::from(to)].push(message);
+                let input = scheduler::Input::Activation {
+                    id,
+                    action,
+                    forwarded,
+                };
+                self.feed_scheduler(w, to, 0, input);
+            }
+            Message::CreateQueue { to, action } => {
+                self.feed_scheduler(w, to, 0, scheduler::Input::CreateQueue { action })
+            }
+        }
+    }
+
+    /// Cuts `client` off: its requests and replies in flight are lost, its
+    /// watch stream dies without a word.
+    pub(super) fn cut_off(&self, w: &mut World, client: Client) {
+        let index = self.client_index(client);
+        w.cut[index] = true;
+        match client {
+            Client::Scheduler(s) => w.outbox[usize::from(s)].clear(),
+            Client::Controller(c) => {
+                w.streams[usize::from(c)] = false;
+                w.requests[usize::from(c)].retain(|r| matches!(r, controller::Effect::Get { .. }));
+            }
+        }
+    }
+}
