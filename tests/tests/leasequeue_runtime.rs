@@ -725,3 +725,60 @@ async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lea
     drop((controller, scheduler));
     assert_eq!(run.replay().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_scheduler_should_stop_its_executions_as_a_crash_would() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use steadfast::leasequeue::Invocation;
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    // An execution that takes a second, and says when it starts and ends.
+    let (started, mut starts) = tokio::sync::mpsc::unbounded_channel();
+    let finished = Arc::new(AtomicUsize::new(0));
+    let executor = {
+        let finished = Arc::clone(&finished);
+        move |invocation: Invocation| {
+            let (started, finished) = (started.clone(), Arc::clone(&finished));
+            async move {
+                let _ = started.send(invocation.id);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                finished.fetch_add(1, Ordering::SeqCst);
+                json!(null)
+            }
+        }
+    };
+    // Started in this test's own runtime, as a user embeds it.
+    let scheduler = run
+        .scheduler_builder(&endpoints, "scheduler")
+        .start(executor)
+        .await
+        .unwrap();
+    let (inbox, _messages) = tokio::sync::mpsc::unbounded_channel();
+    let (network, serving) = Network::bind("127.0.0.1:0", inbox).await.unwrap();
+    tokio::spawn(serving);
+    let me = network.address().to_owned();
+    network.send(
+        scheduler.address(),
+        &Message::Activation {
+            id: "long".into(),
+            action: "action-0".into(),
+            payload: json!({}),
+            forwarded: false,
+            from: me.clone(),
+            reply_to: me,
+        },
+    );
+    let first = tokio::time::timeout(Duration::from_secs(10), starts.recv()).await;
+    assert_eq!(first.ok().flatten().as_deref(), Some("long"), "it started");
+
+    scheduler.kill().await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "an execution of a killed scheduler ran on to its end"
+    );
+    run.replay();
+}

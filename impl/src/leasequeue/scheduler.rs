@@ -23,6 +23,7 @@ use steadfast_spec::leasequeue::trace::{Header, Named};
 use steadfast_spec::leasequeue::{Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -299,6 +300,7 @@ impl SchedulerBuilder {
             etcd,
             network: opened.network,
             executor: Arc::new(executor),
+            executions: JoinSet::new(),
             clock: Clock::new(),
             timers: Timers::new(),
             events,
@@ -325,7 +327,8 @@ impl SchedulerBuilder {
 }
 
 /// A running scheduler. Dropping it (or [`Scheduler::kill`]) stops it at
-/// once, as a crash would: its lease is left to expire, and what it held
+/// once, as a crash would: the executions it started stop where they are,
+/// its lease is left to expire, and what it held
 /// unacknowledged is delivered again by its senders (to the scheduler that
 /// starts on its address next).
 ///
@@ -358,8 +361,9 @@ impl Scheduler {
         self.metrics_address
     }
 
-    /// Stops it at once, as a crash would, and returns once its port is
-    /// free: a scheduler may start on its address again.
+    /// Stops it at once, as a crash would, its executions with it, and
+    /// returns once its port is free: a scheduler may start on its address
+    /// again.
     pub async fn kill(mut self) {
         self.task.abort();
         // Cancelled, as asked; nothing else can end it.
@@ -421,6 +425,9 @@ struct Driver<E> {
     etcd: Etcd,
     network: Network,
     executor: Arc<E>,
+    /// The executions under way: owned by the driver, so that they stop
+    /// with it, as a crash stops them.
+    executions: JoinSet<()>,
     clock: Clock,
     timers: Timers<Timer>,
     events: mpsc::UnboundedSender<Event>,
@@ -464,6 +471,8 @@ impl<E: Executor> Driver<E> {
                 () = &mut serving => return,
                 Some(event) = inputs.recv() => self.event(event),
                 Some(message) = messages.recv() => self.message(message),
+                // A finished execution has said so with an event already.
+                Some(_) = self.executions.join_next() => {}
                 () = sleep_until(self.timers.next()) => {
                     for timer in self.timers.take_due() {
                         self.timer(timer);
@@ -735,7 +744,7 @@ impl<E: Executor> Driver<E> {
                 result,
             });
         };
-        tokio::spawn(run.instrument(span));
+        self.executions.spawn(run.instrument(span));
     }
 
     /// What activation `id` was sent with; the role never names one it was

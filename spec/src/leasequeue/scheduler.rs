@@ -193,7 +193,7 @@ pub enum Input<D: Domain> {
         action: D::Action,
     },
     /// Copies of activation `id` are no longer expected: a runtime's window
-    /// of recent ids moved on ([`Scheduler::forget`]). Nothing follows.
+    /// of recent ids moved on. Nothing follows.
     Forget {
         /// The activation.
         id: D::Activation,
@@ -317,7 +317,7 @@ pub struct Scheduler<D: Domain> {
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
     /// Activations it settled, so that a copy delivered again is only
-    /// acknowledged (a runtime trims this with [`Scheduler::forget`]).
+    /// acknowledged (a runtime trims this with [`Input::Forget`]).
     pub settled: Vec<D::Activation>,
     /// Activations it forwarded, so that a copy from a controller is only
     /// acknowledged, while one a peer sends back is taken in.
@@ -379,9 +379,10 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// Forgets that activation `id` was settled, so that an activation of
-    /// that id is new again: for a runtime that keeps only a window of
-    /// recent ids, and a model that reuses ids to stay finite.
-    pub fn forget(&mut self, id: &D::Activation) {
+    /// that id is new again ([`Input::Forget`]): for a runtime that keeps
+    /// only a window of recent ids, and a model that reuses ids to stay
+    /// finite.
+    fn forget(&mut self, id: &D::Activation) {
         self.settled.retain(|s| s != id);
         self.forwarded.retain(|s| s != id);
     }

@@ -406,8 +406,8 @@ impl Model for LeaseQueueModel {
                 w.ghost.failures[i] = 0;
                 w.ghost.executors[i] = 0;
                 w.ghost.excused[i] = false;
-                for scheduler in &mut w.schedulers {
-                    scheduler.forget(&id);
+                for s in 0..self.bounds.schedulers {
+                    self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });
                 }
                 self.feed_controller(&mut w, 0, controller::Input::Submit { id, action: 0 });
             }
