@@ -782,3 +782,49 @@ async fn a_killed_scheduler_should_stop_its_executions_as_a_crash_would() {
     );
     run.replay();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_behind_a_proxy_should_be_named_and_reached_by_the_address_it_advertises() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    // A port of its own to listen on, and a proxy in front of it.
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let proxy = TcpProxy::start(listen).await.unwrap();
+    let advertised = proxy.address().to_string();
+
+    let refused = run
+        .scheduler_builder(&endpoints, "refused")
+        .advertise("no-port")
+        .start(run.ledger.executor())
+        .await
+        .err()
+        .expect("an advertised address without a port is refused");
+    assert!(
+        refused.to_string().contains("\"no-port\" is not host:port"),
+        "{refused}"
+    );
+
+    let builder = run
+        .scheduler_builder(&endpoints, "scheduler")
+        .listen(listen.to_string())
+        .advertise(advertised.clone());
+    let scheduler = run.scheduler(builder, Duration::ZERO).await;
+    assert_eq!(scheduler.address(), advertised);
+    let c = run
+        .controller(&endpoints, &[&scheduler], "controller")
+        .await;
+    let results = submit(&[&c], 6, 2, Duration::ZERO, Duration::from_secs(20)).await;
+    run.assert_each_ran_once(&results);
+    let mut client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let owner = client.lookup("action-0").await.unwrap().unwrap().owner;
+    assert_eq!(
+        owner, advertised,
+        "the endpoint key names the advertised address"
+    );
+    drop((c, scheduler, proxy));
+    run.replay();
+}

@@ -81,6 +81,7 @@ pub struct ControllerBuilder {
     schedulers: Vec<String>,
     wake_every: Duration,
     listen: String,
+    advertise: Option<String>,
     redeliver_every: Duration,
     trace: Option<PathBuf>,
     metrics: Option<String>,
@@ -98,6 +99,7 @@ impl ControllerBuilder {
             schedulers: Vec::new(),
             wake_every: Duration::from_secs(1),
             listen: "127.0.0.1:0".into(),
+            advertise: None,
             redeliver_every: Duration::from_secs(1),
             trace: None,
             metrics: None,
@@ -139,6 +141,16 @@ impl ControllerBuilder {
     #[must_use]
     pub fn listen(mut self, address: impl Into<String>) -> Self {
         self.listen = address.into();
+        self
+    }
+
+    /// The address schedulers reach it at, when it is not the one it
+    /// listens on (a proxy, a NAT, a Kubernetes Service or pod IP in front
+    /// of `0.0.0.0:PORT`): `host:port`, where acknowledgements and outcomes
+    /// are sent. By default, the address bound.
+    #[must_use]
+    pub fn advertise(mut self, address: impl Into<String>) -> Self {
+        self.advertise = Some(address.into());
         self
     }
 
@@ -191,13 +203,16 @@ impl ControllerBuilder {
         let mut etcd = Etcd::connect(&self.etcd).await?;
         let rev = etcd.revision().await?;
         let schedulers = self.schedulers.clone();
-        let opened = node::open(&self.listen, self.trace.as_deref(), |_| {
-            Header::Controller {
+        let opened = node::open(
+            &self.listen,
+            self.advertise.as_deref(),
+            self.trace.as_deref(),
+            |_| Header::Controller {
                 schedulers,
                 rev,
                 config: config.clone(),
-            }
-        })
+            },
+        )
         .await?;
         let address = opened.network.address().to_owned();
         let (metrics, registry) = ControllerMetrics::new();

@@ -66,7 +66,16 @@ impl Network {
         Ok((network, serve(listener, inbox)))
     }
 
-    /// The address it listens on: the node's name.
+    /// Names it `address` rather than the address it bound: the one its
+    /// peers reach it at (through a proxy, a NAT or a Kubernetes Service).
+    #[must_use]
+    pub fn with_address(mut self, address: impl Into<String>) -> Self {
+        self.address = address.into();
+        self
+    }
+
+    /// The node's name: the address its peers reach it at (the one it
+    /// listens on, unless [`Network::with_address`] named another).
     pub fn address(&self) -> &str {
         &self.address
     }

@@ -32,9 +32,13 @@ pub(crate) struct Opened<F> {
 /// header `header` makes of the address bound (the node's name).
 pub(crate) async fn open(
     listen: &str,
+    advertise: Option<&str>,
     trace: Option<&Path>,
     header: impl FnOnce(&str) -> Header,
 ) -> Result<Opened<impl std::future::Future<Output = ()> + Send + 'static>, StartError> {
+    if let Some(advertised) = advertise {
+        check_advertised(advertised)?;
+    }
     let (inbox, messages) = mpsc::unbounded_channel();
     let (network, serving) =
         Network::bind(listen, inbox)
@@ -43,6 +47,10 @@ pub(crate) async fn open(
                 address: listen.to_owned(),
                 source,
             })?;
+    let network = match advertise {
+        Some(advertised) => network.with_address(advertised),
+        None => network,
+    };
     let recorder = match trace {
         Some(path) => Some(Recorder::create(path, &header(network.address()))?),
         None => None,
@@ -53,6 +61,22 @@ pub(crate) async fn open(
         messages,
         recorder,
     })
+}
+
+/// An advertised address must be `host:port`, with a host and a port other
+/// than 0: peers dial it as it is.
+fn check_advertised(address: &str) -> Result<(), StartError> {
+    let port = address
+        .rsplit_once(':')
+        .filter(|(host, _)| !host.is_empty())
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    match port {
+        Some(port) if port != 0 => Ok(()),
+        _ => Err(StartError::Config(format!(
+            "advertised address {address:?} is not host:port with a port above 0; \
+             give the address peers reach this node at, such as 10.0.0.7:8081"
+        ))),
+    }
 }
 
 /// Runs `call` against etcd as a task of its own; the event it returns, if

@@ -114,6 +114,7 @@ pub struct SchedulerBuilder {
     wake_every: Option<Duration>,
     idle_after: Duration,
     listen: String,
+    advertise: Option<String>,
     redeliver_every: Duration,
     dedupe_window: Duration,
     trace: Option<PathBuf>,
@@ -134,6 +135,7 @@ impl SchedulerBuilder {
             wake_every: None,
             idle_after: Duration::from_secs(60),
             listen: "127.0.0.1:0".into(),
+            advertise: None,
             redeliver_every: Duration::from_secs(1),
             dedupe_window: Duration::from_secs(600),
             trace: None,
@@ -186,11 +188,23 @@ impl SchedulerBuilder {
     }
 
     /// The address to listen on (`host:port`, port 0 for a free one). The
-    /// address bound is the scheduler's name: its endpoint keys hold it, so
-    /// it must be one controllers and peers can reach.
+    /// address bound is the scheduler's name unless
+    /// [`SchedulerBuilder::advertise`] names another: its endpoint keys
+    /// hold it, so it must be one controllers and peers can reach.
     #[must_use]
     pub fn listen(mut self, address: impl Into<String>) -> Self {
         self.listen = address.into();
+        self
+    }
+
+    /// The address its peers reach it at, when it is not the one it listens
+    /// on (a proxy, a NAT, a Kubernetes Service or pod IP in front of
+    /// `0.0.0.0:PORT`): `host:port`, the scheduler's name. Its endpoint
+    /// keys hold it, and controllers and peers send to it. By default, the
+    /// address bound.
+    #[must_use]
+    pub fn advertise(mut self, address: impl Into<String>) -> Self {
+        self.advertise = Some(address.into());
         self
     }
 
@@ -278,12 +292,15 @@ impl SchedulerBuilder {
     pub async fn start<E: Executor>(self, executor: E) -> Result<Scheduler, StartError> {
         let config = self.config()?;
         let etcd = Etcd::connect(&self.etcd).await?;
-        let opened = node::open(&self.listen, self.trace.as_deref(), |address| {
-            Header::Scheduler {
+        let opened = node::open(
+            &self.listen,
+            self.advertise.as_deref(),
+            self.trace.as_deref(),
+            |address| Header::Scheduler {
                 id: address.to_owned(),
                 config: config.clone(),
-            }
-        })
+            },
+        )
         .await?;
         let address = opened.network.address().to_owned();
         let (metrics, registry) = SchedulerMetrics::new();
