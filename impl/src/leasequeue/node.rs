@@ -28,8 +28,9 @@ pub(crate) struct Opened<F> {
     pub(crate) recorder: Option<Recorder>,
 }
 
-/// Listens on `listen` and, given a `trace` path, opens the trace with the
-/// header `header` makes of the address bound (the node's name).
+/// Listens on `listen`, named by `advertise` if given (else by the address
+/// bound), and, given a `trace` path, opens the trace with the header
+/// `header` makes of that name.
 pub(crate) async fn open(
     listen: &str,
     advertise: Option<&str>,

@@ -22,8 +22,7 @@ use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input};
 use steadfast_spec::leasequeue::trace::{Header, Named};
 use steadfast_spec::leasequeue::{Rules, Variant};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -345,9 +344,9 @@ impl SchedulerBuilder {
 
 /// A running scheduler. Dropping it (or [`Scheduler::kill`]) stops it at
 /// once, as a crash would: the executions it started stop where they are,
-/// its lease is left to expire, and what it held
-/// unacknowledged is delivered again by its senders (to the scheduler that
-/// starts on its address next).
+/// its lease is left to expire, and what it held unacknowledged is
+/// delivered again by its senders (to the scheduler that starts on its
+/// address next).
 ///
 /// ```no_run
 /// # async fn demo(builder: steadfast::leasequeue::SchedulerBuilder) -> Result<(), steadfast::leasequeue::StartError> {

@@ -2,13 +2,13 @@
 //! watches delivering, and when the network has done all it must within a
 //! tick.
 
-use super::super::controller::{self, Watch};
-use super::super::etcd::Refused;
-use super::super::scheduler::{self, ClaimResult};
 use super::{Client, LeaseQueueModel, Small, World};
+use crate::leasequeue::controller::{self, Watch};
+use crate::leasequeue::etcd::{Endpoint, Refused};
+use crate::leasequeue::scheduler::{self, ClaimResult};
 
 /// An endpoint key of the etcd model as the scheduler is told of it.
-pub(super) fn endpoint(key: crate::leasequeue::etcd::Endpoint) -> scheduler::Endpoint<Small> {
+fn endpoint(key: Endpoint) -> scheduler::Endpoint<Small> {
     scheduler::Endpoint {
         owner: key.owner,
         lease: key.lease,

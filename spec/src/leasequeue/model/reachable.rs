@@ -9,8 +9,8 @@
 
 use stateright::Property;
 
-use super::super::controller::Watch;
 use super::{controller_at_start, Bounds, LeaseQueueModel, World};
+use crate::leasequeue::controller::Watch;
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
 /// condition.

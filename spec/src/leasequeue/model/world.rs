@@ -3,12 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::controller;
-use super::super::scheduler::{self, ClaimResult, Scheduler};
-use super::super::{FailReason, Variant};
 use super::{Ghost, LeaseQueueModel, Small};
-use crate::leasequeue::controller::Controller;
+use crate::leasequeue::controller::{self, Controller};
 use crate::leasequeue::etcd::Etcd;
+use crate::leasequeue::scheduler::{self, ClaimResult, Scheduler};
+use crate::leasequeue::{FailReason, Variant};
 
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
