@@ -9,14 +9,14 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch as signal};
 use tokio::time::{sleep_until, Instant};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 use super::status::{ApiError, ApiResult, Cause};
 use super::store::{EventKind, Filter, Scope};
-use super::Shared;
+use super::{Shared, WatchEnds};
 
 /// How long a watch lasts when the client sets no `timeoutSeconds`
 /// (the real server picks 30 to 60 minutes).
@@ -68,7 +68,10 @@ pub(super) fn start(
         timeout,
     };
     let (lines, body) = mpsc::channel::<Bytes>(256);
-    tokio::spawn(run(shared, request, lines));
+    // Subscribed before the response goes out: a fault that ends watches,
+    // injected once the client has its watch, ends this one.
+    let ends = shared.watch_ends.subscribe();
+    tokio::spawn(run(shared, request, ends, lines));
     let body = Body::from_stream(ReceiverStream::new(body).map(Ok::<_, std::convert::Infallible>));
     Ok((
         StatusCode::OK,
@@ -133,9 +136,13 @@ fn bookmark(scope: &Scope, revision: u64, initial_events_end: bool) -> Value {
     json!({ "kind": scope.resource.kind, "apiVersion": scope.resource.api_version(&scope.version), "metadata": metadata })
 }
 
-async fn run(shared: Arc<Shared>, request: Request, lines: mpsc::Sender<Bytes>) {
+async fn run(
+    shared: Arc<Shared>,
+    request: Request,
+    mut ends: signal::Receiver<WatchEnds>,
+    lines: mpsc::Sender<Bytes>,
+) {
     let deadline = Instant::now() + request.timeout;
-    let mut ends = shared.watch_ends.subscribe();
     let started = *ends.borrow_and_update();
     let mut revisions = shared.revision.subscribe();
     let mut cursor = match request.from {
