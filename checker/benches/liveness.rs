@@ -16,8 +16,10 @@
 use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
-use steadfast_checker::{check, CheckOptions, Report, Verdict};
 use steadfast_spec::mutex::{Lock, LockVariant};
+
+mod common;
+use common::{measure, peak_resident, resident, run_child, Run};
 
 /// How often each run is repeated. This machine's neighbours make single
 /// timings vary by a fifth, now and then by a third, so each run is shown
@@ -65,7 +67,13 @@ fn main() {
     let mut repeats: Vec<Vec<Run>> = RUNS.iter().map(|_| Vec::new()).collect();
     for _ in 0..REPEATS {
         for ((kind, threads), runs) in RUNS.iter().zip(&mut repeats) {
-            runs.push(run_child(kind, *threads, processes, rounds));
+            let args = [
+                kind.to_string(),
+                format!("threads={threads}"),
+                processes.into(),
+                rounds.into(),
+            ];
+            runs.push(run_child(&args));
         }
     }
     let mut runs = Vec::new();
@@ -101,10 +109,10 @@ fn main() {
     };
     for (threads, safety, live) in [(1, safety1, live1), (2, safety2, live2)] {
         println!(
-            "{threads} thread(s): liveness costs {} the safety run; peak {:.1} B/state \
-             besides 8 B/edge ({:.1} B/state for safety alone)",
+            "{threads} thread(s): liveness costs {} the safety run; peak {:.1} B/state with \
+             edges ({:.1} B/state for safety alone)",
             ratio(live, safety),
-            (live.0.peak as f64 - 8.0 * live.0.edges as f64) / live.0.states as f64,
+            live.0.peak as f64 / live.0.states as f64,
             safety.0.peak as f64 / safety.0.states as f64
         );
     }
@@ -116,22 +124,6 @@ fn main() {
         "1-thread safety against stateright's DFS: {} faster",
         ratio(dfs, safety1)
     );
-}
-
-/// Runs one measurement in a process of its own.
-fn run_child(kind: &str, threads: usize, processes: &str, rounds: &str) -> Run {
-    let output = std::process::Command::new(std::env::current_exe().expect("own path"))
-        .args([kind, &format!("threads={threads}"), processes, rounds])
-        .output()
-        .expect("the benchmark runs itself");
-    let text = String::from_utf8_lossy(&output.stdout);
-    Run::from_line(text.trim()).unwrap_or_else(|| {
-        eprintln!(
-            "error: run {kind} on {threads} threads failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::process::exit(1);
-    })
 }
 
 fn lock(processes: &str, rounds: &str) -> Lock {
@@ -161,100 +153,6 @@ fn stateright_dfs(model: &Lock) -> Run {
         search: Duration::ZERO,
         peak: peak_resident().saturating_sub(before),
     }
-}
-
-/// One measured run of the checker.
-struct Run {
-    states: u64,
-    edges: u64,
-    time: Duration,
-    explore: Duration,
-    search: Duration,
-    /// Bytes by which the peak resident set grew.
-    peak: u64,
-}
-
-impl Run {
-    fn to_line(&self) -> String {
-        format!(
-            "{} {} {} {} {} {}",
-            self.states,
-            self.edges,
-            self.time.as_nanos(),
-            self.explore.as_nanos(),
-            self.search.as_nanos(),
-            self.peak
-        )
-    }
-
-    fn from_line(line: &str) -> Option<Run> {
-        let numbers: Vec<u64> = line
-            .split(' ')
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .ok()?;
-        let [states, edges, time, explore, search, peak] = numbers[..] else {
-            return None;
-        };
-        Some(Run {
-            states,
-            edges,
-            time: Duration::from_nanos(time),
-            explore: Duration::from_nanos(explore),
-            search: Duration::from_nanos(search),
-            peak,
-        })
-    }
-}
-
-fn measure(model: &Lock, threads: usize, safety_only: bool) -> Run {
-    let before = resident();
-    let options = CheckOptions {
-        threads,
-        safety_only,
-        ..CheckOptions::default()
-    };
-    let started = Instant::now();
-    let report: Report<Lock> = check(model, &options).expect("the model is checkable");
-    let time = started.elapsed();
-    let peak = peak_resident().saturating_sub(before);
-    for property in &report.properties {
-        let expected = if safety_only && property.kind.is_liveness() {
-            Verdict::Unknown
-        } else {
-            Verdict::Holds
-        };
-        assert_eq!(property.verdict, expected, "{}", property.name);
-    }
-    Run {
-        states: report.stats.unique_states,
-        edges: report.stats.edges,
-        time,
-        explore: report.stats.explore_time,
-        search: report.stats.liveness_time,
-        peak,
-    }
-}
-
-/// The resident set now, in bytes.
-fn resident() -> u64 {
-    status_kib("VmRSS:") * 1024
-}
-
-fn peak_resident() -> u64 {
-    status_kib("VmHWM:") * 1024
-}
-
-fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix(field))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn rate(states: u64, time: Duration) -> f64 {

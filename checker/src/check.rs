@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use stateright::{Expectation, Model};
 use steadfast_spec::{Formula, Strength, TemporalModel};
 
@@ -12,6 +14,7 @@ use crate::classes::{ClassSet, Wide, MAX_CLASSES};
 use crate::explore::{Exploration, Target};
 use crate::graph::{Graph, Route};
 use crate::liveness::{find_violations, EdgeLasso, FairSets, LabelFormula, Rules};
+use crate::packed::{round_trips, worth_encoding};
 use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict};
 
 /// How far and how wide a check may go.
@@ -159,6 +162,27 @@ pub enum CheckError {
     /// A check needs room for at least one state.
     #[error("max states must be at least 1")]
     NoStates,
+    /// The checker keeps states waiting to be expanded as their serde
+    /// encoding, and a state of the model did not survive it.
+    #[error(
+        "{0}; the checker keeps states as their serde encoding (postcard's format): derive \
+         Serialize and Deserialize on the whole state, without skipped fields, untagged enums \
+         or flattened structs"
+    )]
+    Encoding(String),
+    /// The edges take more distinct sets of fairness classes than an edge
+    /// can name.
+    #[error(
+        "the model's actions take more than {0} distinct sets of fairness classes; declare fewer \
+         classes, or classes that fewer actions share"
+    )]
+    TooManyClassSets(usize),
+}
+
+impl From<crate::packed::EncodingError> for CheckError {
+    fn from(error: crate::packed::EncodingError) -> Self {
+        CheckError::Encoding(error.0)
+    }
 }
 
 /// The most states a check numbers. The numbers above are markers: in the
@@ -166,6 +190,21 @@ pub enum CheckError {
 /// state refused at the limit; the fair-cycle search marks finished states
 /// with the two as Tarjan indices, which run from 1 to the state count.
 const STATE_NUMBERS: u32 = u32::MAX - 2;
+
+/// What the checker needs of a model's state: to clone, hash and compare
+/// it, to share it between threads, and to keep it as its serde encoding
+/// while it waits to be expanded (decoding must give the same state back;
+/// see docs/checker.md, "How states are stored"). Every type with those
+/// traits has it.
+pub trait CheckableState:
+    Clone + Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned
+{
+}
+
+impl<T> CheckableState for T where
+    T: Clone + Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned
+{
+}
 
 /// Checks every property of `model`: safety ones on each reachable state,
 /// liveness ones by a fair-cycle search over the reachable graph.
@@ -177,7 +216,7 @@ const STATE_NUMBERS: u32 = u32::MAX - 2;
 pub fn check<M>(model: &M, options: &CheckOptions) -> Result<Report<M>, CheckError>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     check_with_progress(model, options, None)
@@ -195,29 +234,36 @@ pub fn check_with_progress<M>(
 ) -> Result<Report<M>, CheckError>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     let plan = Plan::new(model, options)?;
-    // The narrowest set of classes that holds them all: most models keep
-    // 8-byte edges.
-    Ok(match plan.classes.len() {
-        0..=32 => run::<M, u32>(model, options, &plan, progress),
-        33..=64 => run::<M, u64>(model, options, &plan, progress),
-        _ => run::<M, Wide>(model, options, &plan, progress),
-    })
+    let initial = model.init_states();
+    for state in &initial {
+        round_trips(state)?;
+    }
+    let encode = worth_encoding(&initial)?;
+    // The narrowest set of classes that holds them all: most models' set
+    // operations are then one instruction.
+    match plan.classes.len() {
+        0..=32 => run::<M, u32>(model, options, &plan, encode, progress),
+        33..=64 => run::<M, u64>(model, options, &plan, encode, progress),
+        _ => run::<M, Wide>(model, options, &plan, encode, progress),
+    }
 }
 
-/// Explores and judges, with fairness classes as sets of type `C`.
+/// Explores and judges, with fairness classes as sets of type `C`, keeping
+/// the frontier's states encoded when `encode`.
 fn run<M, C>(
     model: &M,
     options: &CheckOptions,
     plan: &Plan<M>,
+    encode: bool,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
-) -> Report<M>
+) -> Result<Report<M>, CheckError>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
     C: ClassSet,
 {
@@ -233,6 +279,7 @@ where
         labels,
         targets: plan.targets(),
         keep_edges: !options.safety_only,
+        encode,
         threads: options.threads,
         max_states: options
             .max_states
@@ -243,6 +290,9 @@ where
         progress,
     };
     let explored = exploration.run::<C>();
+    if let Some(error) = explored.failed {
+        return Err(error);
+    }
     let complete = explored.stopped.is_none();
     let graph = &explored.graph;
 
@@ -296,7 +346,7 @@ where
     let initial = graph
         .parents
         .iter()
-        .take_while(|p| p.state == crate::graph::ROOT)
+        .take_while(|&&p| p == crate::graph::ROOT)
         .count() as u32;
     let lassos = if options.safety_only {
         vec![None; plan.liveness.len()]
@@ -328,7 +378,7 @@ where
         });
     }
 
-    Report {
+    Ok(Report {
         properties,
         stats: Stats {
             generated: explored.generated,
@@ -337,13 +387,13 @@ where
                 explored.generated,
             ),
             unique_states: u64::from(graph.len()),
-            edges: graph.edges.len() as u64,
+            edges: graph.edge_count() as u64,
             depth: explored.depth,
             explore_time: explored.elapsed,
             liveness_time: liveness_started.elapsed(),
         },
         stopped: explored.stopped,
-    }
+    })
 }
 
 /// The verdict on a property that `hit` decides when its witness was found,
@@ -569,7 +619,7 @@ fn ordinals<C: ClassSet>(graph: &Graph<C>, mut from: u32, edges: &[usize]) -> (V
         .iter()
         .map(|&e| {
             let ordinal = graph.ordinal(from, e);
-            from = graph.edges[e].to;
+            from = graph.target(e);
             ordinal
         })
         .collect();

@@ -1,8 +1,9 @@
-//! Sets of fairness classes, as the bits an edge carries.
+//! Sets of fairness classes, as the bits of the sets edges take (an edge
+//! names its set by index; see [`crate::graph::Graph`]).
 //!
 //! The search is generic over the set's width, so that a model with at most
-//! 32 classes keeps 8-byte edges and one-instruction set operations, and a
-//! model with up to [`MAX_CLASSES`] still fits.
+//! 32 classes keeps one-instruction set operations, and a model with up to
+//! [`MAX_CLASSES`] still fits.
 
 use std::fmt::Debug;
 
@@ -11,7 +12,9 @@ pub(crate) const MAX_CLASSES: usize = 256;
 
 /// A set of fairness classes, numbered from 0: up to 32, 64 or
 /// [`MAX_CLASSES`] of them, by type.
-pub(crate) trait ClassSet: Copy + Default + Eq + Debug + Send + Sync + 'static {
+pub(crate) trait ClassSet:
+    Copy + Default + Eq + std::hash::Hash + Debug + Send + Sync + 'static
+{
     /// The set with class `j` added.
     #[must_use]
     fn with(self, j: usize) -> Self;
@@ -58,7 +61,7 @@ word_set!(u32);
 word_set!(u64);
 
 /// Up to [`MAX_CLASSES`] classes.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct Wide([u64; MAX_CLASSES / 64]);
 
 impl Wide {

@@ -4,7 +4,7 @@
 
 use crate::classes::ClassSet;
 
-/// One transition of the graph.
+/// One transition of the graph, as [`Graph::edge`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Edge<C> {
     /// The successor's state number.
@@ -29,15 +29,34 @@ pub(crate) struct Parent {
 /// The parent of an initial state.
 pub(crate) const ROOT: u32 = u32::MAX;
 
-/// The reachable graph as far as it was explored.
+/// The most distinct sets of fairness classes a graph's edges may take: an
+/// edge names its set by a 16-bit index.
+pub(crate) const MAX_CLASS_SETS: usize = 1 << 16;
+
+/// The reachable graph as far as it was explored, in about 6 bytes per edge
+/// and 12 to 16 per state.
 ///
-/// States `0..expanded` have their successors recorded: `edges[offsets[u]..
-/// offsets[u + 1]]`, in the model's action order; a state with no successor
-/// has one self-loop (it stutters forever). States from `expanded` on were
-/// found but not expanded before a bound stopped the search: they have no
-/// edges, so no cycle passes through them.
+/// States `0..expanded` have their successors recorded: edges
+/// `offsets[u]..offsets[u + 1]`, in the model's action order; a state with
+/// no successor has one self-loop (it stutters forever). States from
+/// `expanded` on were found but not expanded before a bound stopped the
+/// search: they have no edges, so no cycle passes through them.
+///
+/// An edge is its target and the index of the set of fairness classes it
+/// takes: a model's actions take few distinct sets, so they are kept once,
+/// in `class_sets`, and an edge costs 6 bytes whatever the sets' width.
 pub(crate) struct Graph<C> {
-    pub(crate) parents: Vec<Parent>,
+    /// Per state, its predecessor on a shortest path from an initial state;
+    /// [`ROOT`] for an initial state.
+    pub(crate) parents: Vec<u32>,
+    /// Per state, which of its parent's successors it is, only while no
+    /// edges are kept (a safety-only check): with edges, it is the position
+    /// of the first edge from the parent to it (the first successor that
+    /// reached a state is the one that discovered it).
+    ordinals: Vec<u32>,
+    /// Per initial state (numbered first, in order), its index in
+    /// `init_states()`.
+    roots: Vec<u32>,
     /// Per state, [`Graph::label_words`] words: bit `k % 32` of word `k / 32`
     /// set when label predicate `k` holds there.
     pub(crate) labels: Vec<u32>,
@@ -45,7 +64,13 @@ pub(crate) struct Graph<C> {
     pub(crate) label_words: usize,
     /// Empty when edges were not kept (a safety-only check).
     pub(crate) offsets: Vec<u64>,
-    pub(crate) edges: Vec<Edge<C>>,
+    /// Per edge, the successor's state number.
+    targets: Vec<u32>,
+    /// Per edge, the index in `class_sets` of the classes it takes.
+    takes: Vec<u16>,
+    /// The distinct sets of classes edges take; the empty set first, which
+    /// every self-loop takes.
+    class_sets: Vec<C>,
     pub(crate) expanded: u32,
 }
 
@@ -54,10 +79,14 @@ impl<C: ClassSet> Graph<C> {
     pub(crate) fn new(labels: usize) -> Self {
         Graph {
             parents: Vec::new(),
+            ordinals: Vec::new(),
+            roots: Vec::new(),
             labels: Vec::new(),
             label_words: labels.div_ceil(32),
             offsets: Vec::new(),
-            edges: Vec::new(),
+            targets: Vec::new(),
+            takes: Vec::new(),
+            class_sets: vec![C::default()],
             expanded: 0,
         }
     }
@@ -67,28 +96,91 @@ impl<C: ClassSet> Graph<C> {
         self.parents.len() as u32
     }
 
-    /// The positions in `edges` of state `u`'s successors.
+    /// How many edges were kept.
+    pub(crate) fn edge_count(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Records the states found next, in number order: each with its parent
+    /// and which of the parent's successors it is (for an initial state, its
+    /// index in `init_states()`). The ordinals are kept only while edges are
+    /// not, which name them otherwise.
+    pub(crate) fn add_states(&mut self, found: &[Parent], keep_edges: bool) {
+        for parent in found {
+            if parent.state == ROOT {
+                self.roots.push(parent.ordinal);
+            }
+            self.parents.push(parent.state);
+            if !keep_edges {
+                self.ordinals.push(parent.ordinal);
+            }
+        }
+    }
+
+    /// Appends edges, each a target and the index of its class set (see
+    /// [`Graph::set_classes`]).
+    pub(crate) fn add_edges(&mut self, edges: &[(u32, u16)]) {
+        self.targets.extend(edges.iter().map(|&(to, _)| to));
+        self.takes.extend(edges.iter().map(|&(_, set)| set));
+    }
+
+    /// Takes the distinct class sets edges name by index.
+    pub(crate) fn set_classes(&mut self, class_sets: Vec<C>) {
+        debug_assert_eq!(class_sets.first(), Some(&C::default()));
+        self.class_sets = class_sets;
+    }
+
+    /// The positions of state `u`'s successors.
     pub(crate) fn edge_range(&self, u: u32) -> std::ops::Range<usize> {
         let u = u as usize;
         self.offsets[u] as usize..self.offsets[u + 1] as usize
     }
 
+    /// The edge at position `e`.
+    pub(crate) fn edge(&self, e: usize) -> Edge<C> {
+        Edge {
+            to: self.targets[e],
+            fair: self.class_sets[usize::from(self.takes[e])],
+        }
+    }
+
+    /// The successor's number of the edge at position `e`.
+    pub(crate) fn target(&self, e: usize) -> u32 {
+        self.targets[e]
+    }
+
     /// The successors of state `u`.
-    pub(crate) fn out(&self, u: u32) -> &[Edge<C>] {
-        &self.edges[self.edge_range(u)]
+    pub(crate) fn out(&self, u: u32) -> impl Iterator<Item = Edge<C>> + '_ {
+        self.edge_range(u).map(|e| self.edge(e))
     }
 
     /// The fairness classes enabled at `u`: those some non-stutter successor
     /// takes.
     pub(crate) fn enabled(&self, u: u32) -> C {
-        self.out(u)
-            .iter()
-            .fold(C::default(), |acc, e| acc.union(e.fair))
+        self.out(u).fold(C::default(), |acc, e| acc.union(e.fair))
     }
 
     /// Whether label `k` holds at `u`.
     pub(crate) fn label(&self, u: u32, k: usize) -> bool {
         self.labels[u as usize * self.label_words + k / 32] >> (k % 32) & 1 != 0
+    }
+
+    /// Which of its parent's successors `u` is, or for an initial state its
+    /// index in `init_states()`.
+    fn ordinal_of(&self, u: u32) -> u32 {
+        let parent = self.parents[u as usize];
+        if parent == ROOT {
+            return self.roots[u as usize];
+        }
+        if let Some(&ordinal) = self.ordinals.get(u as usize) {
+            return ordinal;
+        }
+        let range = self.edge_range(parent);
+        let first = range
+            .clone()
+            .find(|&e| self.targets[e] == u)
+            .expect("a state's parent has an edge to it");
+        (first - range.start) as u32
     }
 
     /// The route to `u` from an initial state along BFS parents: the initial
@@ -99,15 +191,15 @@ impl<C: ClassSet> Graph<C> {
         let mut at = u;
         loop {
             let parent = self.parents[at as usize];
-            if parent.state == ROOT {
+            if parent == ROOT {
                 ordinals.reverse();
                 return Route {
-                    init: parent.ordinal,
+                    init: self.ordinal_of(at),
                     ordinals,
                 };
             }
-            ordinals.push(parent.ordinal);
-            at = parent.state;
+            ordinals.push(self.ordinal_of(at));
+            at = parent;
         }
     }
 

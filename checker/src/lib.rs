@@ -30,6 +30,7 @@ mod explore;
 mod graph;
 mod liveness;
 mod memory;
+mod packed;
 pub mod registry;
 mod render;
 pub mod replay;
@@ -37,8 +38,8 @@ mod report;
 mod seen;
 
 pub use check::{
-    check, check_with_progress, max_threads, CheckError, CheckOptions, Interrupt, Progress,
-    Stuttering, DEADLOCK_PROPERTY,
+    check, check_with_progress, max_threads, CheckError, CheckOptions, CheckableState, Interrupt,
+    Progress, Stuttering, DEADLOCK_PROPERTY,
 };
 pub use render::{
     Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep, GHOST_FIELD,

@@ -192,7 +192,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             while let Some(frame) = calls.last_mut() {
                 let v = frame.state;
                 if frame.position < graph.edge_range(v).end {
-                    let w = graph.edges[frame.position].to;
+                    let w = graph.target(frame.position);
                     frame.position += 1;
                     if !self.allowed.contains(w) {
                         continue;
@@ -421,7 +421,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             on_stack.insert(root);
             while let Some(&(v, position)) = calls.last() {
                 if position < self.graph.edge_range(v).end {
-                    let w = self.graph.edges[position].to;
+                    let w = self.graph.target(position);
                     if let Some(top) = calls.last_mut() {
                         top.1 += 1;
                     }
@@ -486,7 +486,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
         let mut queue = VecDeque::from([from]);
         while let Some(u) = queue.pop_front() {
             for e in self.graph.edge_range(u) {
-                let w = self.graph.edges[e].to;
+                let w = self.graph.target(e);
                 if !self.allowed.contains(w) || !through(w) || came_from.contains_key(&w) {
                     continue;
                 }
@@ -542,8 +542,8 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
                 break;
             };
             for e in legs.into_iter().chain(witness) {
-                let to = graph.edges[e].to;
-                owed = owed.minus(graph.edges[e].fair).minus(quiet(to));
+                let to = graph.target(e);
+                owed = owed.minus(graph.edge(e).fair).minus(quiet(to));
                 cycle.push(e);
                 at = to;
             }
@@ -586,14 +586,14 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             }
             let internal = graph
                 .edge_range(u)
-                .filter(|&e| inside.contains(&graph.edges[e].to));
+                .filter(|&e| inside.contains(&graph.target(e)));
             for e in internal.clone() {
-                if !graph.edges[e].fair.intersection(owed).is_empty() {
+                if !graph.edge(e).fair.intersection(owed).is_empty() {
                     return Some((legs(), Some(e)));
                 }
             }
             for e in internal {
-                let w = graph.edges[e].to;
+                let w = graph.target(e);
                 if seen.insert(w) {
                     came_from.insert(w, (u, e));
                     queue.push_back(w);
@@ -661,7 +661,7 @@ pub(crate) fn find_violation<C: ClassSet>(
     initial: u32,
 ) -> Option<EdgeLasso> {
     let lasso = |tarjan: &Tarjan<'_, C>, start: u32, bridge: Vec<usize>, core: &[u32]| {
-        let entry = bridge.last().map_or(start, |&e| graph.edges[e].to);
+        let entry = bridge.last().map_or(start, |&e| graph.target(e));
         EdgeLasso {
             start,
             cycle: tarjan.fair_cycle(core, entry),
@@ -733,13 +733,13 @@ impl EdgeLasso {
     fn states<C: ClassSet>(&self, graph: &Graph<C>) -> (Vec<u32>, Vec<u32>) {
         let mut prefix = vec![self.start];
         let mut at = self.start;
-        while graph.parents[at as usize].state != crate::graph::ROOT {
-            at = graph.parents[at as usize].state;
+        while graph.parents[at as usize] != crate::graph::ROOT {
+            at = graph.parents[at as usize];
             prefix.push(at);
         }
         prefix.reverse();
-        prefix.extend(self.bridge.iter().map(|&e| graph.edges[e].to));
-        let cycle = self.cycle.iter().map(|&e| graph.edges[e].to).collect();
+        prefix.extend(self.bridge.iter().map(|&e| graph.target(e)));
+        let cycle = self.cycle.iter().map(|&e| graph.target(e)).collect();
         (prefix, cycle)
     }
 

@@ -2,7 +2,6 @@
 //! scenarios, behind one object-safe interface.
 
 use std::fmt::Debug;
-use std::hash::Hash;
 use std::net::SocketAddr;
 
 use steadfast_spec::leasequeue::model::{scenarios as lq_scenarios, LeaseQueueModel};
@@ -11,7 +10,9 @@ use steadfast_spec::mutex::{Lock, LockVariant};
 use steadfast_spec::TemporalModel;
 use steadfast_spec::{leasequeue, lifecycle};
 
-use crate::{check_with_progress, CheckError, CheckOptions, Progress, RenderedReport};
+use crate::{
+    check_with_progress, CheckError, CheckOptions, CheckableState, Progress, RenderedReport,
+};
 
 /// A named choice of a model's rules (for example the legacy rules and the
 /// fixed ones).
@@ -177,7 +178,7 @@ fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 impl<M, V, S> Entry for ModelEntry<M, V, S>
 where
     M: TemporalModel + Send + Sync + 'static,
-    M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState + Debug,
     M::Action: Clone + Debug + PartialEq + Send + Sync,
     V: Sync,
     S: Sync,

@@ -41,54 +41,92 @@ struct Shard {
     len: usize,
 }
 
-/// A fingerprint and its state number, in 16 bytes.
+/// A fingerprint and its state number, in 12 bytes: the fingerprint is kept
+/// as two halves, so that a slot is aligned to 4 bytes and packs without
+/// padding. (The table was a third of a check's memory at 16 bytes a slot.)
 #[derive(Clone, Copy)]
 struct Slot {
-    /// 0 marks an empty slot (a state whose fingerprint is 0 is stored as 1).
-    fp: Fingerprint,
-    /// The state number, or [`PENDING`] or [`REFUSED`].
+    /// The fingerprint's low and high halves; 0 marks an empty slot (a
+    /// state whose fingerprint is 0 is stored as 1).
+    fp: [u32; 2],
+    /// The state number, or [`REFUSED`], or [`claimed`] by a batch.
     id: u32,
-    /// While the number is [`PENDING`], the turn of the batch that claimed
-    /// the fingerprint (its low 32 bits; 0 for a batch without a turn).
-    turn: u32,
 }
 
-const EMPTY: Slot = Slot {
-    fp: 0,
-    id: 0,
-    turn: 0,
-};
-
-/// The number of a fingerprint that a batch has claimed and not yet
-/// numbered.
-const PENDING: u32 = u32::MAX;
-
-/// The number of a fingerprint that came after every number up to the limit
-/// was taken.
-const REFUSED: u32 = u32::MAX - 1;
-
-impl Shard {
-    /// The slot holding `fp`, or the empty slot where it belongs.
-    fn probe(&self, fp: Fingerprint) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut index = fp as usize & mask;
-        loop {
-            let key = self.slots[index].fp;
-            if key == fp || key == 0 {
-                return index;
-            }
-            index = (index + 1) & mask;
+impl Slot {
+    fn new(fp: Fingerprint, id: u32) -> Self {
+        Slot {
+            fp: [fp as u32, (fp >> 32) as u32],
+            id,
         }
     }
 
-    /// Makes room for `more` entries, doubling the table (from 1,024 slots)
-    /// as often as it takes to keep the load at most 3/4.
+    fn fp(&self) -> Fingerprint {
+        u64::from(self.fp[0]) | u64::from(self.fp[1]) << 32
+    }
+}
+
+const EMPTY: Slot = Slot { fp: [0, 0], id: 0 };
+
+/// How many low bits of a batch's turn a claimed slot keeps: turns of
+/// batches in flight at once lie closer together than twice the number of
+/// threads, far less than half of 2^16 apart.
+const TURN_BITS: u32 = 16;
+
+/// The first of the numbers that mark a fingerprint a batch has claimed and
+/// not yet numbered: [`claimed`]`(turn)` is `PENDING` plus the low
+/// [`TURN_BITS`] bits of the claiming batch's turn (0 for a batch without a
+/// turn).
+const PENDING: u32 = u32::MAX - ((1 << TURN_BITS) - 1);
+
+/// The number of a fingerprint that came after every number up to the limit
+/// was taken.
+const REFUSED: u32 = PENDING - 1;
+
+/// The number that marks a fingerprint claimed by the batch with `turn`.
+fn claimed(turn: u32) -> u32 {
+    PENDING | (turn & ((1 << TURN_BITS) - 1))
+}
+
+/// The turn (its low bits) of the batch that claimed a slot numbered `id`,
+/// if one did.
+fn claimer(id: u32) -> Option<u32> {
+    id.checked_sub(PENDING)
+}
+
+impl Shard {
+    /// Where `fp` would sit with no other entry in the way: the table's
+    /// size need not be a power of two, so the low half of the fingerprint
+    /// is scaled to it rather than masked.
+    fn home(&self, fp: Fingerprint) -> usize {
+        (((fp & 0xffff_ffff) * self.slots.len() as u64) >> 32) as usize
+    }
+
+    /// The slot holding `fp`, or the empty slot where it belongs.
+    fn probe(&self, fp: Fingerprint) -> usize {
+        let mut index = self.home(fp);
+        loop {
+            let key = self.slots[index].fp();
+            if key == fp || key == 0 {
+                return index;
+            }
+            index += 1;
+            if index == self.slots.len() {
+                index = 0;
+            }
+        }
+    }
+
+    /// Makes room for `more` entries, growing the table by half (from 1,024
+    /// slots) as often as it takes to keep the load at most 3/4. Growing by
+    /// half rather than doubling keeps the load above 1/2, where doubling
+    /// let it fall to 3/8: the shards fill evenly, so they all grow at once.
     fn reserve(&mut self, more: usize) {
         while (self.len + more) * 4 > self.slots.len() * 3 {
-            let size = (self.slots.len() * 2).max(1024);
+            let size = (self.slots.len() / 2 * 3).max(1024);
             let old = std::mem::replace(&mut self.slots, filled(size, EMPTY));
-            for slot in old.into_iter().filter(|slot| slot.fp != 0) {
-                let index = self.probe(slot.fp);
+            for slot in old.into_iter().filter(|slot| slot.fp() != 0) {
+                let index = self.probe(slot.fp());
                 self.slots[index] = slot;
             }
         }
@@ -263,7 +301,7 @@ impl Seen {
         // Claim every fingerprint not seen before.
         batch.lookups.clear();
         batch.lookups.resize(fps.len(), Lookup::Claimed);
-        let mut claimed = 0;
+        let mut count = 0;
         let my_turn = how.turn.map_or(0, |turn| turn as u32);
         let lookups = &mut batch.lookups;
         self.visit_shards(
@@ -272,30 +310,27 @@ impl Seen {
             |_| true,
             |shard, group| {
                 shard.reserve(group.len());
-                let mask = shard.slots.len() - 1;
                 for &k in group {
-                    std::hint::black_box(shard.slots[key_of(fps[k as usize]) as usize & mask].fp);
+                    std::hint::black_box(shard.slots[shard.home(key_of(fps[k as usize]))].fp);
                 }
                 for &k in group {
                     let fp = key_of(fps[k as usize]);
                     let index = shard.probe(fp);
                     let slot = &mut shard.slots[index];
-                    lookups[k as usize] = if slot.fp != fp {
-                        *slot = Slot {
-                            fp,
-                            id: PENDING,
-                            turn: my_turn,
-                        };
+                    let theirs = claimer(slot.id);
+                    lookups[k as usize] = if slot.fp() != fp {
+                        *slot = Slot::new(fp, claimed(my_turn));
                         shard.len += 1;
-                        claimed += 1;
+                        count += 1;
                         Lookup::Claimed
-                    } else if slot.id == PENDING && how.turn.is_some() && later(slot.turn, my_turn)
+                    } else if let Some(turn) =
+                        theirs.filter(|&t| how.turn.is_some() && later(t, my_turn))
                     {
                         // The batch that claimed it comes later in turn:
                         // the state is this batch's, as with one thread.
-                        self.stolen_from(slot.turn).push(fp);
-                        slot.turn = my_turn;
-                        claimed += 1;
+                        self.stolen_from(turn).push(fp);
+                        slot.id = claimed(my_turn);
+                        count += 1;
                         Lookup::Claimed
                     } else {
                         Lookup::of(slot.id)
@@ -312,13 +347,13 @@ impl Seen {
             for fp in std::mem::take(&mut *self.stolen_from(turn as u32)) {
                 let k = batch.index_of(fps, fp);
                 batch.lookups[k] = Lookup::Elsewhere;
-                claimed -= 1;
+                count -= 1;
             }
         }
-        let mut next = if claimed == 0 {
+        let mut next = if count == 0 {
             0
         } else {
-            self.next.fetch_add(claimed, Ordering::Relaxed)
+            self.next.fetch_add(count, Ordering::Relaxed)
         };
         if let Some(turn) = how.turn {
             self.turn.store(turn + 1, Ordering::Release);
@@ -452,8 +487,8 @@ impl Lookup {
     /// What a slot's number says of a fingerprint another batch inserted.
     fn of(id: u32) -> Lookup {
         match id {
-            PENDING => Lookup::Elsewhere,
             REFUSED => Lookup::Refused,
+            id if claimer(id).is_some() => Lookup::Elsewhere,
             id => Lookup::Known(id),
         }
     }
@@ -586,10 +621,11 @@ fn back_off(spins: u32) {
     }
 }
 
-/// Whether turn `a` comes after turn `b`, both cut to their low 32 bits
-/// (turns in flight at once are never 2^31 apart).
+/// Whether turn `a` comes after turn `b`, both cut to their low
+/// [`TURN_BITS`] bits (turns in flight at once are never 2^15 apart).
 fn later(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
+    let ahead = a.wrapping_sub(b) & ((1 << TURN_BITS) - 1);
+    ahead != 0 && ahead < 1 << (TURN_BITS - 1)
 }
 
 /// The fingerprint as the shards store it: 0 marks an empty slot, so a
@@ -612,6 +648,19 @@ mod tests {
             known_numbers: true,
             turn: None,
         }
+    }
+
+    #[test]
+    fn a_slot_should_take_12_bytes_and_a_claim_should_keep_its_turn() {
+        assert_eq!(std::mem::size_of::<Slot>(), 12);
+        let far = (1u32 << TURN_BITS) + 5;
+        assert_eq!(claimer(claimed(far)), Some(5));
+        assert_eq!(claimer(REFUSED), None);
+        assert_eq!(claimer(REFUSED - 1), None, "a state number is no claim");
+        // Turns compare across the wrap of their low bits.
+        assert!(later(1, (1 << TURN_BITS) - 1));
+        assert!(!later((1 << TURN_BITS) - 1, 1));
+        assert!(!later(7, 7));
     }
 
     #[test]

@@ -3,16 +3,15 @@
 //! in which the checker finds it violated, by name.
 
 mod vacuity {
-    use std::hash::Hash;
 
-    use steadfast_checker::{check, CheckOptions, Verdict};
+    use steadfast_checker::{check, CheckOptions, CheckableState, Verdict};
     use steadfast_spec::TemporalModel;
 
     /// Asserts that checking `model` finds `property` violated.
     fn assert_violated<M>(model: &M, property: &str)
     where
         M: TemporalModel + Sync,
-        M::State: Clone + Hash + PartialEq + Send + Sync,
+        M::State: CheckableState,
         M::Action: Clone,
     {
         let report = check(model, &CheckOptions::default()).expect("checkable");

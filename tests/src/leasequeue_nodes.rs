@@ -182,9 +182,10 @@ pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Replays every trace in `dir`: returns each step count, and panics
-/// naming the first step that diverges or the cross-role property
-/// violated.
-pub fn replay_all(dir: &Path) -> Vec<(PathBuf, usize)> {
+/// naming the first step that diverges or, when `cross_role_holds`, the
+/// cross-role property violated. (OpenWhisk's rules violate them by design:
+/// an activation delivered twice is taken in twice, and may end twice.)
+pub fn replay_all(dir: &Path, cross_role_holds: bool) -> Vec<(PathBuf, usize)> {
     let traces: Vec<replay::Trace> = traces_in(dir)
         .iter()
         .map(|path| replay::read(path).unwrap_or_else(|error| panic!("{error}")))
@@ -207,7 +208,7 @@ pub fn replay_all(dir: &Path) -> Vec<(PathBuf, usize)> {
     }
     let violations: Vec<Violation> = replay::cross_role(&traces);
     assert!(
-        violations.is_empty(),
+        violations.is_empty() || !cross_role_holds,
         "cross-role properties violated: {violations:#?}"
     );
     counts

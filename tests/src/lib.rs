@@ -18,9 +18,7 @@ pub mod leasequeue_nodes;
 pub mod scrape;
 pub mod tcp_proxy;
 
-use std::hash::Hash;
-
-use steadfast_checker::{check, CheckOptions, Report, Verdict};
+use steadfast_checker::{check, CheckOptions, CheckableState, Report, Verdict};
 use steadfast_spec::TemporalModel;
 
 /// Checks `model` with the default options, on every core.
@@ -31,7 +29,7 @@ use steadfast_spec::TemporalModel;
 pub fn run<M>(model: &M) -> Report<M>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     check(model, &CheckOptions::default()).expect("the model is checkable")
@@ -71,7 +69,7 @@ pub fn verdict<M: stateright::Model>(report: &Report<M>, property: &str) -> Verd
 pub fn assert_needed<M>(model: &M, without: &M, rule: &str, property: &str)
 where
     M: TemporalModel + Sync,
-    M::State: Clone + Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     assert_eq!(

@@ -861,7 +861,12 @@ fn inputs_of(dir: &Path, kind: &str) -> Vec<serde_json::Value> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for line in text.lines() {
+        // The engines are still writing: a last line without its newline is
+        // a record not finished yet.
+        let complete = text
+            .split_inclusive('\n')
+            .filter(|line| line.ends_with('\n'));
+        for line in complete {
             let record: serde_json::Value = serde_json::from_str(line).unwrap();
             if let Some(input) = record["input"].get(kind) {
                 found.push(input.clone());

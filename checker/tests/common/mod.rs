@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use stateright::{Model, Property};
-use steadfast_checker::{check, CheckOptions, Report, Stuttering};
+use steadfast_checker::{check, CheckOptions, CheckableState, Report, Stuttering};
 use steadfast_spec::{Fairness, Liveness, TemporalModel};
 
 /// A step of a tiny graph: its class (a letter) and the state it leads to.
@@ -116,7 +116,7 @@ impl TemporalModel for Tiny {
 pub fn run<M>(model: &M) -> Report<M>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     run_with(model, Stuttering::Anywhere)
@@ -126,7 +126,7 @@ where
 pub fn run_with<M>(model: &M, stuttering: Stuttering) -> Report<M>
 where
     M: TemporalModel + Sync,
-    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync,
+    M::State: CheckableState,
     M::Action: Clone,
 {
     let options = CheckOptions {

@@ -82,7 +82,7 @@ impl Message {
 }
 
 /// Where an activation is, as its user sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ActivationState {
     /// Not submitted yet.
     Unsubmitted,
@@ -95,7 +95,7 @@ pub enum ActivationState {
 }
 
 /// A scheduler request held up in the network.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Late {
     /// The request.
     pub request: scheduler::Effect<Small>,
@@ -104,7 +104,7 @@ pub struct Late {
 }
 
 /// The whole world.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct World {
     /// etcd.
     pub etcd: Etcd,
