@@ -528,10 +528,7 @@ where
             .zip(&scratch.expected)
             .any(|(state, &fp)| self.fingerprinter.fingerprint(state) != fp);
         if altered {
-            return Err(EncodingError(
-                "a state decodes to another state: serde skips or rewrites one of its fields"
-                    .into(),
-            ));
+            return Err(EncodingError::altered());
         }
         Ok(first)
     }
