@@ -43,10 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = scheduler(&etcd, "scheduler-a", "127.0.0.1:0").await?;
     let b = scheduler(&etcd, "scheduler-b", "127.0.0.1:0").await?;
     println!("schedulers at {} and {}", a.address(), b.address());
-    let controller = ControllerBuilder::new(etcd.clone())
-        .schedulers([a.address(), b.address()])
-        .start()
-        .await?;
+    let controller = ControllerBuilder::new(etcd.clone()).start().await?;
 
     let names = ["ada", "grace", "edsger", "barbara", "leslie", "tony"];
     let submissions: Vec<_> = names

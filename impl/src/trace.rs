@@ -16,7 +16,6 @@ use serde::Serialize;
 /// use steadfast::leasequeue::{ControllerBuilder, StartError};
 ///
 /// let started = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:1"]))
-///     .schedulers(["127.0.0.1:7001"])
 ///     .trace("/no/such/directory/trace.jsonl")
 ///     .start()
 ///     .await;

@@ -65,7 +65,6 @@ async fn main() {
         .await
         .unwrap();
     let controller = ControllerBuilder::new(options.clone())
-        .schedulers([s1.address(), s2.address()])
         .wake_every(Duration::from_millis(300))
         .start()
         .await

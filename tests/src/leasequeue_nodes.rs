@@ -22,9 +22,42 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use steadfast::leasequeue::etcd::{Etcd, EtcdError, EtcdOptions};
 use steadfast::leasequeue::{Executor, Invocation, SchedulerBuilder, StartError};
 use steadfast_checker::replay::{self, Verdict, Violation};
 use tokio::sync::oneshot;
+
+/// Waits until every scheduler in `names` is a member (its member key is in
+/// etcd), so that a controller started next lists them all.
+///
+/// # Errors
+///
+/// If etcd cannot be read, or the members are not all there within
+/// `within`: the error names those missing.
+pub async fn await_members(
+    options: &EtcdOptions,
+    names: &[&str],
+    within: Duration,
+) -> Result<(), String> {
+    let mut etcd = Etcd::connect(options)
+        .await
+        .map_err(|e: EtcdError| e.to_string())?;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let listing = etcd.list().await.map_err(|e| e.to_string())?;
+        let missing: Vec<&&str> = names
+            .iter()
+            .filter(|n| !listing.members.iter().any(|m| m == **n))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("not members within {within:?}: {missing:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
 
 /// A scheduler running in a runtime (and a thread) of its own.
 pub struct SchedulerProcess {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use steadfast::leasequeue::etcd::{
     Claim, Etcd, EtcdError, EtcdOptions, EtcdTls, Holder, Listing, Watched,
 };
+use steadfast::spec::leasequeue::controller::Change;
 use steadfast_tests::etcd_server::EtcdServer;
 
 async fn adapter(etcd: &EtcdServer) -> Etcd {
@@ -102,9 +103,20 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
     let lease = etcd.grant(60).await.unwrap().id;
+    assert!(etcd.register("scheduler-a", lease).await.unwrap());
     etcd.claim("b", "scheduler-a", lease).await.unwrap();
     etcd.claim("a", "scheduler-a", lease).await.unwrap();
-    let Listing { revision, keys } = etcd.list().await.unwrap();
+    // Another system's key between the two kinds, under the same prefix:
+    // neither listed nor reported.
+    let mut raw = etcd_client::Client::connect([server.endpoint()], None)
+        .await
+        .unwrap();
+    raw.put("steadfast/rollout/state", "x", None).await.unwrap();
+    let Listing {
+        revision,
+        keys,
+        members,
+    } = etcd.list().await.unwrap();
     assert_eq!(
         keys,
         [
@@ -112,6 +124,7 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
             ("b".into(), "scheduler-a".into())
         ]
     );
+    assert_eq!(members, ["scheduler-a"]);
 
     let mut watch = etcd.watch(revision + 1).await.unwrap();
     assert_eq!(
@@ -131,10 +144,53 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     assert_eq!(deleted_at, revision + 1);
     let mut changes = changes;
     changes.sort();
+    let gone = |action: &str| Change::Endpoint {
+        action: action.into(),
+        owner: None,
+    };
+    let left = Change::Member {
+        scheduler: "scheduler-a".into(),
+        live: false,
+    };
     assert_eq!(
         changes,
-        [("a".into(), None), ("b".into(), None)],
-        "both keys, one report"
+        [gone("a"), gone("b"), left],
+        "every key of the lease, one report"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let (old, new) = (
+        etcd.grant(60).await.unwrap().id,
+        etcd.grant(60).await.unwrap().id,
+    );
+    let revision = etcd.list().await.unwrap().revision;
+    let mut watch = etcd.watch(revision + 1).await.unwrap();
+    assert!(etcd.register("scheduler-a", old).await.unwrap());
+    let joined = Change::Member {
+        scheduler: "scheduler-a".into(),
+        live: true,
+    };
+    let report = watch.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        report,
+        Some(Watched::Changes {
+            revision: revision + 1,
+            changes: vec![joined]
+        })
+    );
+    // Restarted under a new lease: the old one's end leaves it a member.
+    assert!(etcd.register("scheduler-a", new).await.unwrap());
+    etcd.revoke(old).await.unwrap();
+    assert_eq!(etcd.list().await.unwrap().members, ["scheduler-a"]);
+    etcd.revoke(new).await.unwrap();
+    assert!(etcd.list().await.unwrap().members.is_empty());
+    assert!(
+        !etcd.register("scheduler-a", new).await.unwrap(),
+        "no member key under a lease etcd no longer has"
     );
 }
 

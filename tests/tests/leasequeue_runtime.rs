@@ -17,7 +17,9 @@ use steadfast::leasequeue::{
     Controller, ControllerBuilder, SchedulerBuilder, SubmitError, Variant,
 };
 use steadfast_tests::etcd_server::{EtcdCluster, EtcdServer};
-use steadfast_tests::leasequeue_nodes::{id_of, replay_all, Ledger, SchedulerProcess};
+use steadfast_tests::leasequeue_nodes::{
+    await_members, id_of, replay_all, Ledger, SchedulerProcess,
+};
 use steadfast_tests::tcp_proxy::{Mode, TcpProxy};
 use tempfile::TempDir;
 
@@ -95,9 +97,12 @@ impl Run {
         schedulers: &[&SchedulerProcess],
         name: &str,
     ) -> Controller {
+        let names: Vec<&str> = schedulers.iter().map(|s| s.address()).collect();
+        await_members(&options(endpoints), &names, Duration::from_secs(10))
+            .await
+            .expect("the schedulers register");
         ControllerBuilder::new(options(endpoints))
             .variant(self.variant)
-            .schedulers(schedulers.iter().map(|s| s.address().to_owned()))
             .wake_every(Duration::from_millis(300))
             .redeliver_every(Duration::from_millis(300))
             .trace(self.trace(name))
@@ -324,6 +329,79 @@ async fn a_scheduler_killed_mid_activation_should_lose_no_activation() {
     assert!(
         recovered_in < 3 * TTL + 6 * work,
         "the queue moved within about one TTL: {recovered_in:?}"
+    );
+    drop(c);
+    drop(schedulers);
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_actions_of_a_scheduler_killed_for_good_should_move_to_live_members() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(5);
+    let mut schedulers = Vec::new();
+    for name in ["scheduler-1", "scheduler-2", "scheduler-3"] {
+        let builder = run.scheduler_builder(&endpoints, name);
+        schedulers.push(run.scheduler(builder, work).await);
+    }
+    let all: Vec<&SchedulerProcess> = schedulers.iter().collect();
+    let c = run.controller(&endpoints, &all, "controller").await;
+    let actions = 8;
+    warm(&c, actions).await;
+    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let owner = etcd_client.lookup("action-0").await.unwrap().unwrap().owner;
+    let owned: Vec<String> = etcd_client
+        .list()
+        .await
+        .unwrap()
+        .keys
+        .into_iter()
+        .filter(|(_, o)| *o == owner)
+        .map(|(action, _)| action)
+        .collect();
+
+    // The owner of action-0 dies and never comes back.
+    let at = schedulers
+        .iter()
+        .position(|s| s.address() == owner)
+        .unwrap();
+    let killed_at = Instant::now();
+    schedulers.remove(at).kill();
+    let gone_in = loop {
+        let members = etcd_client.list().await.unwrap().members;
+        if !members.contains(&owner) {
+            break killed_at.elapsed();
+        }
+        assert!(
+            killed_at.elapsed() < 3 * TTL,
+            "its member key outlived its lease"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+
+    // Every activation from then on runs on a live member, once.
+    let results = submit(
+        &[&c],
+        5 * actions,
+        actions,
+        Duration::from_millis(10),
+        Duration::from_secs(20),
+    )
+    .await;
+    run.assert_each_ran_once(&results);
+    let listing = etcd_client.list().await.unwrap();
+    assert!(!listing.members.contains(&owner));
+    for action in &owned {
+        let (_, now) = listing.keys.iter().find(|(a, _)| a == action).unwrap();
+        assert_ne!(*now, owner, "{action} has a live owner");
+    }
+    println!(
+        "{} of {actions} actions were on the scheduler killed for good; its member key went \
+         {gone_in:?} after the kill; all {} activations after it executed once",
+        owned.len(),
+        results.len()
     );
     drop(c);
     drop(schedulers);
@@ -627,7 +705,6 @@ async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lea
     let scheduler = run.scheduler(builder, Duration::from_millis(10)).await;
     let at = scheduler.metrics_address().expect("metrics asked for");
     let controller = ControllerBuilder::new(options(&endpoints))
-        .schedulers([scheduler.address()])
         .wake_every(Duration::from_millis(300))
         .redeliver_every(Duration::from_millis(300))
         .trace(run.trace("controller-1"))

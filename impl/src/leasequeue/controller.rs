@@ -65,8 +65,8 @@ pub enum SubmitError {
 /// use steadfast::leasequeue::etcd::EtcdOptions;
 /// use steadfast::leasequeue::ControllerBuilder;
 ///
+/// // It learns the schedulers from their member keys in etcd.
 /// let controller = ControllerBuilder::new(EtcdOptions::new(["http://127.0.0.1:2379"]))
-///     .schedulers(["127.0.0.1:7001", "127.0.0.1:7002"])
 ///     .start()
 ///     .await?;
 /// let result = controller.submit("hello", serde_json::json!({"name": "world"})).await?;
@@ -78,7 +78,6 @@ pub enum SubmitError {
 pub struct ControllerBuilder {
     etcd: EtcdOptions,
     rules: Rules,
-    schedulers: Vec<String>,
     wake_every: Duration,
     listen: String,
     advertise: Option<String>,
@@ -90,13 +89,13 @@ pub struct ControllerBuilder {
 impl ControllerBuilder {
     /// A controller on the etcd `etcd` names, following the steadfast
     /// rules, waking up every second, listening on a free port of
-    /// 127.0.0.1. It needs at least one scheduler
-    /// ([`ControllerBuilder::schedulers`]).
+    /// 127.0.0.1. It places new queues among the schedulers whose member
+    /// keys it finds in etcd (rendezvous hashing over their names, the same
+    /// in every controller).
     pub fn new(etcd: EtcdOptions) -> Self {
         ControllerBuilder {
             etcd,
             rules: Variant::Steadfast.into(),
-            schedulers: Vec::new(),
             wake_every: Duration::from_secs(1),
             listen: "127.0.0.1:0".into(),
             advertise: None,
@@ -116,15 +115,6 @@ impl ControllerBuilder {
     #[must_use]
     pub fn rules(mut self, rules: Rules) -> Self {
         self.rules = rules;
-        self
-    }
-
-    /// The schedulers' addresses: where a queue for an action that has none
-    /// is created (the action's hash picks one, the same in every
-    /// controller given the same list in the same order).
-    #[must_use]
-    pub fn schedulers<S: Into<String>>(mut self, schedulers: impl IntoIterator<Item = S>) -> Self {
-        self.schedulers = schedulers.into_iter().map(Into::into).collect();
         self
     }
 
@@ -178,19 +168,14 @@ impl ControllerBuilder {
         self
     }
 
-    /// Connects to etcd, reads its revision, listens, and starts the
-    /// controller.
+    /// Connects to etcd, lists the endpoint and member keys, listens, and
+    /// starts the controller.
     ///
     /// # Errors
     ///
-    /// No scheduler named, a period of zero, etcd unreachable, the address
-    /// not bindable, the trace not writable.
+    /// A period of zero, etcd unreachable, the address not bindable, the
+    /// trace not writable.
     pub async fn start(self) -> Result<Controller, StartError> {
-        if self.schedulers.is_empty() {
-            return Err(StartError::Config(
-                "no scheduler named: give the schedulers' addresses with .schedulers([...])".into(),
-            ));
-        }
         if self.wake_every.is_zero() || self.redeliver_every.is_zero() {
             return Err(StartError::Config(
                 "wake_every and redeliver_every must be above zero".into(),
@@ -199,16 +184,18 @@ impl ControllerBuilder {
         let config = Config {
             rules: self.rules,
             wake_every: millis(self.wake_every),
+            seed: 0,
         };
         let mut etcd = Etcd::connect(&self.etcd).await?;
-        let rev = etcd.revision().await?;
-        let schedulers = self.schedulers.clone();
+        let listing = etcd.list().await?;
+        let rev = listing.revision;
         let opened = node::open(
             &self.listen,
             self.advertise.as_deref(),
             self.trace.as_deref(),
             |_| Header::Controller {
-                schedulers,
+                keys: listing.keys.clone(),
+                members: listing.members.clone(),
                 rev,
                 config: config.clone(),
             },
@@ -222,7 +209,7 @@ impl ControllerBuilder {
         let (events, inputs) = mpsc::unbounded_channel();
         let (submit, submissions) = mpsc::unbounded_channel();
         let driver = Driver {
-            role: controller::Controller::new(self.schedulers.clone(), rev),
+            role: controller::Controller::new(listing.keys, listing.members, rev),
             metrics,
             readiness,
             _serving: serving.map(|(_, serving)| serving),
@@ -338,7 +325,7 @@ enum Event {
         /// Which of the watches asked for.
         generation: u64,
         next: i64,
-        watch: EndpointWatch,
+        watch: Box<EndpointWatch>,
     },
     /// A report of a watch, as the role's input.
     Watched {
@@ -356,7 +343,7 @@ enum Timer {
 }
 
 /// What `/readyz` says a controller waits for.
-const WAITING: &str = "its watch of the endpoint keys";
+const WAITING: &str = "its watch of the endpoint and member keys";
 
 struct Driver {
     role: controller::Controller<Named>,
@@ -440,7 +427,7 @@ impl Driver {
                 }
                 let (progress, requests) = mpsc::unbounded_channel();
                 self.progress = Some(progress);
-                tokio::spawn(pump(generation, watch, requests, self.events.clone()));
+                tokio::spawn(pump(generation, *watch, requests, self.events.clone()));
                 self.readiness.set(None);
                 self.feed(Input::WatchStarted { next });
             }
@@ -534,7 +521,7 @@ impl Driver {
                 Ok(watch) => Some(Event::WatchOpened {
                     generation,
                     next,
-                    watch,
+                    watch: Box::new(watch),
                 }),
                 Err(error) => {
                     tracing::warn!(%error, "failed to start a watch");
@@ -566,9 +553,10 @@ impl Driver {
                     Ok(listing) => Some(Event::Input(Input::Listed {
                         rev: listing.revision,
                         keys: listing.keys,
+                        members: listing.members,
                     })),
                     Err(error) => {
-                        tracing::warn!(%error, "failed to list the endpoint keys");
+                        tracing::warn!(%error, "failed to list the endpoint and member keys");
                         None
                     }
                 }

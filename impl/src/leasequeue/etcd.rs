@@ -2,9 +2,15 @@
 //! each bounded by a deadline so that an unreachable etcd never blocks a
 //! driver, and etcd's answers read back in the spec's terms.
 //!
-//! Keys: the endpoint key of an action is `<prefix>queue/<action>/leader`,
-//! its value the owning scheduler's name (its address), bound to the
-//! owner's lease.
+//! Keys, each bound to its scheduler's lease:
+//! - the endpoint key of an action is `<prefix>queue/<action>/leader`, its
+//!   value the owning scheduler's name (the address it advertises);
+//! - the member key of a scheduler is `<prefix>scheduler/<name>`, its value
+//!   the name again (OpenWhisk registers its schedulers so).
+//!
+//! Controllers list and watch both kinds with one range, from
+//! `<prefix>queue/` to the end of `<prefix>scheduler/`; a key in between
+//! that is neither (another system's, under the same prefix) is skipped.
 
 use std::time::Duration;
 
@@ -12,6 +18,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, WatchOptions, WatchStream,
 };
+use steadfast_spec::leasequeue::controller::Change;
 use steadfast_spec::leasequeue::scheduler::{ClaimResult, Endpoint};
 use steadfast_spec::leasequeue::trace::Named;
 
@@ -239,7 +246,7 @@ pub enum EtcdError {
         source: etcd_client::Error,
     },
     /// A key under the prefix holds what this runtime does not write.
-    #[error("etcd key {key:?} is not a queue endpoint this runtime wrote: {reason}")]
+    #[error("etcd key {key:?} is not an endpoint or member key this runtime wrote: {reason}")]
     Corrupt {
         /// The key.
         key: String,
@@ -273,7 +280,7 @@ pub struct Lease {
     pub ttl: i64,
 }
 
-/// Every endpoint key, read at one revision.
+/// Every endpoint and member key, read at one revision.
 ///
 /// ```no_run
 /// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
@@ -281,6 +288,7 @@ pub struct Lease {
 /// for (action, owner) in &listing.keys {
 ///     println!("{action} is served by {owner} as of revision {}", listing.revision);
 /// }
+/// println!("live schedulers: {:?}", listing.members);
 /// # Ok(())
 /// # }
 /// ```
@@ -288,11 +296,14 @@ pub struct Lease {
 pub struct Listing {
     /// The revision of the read.
     pub revision: i64,
-    /// Per key: the action and its owner, sorted by action.
+    /// Per endpoint key: the action and its owner, sorted by action.
     pub keys: Vec<(String, String)>,
+    /// The schedulers whose member keys exist, sorted.
+    pub members: Vec<String>,
 }
 
-/// What a watch on the endpoint keys reports ([`EndpointWatch::next`]).
+/// What a watch on the endpoint and member keys reports
+/// ([`EndpointWatch::next`]).
 ///
 /// ```no_run
 /// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
@@ -313,13 +324,12 @@ pub struct Listing {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Watched {
-    /// Every change of one revision, in one response: per action, its new
-    /// owner, or `None` for a deletion.
+    /// Every change of one revision, in one response, in etcd's order.
     Changes {
         /// The revision.
         revision: i64,
         /// The changes.
-        changes: Vec<(String, Option<String>)>,
+        changes: Vec<Change<Named>>,
     },
     /// The revision the watch started from is compacted away: re-list.
     Compacted {
@@ -395,8 +405,20 @@ impl Etcd {
         format!("{}queue/{action}/leader", self.prefix)
     }
 
+    /// The member key of `scheduler`.
+    pub fn member_key(&self, scheduler: &str) -> String {
+        format!("{}scheduler/{scheduler}", self.prefix)
+    }
+
     fn queues(&self) -> String {
         format!("{}queue/", self.prefix)
+    }
+
+    fn space(&self) -> KeySpace {
+        KeySpace {
+            queues: self.queues(),
+            members: self.member_key(""),
+        }
     }
 
     fn owner_of(key: &[u8], value: &[u8]) -> Result<String, EtcdError> {
@@ -466,6 +488,25 @@ impl Etcd {
         match Self::timed(self.timeout, "revoke a lease", call).await {
             Ok(_) => Ok(()),
             Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Puts `scheduler`'s member key under `lease` (bound to another lease
+    /// before, it now goes with this one). `Ok(false)` when etcd no longer
+    /// has the lease.
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time.
+    pub async fn register(&mut self, scheduler: &str, lease: i64) -> Result<bool, EtcdError> {
+        let options = PutOptions::new().with_lease(lease);
+        let call = self
+            .client
+            .put(self.member_key(scheduler), scheduler, Some(options));
+        match Self::timed(self.timeout, "put a member key", call).await {
+            Ok(_) => Ok(true),
+            Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => Ok(false),
             Err(error) => Err(error),
         }
     }
@@ -592,65 +633,110 @@ impl Etcd {
         Ok(response.header().map_or(0, |h| h.revision()))
     }
 
-    /// Every endpoint key, at the revision of the read.
+    /// Every endpoint and member key, in one read (so at one revision).
     ///
     /// # Errors
     ///
     /// If etcd does not answer in time, or a key is corrupt.
     pub async fn list(&mut self) -> Result<Listing, EtcdError> {
-        let call = self
-            .client
-            .get(self.queues(), Some(GetOptions::new().with_prefix()));
-        let response = Self::timed(self.timeout, "list the endpoint keys", call).await?;
-        let mut keys = response
-            .kvs()
-            .iter()
-            .map(|kv| {
-                Ok((
-                    action_of(&self.queues(), kv.key())?,
-                    Self::owner_of(kv.key(), kv.value())?,
-                ))
-            })
-            .collect::<Result<Vec<_>, EtcdError>>()?;
+        let space = self.space();
+        let options = GetOptions::new().with_range(space.end());
+        let call = self.client.get(space.queues.clone(), Some(options));
+        let response = Self::timed(self.timeout, "list the endpoint and member keys", call).await?;
+        let mut keys = Vec::new();
+        let mut members = Vec::new();
+        for kv in response.kvs() {
+            match space.change(kv.key(), Some(kv.value()))? {
+                Some(Change::Endpoint {
+                    action,
+                    owner: Some(owner),
+                }) => keys.push((action, owner)),
+                Some(Change::Member { scheduler, .. }) => members.push(scheduler),
+                Some(Change::Endpoint { owner: None, .. }) | None => {}
+            }
+        }
         keys.sort();
+        members.sort();
         Ok(Listing {
             revision: response.header().map_or(0, |h| h.revision()),
             keys,
+            members,
         })
     }
 
-    /// Watches the endpoint keys from revision `from` on.
+    /// Watches the endpoint and member keys from revision `from` on.
     ///
     /// # Errors
     ///
     /// If etcd does not answer in time.
     pub async fn watch(&mut self, from: i64) -> Result<EndpointWatch, EtcdError> {
+        let space = self.space();
         let options = WatchOptions::new()
-            .with_prefix()
+            .with_range(space.end())
             .with_start_revision(from)
             .with_prev_key()
             .with_progress_notify();
-        let call = self.client.watch(self.queues(), Some(options));
-        let stream = Self::timed(self.timeout, "watch the endpoint keys", call).await?;
-        Ok(EndpointWatch {
-            stream,
-            queues: self.queues(),
-        })
+        let call = self.client.watch(space.queues.clone(), Some(options));
+        let stream = Self::timed(self.timeout, "watch the endpoint and member keys", call).await?;
+        Ok(EndpointWatch { stream, space })
     }
 }
 
-/// The action an endpoint key under `queues` (`<prefix>queue/`) names.
-fn action_of(queues: &str, key: &[u8]) -> Result<String, EtcdError> {
-    let key = String::from_utf8_lossy(key).into_owned();
-    let action = key
-        .strip_prefix(queues)
-        .and_then(|rest| rest.strip_suffix("/leader"))
-        .filter(|action| !action.is_empty())
-        .map(str::to_owned);
-    action.ok_or_else(|| EtcdError::Corrupt {
-        reason: "not of the form <prefix>queue/<action>/leader".into(),
-        key,
-    })
+/// The keys of the roles under one prefix: `<prefix>queue/` for endpoint
+/// keys, `<prefix>scheduler/` for member keys.
+#[derive(Clone, Debug)]
+struct KeySpace {
+    queues: String,
+    members: String,
+}
+
+impl KeySpace {
+    /// The end of the range controllers list and watch (exclusive): just
+    /// past every member key (`0` follows `/`).
+    fn end(&self) -> String {
+        let mut end = self.members.clone();
+        end.pop();
+        end.push('0');
+        end
+    }
+
+    /// What `key`, put with `value` or deleted (`None`), changed; `None`
+    /// for a key of neither kind.
+    fn change(&self, key: &[u8], value: Option<&[u8]>) -> Result<Option<Change<Named>>, EtcdError> {
+        let name = String::from_utf8_lossy(key).into_owned();
+        if let Some(rest) = name.strip_prefix(&self.queues) {
+            let action = rest
+                .strip_suffix("/leader")
+                .filter(|action| !action.is_empty());
+            let Some(action) = action else {
+                return Err(EtcdError::Corrupt {
+                    reason: "not of the form <prefix>queue/<action>/leader".into(),
+                    key: name,
+                });
+            };
+            let owner = value.map(|v| Etcd::owner_of(key, v)).transpose()?;
+            return Ok(Some(Change::Endpoint {
+                action: action.to_owned(),
+                owner,
+            }));
+        }
+        let Some(scheduler) = name.strip_prefix(&self.members) else {
+            return Ok(None);
+        };
+        if let Some(value) = value {
+            let address = Etcd::owner_of(key, value)?;
+            if address != scheduler {
+                return Err(EtcdError::Corrupt {
+                    reason: format!("a member key holding another name ({address:?})"),
+                    key: name,
+                });
+            }
+        }
+        Ok(Some(Change::Member {
+            scheduler: scheduler.to_owned(),
+            live: value.is_some(),
+        }))
+    }
 }
 
 /// Whether etcd refused a call because a lease does not exist.
@@ -658,11 +744,11 @@ fn is_lease_not_found(error: &etcd_client::Error) -> bool {
     error.to_string().contains("requested lease not found")
 }
 
-/// A watch on the endpoint keys, from [`Etcd::watch`]; [`Watched`] shows
-/// one in use.
+/// A watch on the endpoint and member keys, from [`Etcd::watch`];
+/// [`Watched`] shows one in use.
 pub struct EndpointWatch {
     stream: WatchStream,
-    queues: String,
+    space: KeySpace,
 }
 
 impl EndpointWatch {
@@ -697,13 +783,13 @@ impl EndpointWatch {
                 Err(_) => return Ok(None),
                 Ok(Err(source)) => {
                     return Err(EtcdError::Request {
-                        operation: "watch the endpoint keys",
+                        operation: "watch the endpoint and member keys",
                         source,
                     })
                 }
                 Ok(Ok(None)) => {
                     return Err(EtcdError::Request {
-                        operation: "watch the endpoint keys",
+                        operation: "watch the endpoint and member keys",
                         source: etcd_client::Error::WatchError("the watch stream ended".into()),
                     })
                 }
@@ -720,7 +806,7 @@ impl EndpointWatch {
                 if response.canceled() {
                     let reason = response.cancel_reason().to_owned();
                     return Err(EtcdError::Request {
-                        operation: "watch the endpoint keys",
+                        operation: "watch the endpoint and member keys",
                         source: etcd_client::Error::WatchError(reason),
                     });
                 }
@@ -734,12 +820,11 @@ impl EndpointWatch {
             let mut changes = Vec::new();
             for event in response.events() {
                 let Some(kv) = event.kv() else { continue };
-                let action = action_of(&self.queues, kv.key())?;
-                let owner = match event.event_type() {
-                    EventType::Put => Some(Etcd::owner_of(kv.key(), kv.value())?),
+                let value = match event.event_type() {
+                    EventType::Put => Some(kv.value()),
                     EventType::Delete => None,
                 };
-                changes.push((action, owner));
+                changes.extend(self.space.change(kv.key(), value)?);
             }
             return Ok(Some(Watched::Changes { revision, changes }));
         }

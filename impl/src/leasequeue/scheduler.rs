@@ -673,6 +673,13 @@ impl<E: Executor> Driver<E> {
                     })
                 });
             }
+            Effect::Register { lease } => {
+                let name = self.network.address().to_owned();
+                self.ask(move |mut etcd| async move {
+                    let found = logged("put the member key", etcd.register(&name, lease).await)?;
+                    Some(Event::Input(Input::Registered { lease, found }))
+                });
+            }
             Effect::Revoke { lease } => self.ask(move |mut etcd| async move {
                 logged("revoke a lease", etcd.revoke(lease).await)?;
                 Some(Event::Input(Input::Revoked { lease }))

@@ -1,6 +1,7 @@
 //! The controller: it routes each activation to the scheduler that owns its
 //! action's queue, through an endpoint cache fed by a watch on the endpoint
-//! keys. A sans-I/O state machine.
+//! keys, and places a new queue among the schedulers whose member keys the
+//! same watch shows live. A sans-I/O state machine.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,9 +15,34 @@ pub struct Config<D: Domain> {
     /// How often it wakes up: to look up parked activations again, to ask
     /// its watch for progress, and to restart a watch that gave none.
     pub wake_every: D::Duration,
+    /// Mixed into the placement weights ([`Domain::placement`]). Every
+    /// controller of a deployment uses the same (a runtime's is 0), so
+    /// that they place a new queue alike; the model gives each controller
+    /// its own, so that its proof covers controllers that disagree, as they
+    /// do while members join and leave.
+    pub seed: u64,
 }
 
-/// The controller's watch on the endpoint keys.
+/// One change of a key the controller watches.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Change<D: Domain> {
+    /// `action`'s endpoint key now names `owner` (`None`: it was deleted).
+    Endpoint {
+        /// The action.
+        action: D::Action,
+        /// Its new owner.
+        owner: Option<D::Scheduler>,
+    },
+    /// `scheduler`'s member key was put (`live`) or deleted.
+    Member {
+        /// The scheduler, by the address it advertises.
+        scheduler: D::Scheduler,
+        /// Whether its key exists now.
+        live: bool,
+    },
+}
+
+/// The controller's watch on the endpoint and member keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Watch<R> {
     /// Receiving changes from revision `next` on.
@@ -71,13 +97,13 @@ pub enum Input<D: Domain> {
         next: D::Revision,
     },
     /// The watch reported every change of one revision, in one response
-    /// (a lease's expiry deletes all its keys at one revision).
+    /// (a lease's expiry deletes all its keys at one revision: the member
+    /// key and the endpoint keys of a scheduler go together).
     Changed {
         /// The revision of the changes.
         rev: D::Revision,
-        /// Per changed key: the action, and the new owner or `None` for a
-        /// deletion.
-        changes: Vec<(D::Action, Option<D::Scheduler>)>,
+        /// Every change of that revision, in etcd's order.
+        changes: Vec<Change<D>>,
     },
     /// The watch answered a progress request: nothing it has not reported
     /// happened up to `rev`.
@@ -91,12 +117,14 @@ pub enum Input<D: Domain> {
         /// etcd's current revision.
         rev: D::Revision,
     },
-    /// A listing of every endpoint key, at revision `rev`.
+    /// A listing of every endpoint and member key, at revision `rev`.
     Listed {
         /// The revision of the listing.
         rev: D::Revision,
-        /// Every key: action and owner.
+        /// Every endpoint key: action and owner.
         keys: Vec<(D::Action, D::Scheduler)>,
+        /// Every member key's scheduler.
+        members: Vec<D::Scheduler>,
     },
 }
 
@@ -116,11 +144,11 @@ pub enum Effect<D: Domain> {
         /// Its action.
         action: D::Action,
     },
-    /// List every endpoint key; answer with [`Input::Listed`].
+    /// List every endpoint and member key; answer with [`Input::Listed`].
     List,
-    /// Watch the endpoint keys from revision `from` (`None`: from etcd's
-    /// next), with progress notifications, replacing any watch it had;
-    /// answer with [`Input::WatchStarted`].
+    /// Watch the endpoint and member keys from revision `from` (`None`:
+    /// from etcd's next), with progress notifications, replacing any watch
+    /// it had; answer with [`Input::WatchStarted`].
     Watch {
         /// The first revision wanted.
         from: Option<D::Revision>,
@@ -161,26 +189,44 @@ pub struct Controller<D: Domain> {
     /// Its watch.
     pub watch: Watch<D::Revision>,
     /// Activations whose action's key it is looking up (a steadfast
-    /// controller keeps those whose lookup failed here too), sent again at
-    /// every wake-up until answered.
+    /// controller keeps those whose lookup failed, or found no member to
+    /// place a queue on, here too), sent again at every wake-up until
+    /// answered.
     pub lookups: Vec<(D::Activation, D::Action)>,
-    /// The schedulers there are to create queues on.
-    pub schedulers: Vec<D::Scheduler>,
+    /// The live members: the schedulers whose member keys exist, sorted.
+    pub members: Vec<D::Scheduler>,
 }
 
 impl<D: Domain> Controller<D> {
-    /// A controller that listed the keys at `rev` (none yet) and watches from
-    /// the next revision.
-    pub fn new(schedulers: Vec<D::Scheduler>, rev: D::Revision) -> Self {
-        Controller {
+    /// A controller that listed `keys` and `members` at `rev` and watches
+    /// from the next revision.
+    pub fn new(
+        keys: Vec<(D::Action, D::Scheduler)>,
+        members: Vec<D::Scheduler>,
+        rev: D::Revision,
+    ) -> Self {
+        let mut controller = Controller {
             cache: Vec::new(),
             watch: Watch::Active {
                 next: D::next_revision(rev),
                 probing: false,
             },
             lookups: Vec::new(),
-            schedulers,
-        }
+            members: Vec::new(),
+        };
+        controller.adopt(keys, members);
+        controller
+    }
+
+    /// Takes a listing for what it knows: cache and members, each sorted
+    /// and without repeats.
+    fn adopt(&mut self, mut keys: Vec<(D::Action, D::Scheduler)>, mut members: Vec<D::Scheduler>) {
+        keys.sort_unstable();
+        keys.dedup_by(|a, b| a.0 == b.0);
+        members.sort_unstable();
+        members.dedup();
+        self.cache = keys;
+        self.members = members;
     }
 
     /// Where the cache routes `action`.
@@ -189,12 +235,26 @@ impl<D: Domain> Controller<D> {
     }
 
     /// The scheduler asked to create a queue for `action` when no key names
-    /// one: the action's number modulo the schedulers, in the order this
-    /// controller knows them (`None` when it knows none).
-    pub fn home(&self, action: &D::Action) -> Option<D::Scheduler> {
-        let known = self.schedulers.len() as u64;
-        let index = D::action_number(action).checked_rem(known)?;
-        self.schedulers.get(usize::try_from(index).ok()?).cloned()
+    /// one: the live member of highest [`Domain::placement`] weight, the
+    /// lowest on a tie (`None` when it knows no live member).
+    pub fn place(&self, seed: u64, action: &D::Action) -> Option<D::Scheduler> {
+        self.members
+            .iter()
+            .max_by_key(|m| (D::placement(seed, action, m), std::cmp::Reverse(*m)))
+            .cloned()
+    }
+
+    fn take_in(&mut self, change: Change<D>) {
+        match change {
+            Change::Endpoint { action, owner } => self.remember(action, owner),
+            Change::Member { scheduler, live } => match self.members.binary_search(&scheduler) {
+                Ok(at) if !live => {
+                    self.members.remove(at);
+                }
+                Err(at) if live => self.members.insert(at, scheduler),
+                Ok(_) | Err(_) => {}
+            },
+        }
     }
 
     fn remember(&mut self, action: D::Action, owner: Option<D::Scheduler>) {
@@ -231,9 +291,9 @@ impl<D: Domain> Controller<D> {
                 self.remember(action.clone(), owner.clone());
                 match owner {
                     Some(to) => vec![Effect::Send { id, action, to }],
-                    // No key: the action's home scheduler is asked to create
-                    // the queue, and sent the activation.
-                    None => match self.home(&action) {
+                    // No key: the member it places the queue on is asked to
+                    // create it, and sent the activation.
+                    None => match self.place(config.seed, &action) {
                         Some(to) => vec![
                             Effect::CreateQueue {
                                 action: action.clone(),
@@ -241,6 +301,12 @@ impl<D: Domain> Controller<D> {
                             },
                             Effect::Send { id, action, to },
                         ],
+                        // No live member: steadfast looks it up again at its
+                        // next wake-up, by when one may have joined.
+                        None if rules.has(Rule::Park) => {
+                            self.lookups.push((id, action));
+                            Vec::new()
+                        }
                         None => vec![Effect::Fail {
                             id,
                             reason: FailReason::NoSchedulerEndpoint,
@@ -285,8 +351,8 @@ impl<D: Domain> Controller<D> {
                 } else {
                     1
                 };
-                for (action, owner) in changes.into_iter().take(taken) {
-                    self.remember(action, owner);
+                for change in changes.into_iter().take(taken) {
+                    self.take_in(change);
                 }
                 Vec::new()
             }
@@ -312,11 +378,11 @@ impl<D: Domain> Controller<D> {
                 self.watch = Watch::Starting { from: None };
                 vec![Effect::Watch { from: None }]
             }
-            Input::Listed { rev, keys } => {
+            Input::Listed { rev, keys, members } => {
                 if self.watch != Watch::Listing {
                     return Vec::new();
                 }
-                self.cache = keys;
+                self.adopt(keys, members);
                 let from = Some(D::next_revision(rev));
                 self.watch = Watch::Starting { from };
                 vec![Effect::Watch { from }]

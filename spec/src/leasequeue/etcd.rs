@@ -1,6 +1,6 @@
-//! etcd as the protocol sees it: keys bound to leases, revisions, a change
-//! log for watches, compaction, and leases that run down only while a leader
-//! exists.
+//! etcd as the protocol sees it: endpoint and member keys bound to leases,
+//! revisions, a change log for watches, compaction, and leases that run down
+//! only while a leader exists.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,25 @@ pub struct Endpoint {
     pub create_rev: u32,
 }
 
+/// The member key of one scheduler: `scheduler/<id>`, holding the address it
+/// advertises (in the model, its id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Member {
+    /// The scheduler.
+    pub scheduler: u8,
+    /// The lease the key is bound to.
+    pub lease: u8,
+}
+
+/// A key the roles watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Key {
+    /// The endpoint key of this action.
+    Endpoint(u8),
+    /// The member key of this scheduler.
+    Member(u8),
+}
+
 /// A granted lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Lease {
@@ -32,15 +51,16 @@ pub struct Lease {
     pub remaining: u8,
 }
 
-/// One change of an endpoint key, as a watch reports it.
+/// One change of a key, as a watch reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Change {
     /// The revision of the change.
     pub rev: u32,
-    /// The action whose key changed.
-    pub action: u8,
-    /// The new owner, or `None` for a deletion.
-    pub owner: Option<u8>,
+    /// The key that changed.
+    pub key: Key,
+    /// The new value (an endpoint's owner, a member's address), or `None`
+    /// for a deletion.
+    pub value: Option<u8>,
 }
 
 /// Why a create-if-absent did not create the key.
@@ -59,6 +79,8 @@ pub struct Etcd {
     pub rev: u32,
     /// The endpoint keys, sorted by action.
     pub keys: Vec<Endpoint>,
+    /// The member keys, sorted by scheduler.
+    pub members: Vec<Member>,
     /// The live leases, sorted by id.
     pub leases: Vec<Lease>,
     /// The changes after `compacted`, oldest first.
@@ -80,6 +102,7 @@ impl Etcd {
         Etcd {
             rev: 1,
             keys: Vec::new(),
+            members: Vec::new(),
             leases: Vec::new(),
             log: Vec::new(),
             compacted: 0,
@@ -145,7 +168,7 @@ impl Etcd {
         };
         let at = self.keys.partition_point(|k| k.action < action);
         self.keys.insert(at, key);
-        self.record(action, Some(owner));
+        self.record(Key::Endpoint(action), Some(owner));
         Ok(key)
     }
 
@@ -160,28 +183,50 @@ impl Etcd {
         }
         self.keys.retain(|k| k.action != action);
         self.rev += 1;
-        self.record(action, None);
+        self.record(Key::Endpoint(action), None);
         true
+    }
+
+    /// Puts `scheduler`'s member key under `lease`, replacing any it had
+    /// (bound to another lease, the key now goes with this one). Returns
+    /// whether the lease exists: etcd refuses a put under a lease it does
+    /// not have.
+    pub fn register(&mut self, scheduler: u8, lease: u8) -> bool {
+        if !self.is_live(lease) {
+            return false;
+        }
+        self.rev += 1;
+        self.members.retain(|m| m.scheduler != scheduler);
+        let at = self.members.partition_point(|m| m.scheduler < scheduler);
+        self.members.insert(at, Member { scheduler, lease });
+        self.record(Key::Member(scheduler), Some(scheduler));
+        true
+    }
+
+    /// Whether `scheduler`'s member key exists.
+    pub fn is_member(&self, scheduler: u8) -> bool {
+        self.members.iter().any(|m| m.scheduler == scheduler)
     }
 
     /// Revokes lease `id`, deleting every key bound to it in one revision,
     /// as etcd does: a watch sees one response with a DELETE event per key,
-    /// all at that revision.
+    /// all at that revision (endpoint keys first, then the member key).
     pub fn revoke(&mut self, id: u8) {
         self.leases.retain(|l| l.id != id);
-        let bound: Vec<u8> = self
-            .keys
-            .iter()
-            .filter(|k| k.lease == id)
-            .map(|k| k.action)
+        let endpoints = self.keys.iter().filter(|k| k.lease == id);
+        let members = self.members.iter().filter(|m| m.lease == id);
+        let bound: Vec<Key> = endpoints
+            .map(|k| Key::Endpoint(k.action))
+            .chain(members.map(|m| Key::Member(m.scheduler)))
             .collect();
         if bound.is_empty() {
             return;
         }
         self.keys.retain(|k| k.lease != id);
+        self.members.retain(|m| m.lease != id);
         self.rev += 1;
-        for action in bound {
-            self.record(action, None);
+        for key in bound {
+            self.record(key, None);
         }
     }
 
@@ -240,11 +285,11 @@ impl Etcd {
             .collect())
     }
 
-    fn record(&mut self, action: u8, owner: Option<u8>) {
+    fn record(&mut self, key: Key, value: Option<u8>) {
         self.log.push(Change {
             rev: self.rev,
-            action,
-            owner,
+            key,
+            value,
         });
     }
 }

@@ -73,17 +73,22 @@ pub trait Domain:
     /// `a - b`, or zero when `b` is not less than `a`.
     fn saturating_sub(a: Self::Duration, b: Self::Duration) -> Self::Duration;
 
-    /// A number for `action`, the same in every process (a stable hash of
-    /// its name): the controller places a new queue by it.
-    fn action_number(action: &Self::Action) -> u64;
+    /// The weight of `scheduler` for a new queue of `action`, the same in
+    /// every process (a stable hash of `seed` and both names): a controller
+    /// places the queue on the live member of highest weight (rendezvous
+    /// hashing). A member that joins so takes only the actions it now
+    /// weighs most for, and moves no other queue; one that leaves moves
+    /// only its own.
+    fn placement(seed: u64, action: &Self::Action, scheduler: &Self::Scheduler) -> u64;
 }
 
 /// Why an activation failed for good: a named reason a caller can match on,
 /// which reads as the words OpenWhisk's users see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum FailReason {
-    /// A controller could not reach etcd to route the activation
-    /// (OpenWhisk: "no scheduler endpoint available").
+    /// A controller could not reach etcd to route the activation, or knew
+    /// no live scheduler to place its queue on (OpenWhisk: "no scheduler
+    /// endpoint available").
     NoSchedulerEndpoint,
     /// A scheduler without a queue for the action found no endpoint key for
     /// it (#5286: "failed to get the queue endpoint").
@@ -132,8 +137,9 @@ pub enum Rule {
     /// A scheduler acknowledges an activation only once it is settled
     /// (executed, forwarded or failed), not on receipt.
     AckAtSettlement,
-    /// A controller that cannot reach etcd keeps the activation and looks
-    /// it up again, instead of failing it.
+    /// A controller that cannot reach etcd, or knows no live scheduler to
+    /// place a new queue on, keeps the activation and looks it up again,
+    /// instead of failing it.
     Park,
     /// A restarted watch resumes from the next revision it wanted.
     ResumeWatch,

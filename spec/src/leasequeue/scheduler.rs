@@ -1,6 +1,7 @@
-//! The scheduler: it holds one lease at a time, owns the queues whose
-//! endpoint keys it registered under that lease, and executes or forwards
-//! the activations it is sent. A sans-I/O state machine.
+//! The scheduler: it holds one lease at a time, is a member while its
+//! member key exists under that lease, owns the queues whose endpoint keys
+//! it registered under it, and executes or forwards the activations it is
+//! sent. A sans-I/O state machine.
 //!
 //! # Time and correlation
 //!
@@ -94,6 +95,9 @@ pub enum LeaseState<D: Domain> {
         valid_for: D::Duration,
         /// How long ago it sent the keepalive not answered yet, if one is.
         keepalive: Option<D::Duration>,
+        /// Whether etcd confirmed its member key under this lease: until
+        /// then the key is put again at every wake-up.
+        registered: bool,
     },
     /// The lease is gone: it is revoked at every wake-up until etcd
     /// confirms, then replaced.
@@ -136,6 +140,14 @@ pub enum Input<D: Domain> {
         lease: D::Lease,
         /// The TTL it was renewed for; zero when etcd has no such lease.
         ttl: D::Duration,
+    },
+    /// A put of its member key under `lease` ended.
+    Registered {
+        /// The lease the request named.
+        lease: D::Lease,
+        /// Whether etcd had the lease (and put the key); `false`: the lease
+        /// is gone.
+        found: bool,
     },
     /// etcd revoked `lease`, or found it gone already.
     Revoked {
@@ -220,6 +232,13 @@ pub enum Effect<D: Domain> {
         /// Open a new keepalive stream first: the answers still due on the
         /// old one are worthless and must never arrive.
         restart: bool,
+    },
+    /// Put this scheduler's member key (`scheduler/<id>`, holding the
+    /// address it advertises) under `lease`; answer with
+    /// [`Input::Registered`].
+    Register {
+        /// The lease to bind it to.
+        lease: D::Lease,
     },
     /// Revoke this lease; answer with [`Input::Revoked`].
     Revoke {
@@ -400,6 +419,7 @@ impl<D: Domain> Scheduler<D> {
             Input::Wake => self.wake(config, &mut out),
             Input::Granted { lease, ttl } => self.granted(lease, ttl, &mut out),
             Input::KeptAlive { lease, ttl } => self.kept_alive(config, lease, ttl, &mut out),
+            Input::Registered { lease, found } => self.registered(config, lease, found, &mut out),
             Input::Revoked { lease } => {
                 if matches!(&self.lease, LeaseState::Revoking { id } if *id == lease) {
                     self.lease = LeaseState::Granting;
@@ -470,7 +490,12 @@ impl<D: Domain> Scheduler<D> {
         match &mut self.lease {
             LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
             LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
-            LeaseState::Held { id, keepalive, .. } => {
+            LeaseState::Held {
+                id,
+                keepalive,
+                registered,
+                ..
+            } => {
                 let restart = keepalive.is_some_and(|age| age >= config.wake_every);
                 if keepalive.is_none() || restart {
                     *keepalive = Some(D::Duration::default());
@@ -478,6 +503,9 @@ impl<D: Domain> Scheduler<D> {
                         lease: id.clone(),
                         restart,
                     });
+                }
+                if !*registered {
+                    out.push(Effect::Register { lease: id.clone() });
                 }
                 let lease = id.clone();
                 self.claim_electing(&lease, out);
@@ -514,10 +542,14 @@ impl<D: Domain> Scheduler<D> {
             ttl,
             valid_for: D::Duration::default(),
             keepalive: Some(D::Duration::default()),
+            registered: false,
         };
         out.push(Effect::KeepAlive {
             lease: lease.clone(),
             restart: true,
+        });
+        out.push(Effect::Register {
+            lease: lease.clone(),
         });
         self.claim_electing(&lease, out);
     }
@@ -546,6 +578,7 @@ impl<D: Domain> Scheduler<D> {
             ttl,
             valid_for,
             keepalive,
+            ..
         } = &mut self.lease
         else {
             return;
@@ -566,6 +599,29 @@ impl<D: Domain> Scheduler<D> {
         };
         *valid_for = D::saturating_sub(renewed, age + config.margin);
         self.serve_waiting(config.rules, out);
+    }
+
+    /// etcd answered a put of its member key: a member from now on, or, the
+    /// lease gone, as a keepalive answered with TTL 0 says.
+    fn registered(
+        &mut self,
+        config: &Config<D>,
+        lease: D::Lease,
+        found: bool,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let LeaseState::Held { id, registered, .. } = &mut self.lease else {
+            return;
+        };
+        if *id != lease {
+            return;
+        }
+        if found {
+            *registered = true;
+        } else if config.rules.has(Rule::TtlZeroIsLoss) {
+            self.lose_lease(config.rules, out);
+        }
+        // OpenWhisk puts the key again at the next wake-up.
     }
 
     /// The lease is gone: stop serving every queue and revoke it before

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::controller::{self, Watch};
-use super::etcd::{Etcd, Refused, MIN_TTL};
+use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState};
 use super::trace::{Header, Named, Record, Replay, SchedulerRecord, Steps};
@@ -35,6 +35,23 @@ fn controller_config(rules: impl Into<Rules>) -> controller::Config<Small> {
     controller::Config {
         rules: rules.into(),
         wake_every: 1,
+        seed: 0,
+    }
+}
+
+/// A watch's report that `action`'s endpoint key was deleted.
+fn gone(action: u8) -> controller::Change<Small> {
+    controller::Change::Endpoint {
+        action,
+        owner: None,
+    }
+}
+
+/// A watch's report that `scheduler`'s member key was deleted.
+fn left(scheduler: u8) -> controller::Change<Small> {
+    controller::Change::Member {
+        scheduler,
+        live: false,
     }
 }
 
@@ -124,6 +141,21 @@ fn etcd_should_refuse_a_second_key_and_a_dead_lease() {
 }
 
 #[test]
+fn etcd_should_rebind_a_member_key_put_under_a_new_lease() {
+    // A scheduler restarted under a new lease before its old one expired:
+    // the old lease's expiry must not take the member key with it.
+    let mut etcd = Etcd::new(3);
+    let old = etcd.grant();
+    assert!(etcd.register(0, old));
+    let new = etcd.grant();
+    assert!(etcd.register(0, new));
+    etcd.revoke(old);
+    assert!(etcd.is_member(0));
+    etcd.revoke(new);
+    assert!(!etcd.is_member(0));
+}
+
+#[test]
 fn etcd_should_delete_conditionally_only_the_key_a_revision_created() {
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
@@ -145,6 +177,7 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     // watch response of three DELETE events at one revision.
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
+    assert!(etcd.register(0, lease));
     for action in 0..3 {
         etcd.create_if_absent(action, 0, lease).unwrap();
     }
@@ -152,31 +185,36 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     etcd.revoke(lease);
     assert_eq!(etcd.rev, before + 1, "one revision for every key");
     let response = etcd.next_response(before + 1).unwrap();
-    let deleted: Vec<(u8, Option<u8>)> = response.iter().map(|c| (c.action, c.owner)).collect();
-    assert_eq!(deleted, [(0, None), (1, None), (2, None)]);
+    let deleted: Vec<(Key, Option<u8>)> = response.iter().map(|c| (c.key, c.value)).collect();
+    let endpoint = |action| (Key::Endpoint(action), None);
+    let member = (Key::Member(0), None);
+    assert_eq!(deleted, [endpoint(0), endpoint(1), endpoint(2), member]);
     assert!(response.iter().all(|c| c.rev == before + 1));
+    assert!(!etcd.is_member(0));
     assert!(etcd.next_response(before + 2).unwrap().is_empty());
     let creations = etcd.next_response(1).unwrap();
-    assert_eq!(creations.len(), 1, "a create is a response of its own");
+    assert_eq!(creations.len(), 1, "a put is a response of its own");
+    assert!(!etcd.register(0, lease), "no put under a lease etcd lost");
 }
 
 #[test]
 fn controller_should_apply_every_change_of_one_response() {
     for variant in [Variant::OpenWhisk, Variant::Steadfast] {
         let config = controller_config(variant);
-        let mut c = Controller::new(vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
         c.watch = Watch::Listing;
         c.step(
             &config,
             ControllerInput::Listed {
                 rev: 3,
                 keys: vec![(0, 0), (1, 0)],
+                members: vec![0, 1],
             },
         );
         c.step(&config, ControllerInput::WatchStarted { next: 4 });
         let deletions = ControllerInput::Changed {
             rev: 4,
-            changes: vec![(0, None), (1, None)],
+            changes: vec![gone(0), gone(1), left(0)],
         };
         c.step(&config, deletions);
         assert_eq!(c.route(&0), None, "{variant:?}");
@@ -185,6 +223,7 @@ fn controller_should_apply_every_change_of_one_response() {
             None,
             "{variant:?}: the second event of the revision is not lost"
         );
+        assert_eq!(c.members, [1], "{variant:?}: nor the third");
         assert_eq!(
             c.watch,
             Watch::Active {
@@ -205,7 +244,7 @@ fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_t
         lease: 7,
         restart: false
     }));
-    s.step(&config, 1, Input::KeptAlive { lease: 7, ttl: 3 });
+    s.step(&config, 1, kept_alive(3));
     let LeaseState::Held { valid_for, .. } = s.lease else {
         panic!("the lease is held");
     };
@@ -220,7 +259,7 @@ fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_t
     assert_eq!(s.waiting, [(2, 0)]);
     // A keepalive sent now and confirmed at once serves it.
     s.step(&config, 0, Input::Wake);
-    let served = s.step(&config, 0, Input::KeptAlive { lease: 7, ttl: 3 });
+    let served = s.step(&config, 0, kept_alive(3));
     assert!(executes(&served, 2));
 }
 
@@ -228,6 +267,11 @@ fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_t
 fn openwhisk_should_serve_from_its_queue_whatever_became_of_its_lease() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     assert!(executes(&s.step(&config, 5, activation(1)), 1));
+}
+
+/// etcd's answer to a keepalive of lease 7: renewed for `ttl`.
+fn kept_alive(ttl: u8) -> Input {
+    Input::KeptAlive { lease: 7, ttl }
 }
 
 #[test]
@@ -246,9 +290,7 @@ fn an_unanswered_keepalive_should_be_sent_again_on_a_new_stream() {
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     s.step(&config, 0, Input::Wake);
-    assert!(s
-        .step(&config, 0, Input::KeptAlive { lease: 7, ttl: 0 })
-        .is_empty());
+    assert!(s.step(&config, 0, kept_alive(0)).is_empty());
     assert_eq!(s.live_lease(), Some(&7));
 }
 
@@ -256,7 +298,7 @@ fn openwhisk_should_take_a_ttl_of_zero_for_success() {
 fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_take_a_new_lease() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, Input::Wake);
-    let effects = s.step(&config, 0, Input::KeptAlive { lease: 7, ttl: 0 });
+    let effects = s.step(&config, 0, kept_alive(0));
     assert_eq!(effects, [Effect::Revoke { lease: 7 }]);
     assert!(s.queues.is_empty(), "stops serving at once");
     assert_eq!(
@@ -266,12 +308,62 @@ fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_take_a_new_lease() {
 }
 
 #[test]
+fn a_scheduler_should_register_under_each_lease_until_etcd_confirms() {
+    for variant in [Variant::OpenWhisk, Variant::Steadfast] {
+        let config = config(variant);
+        let mut s = Scheduler::new(0);
+        s.step(&config, 0, Input::Wake);
+        let granted = s.step(&config, 0, Input::Granted { lease: 7, ttl: 3 });
+        assert!(
+            granted.contains(&Effect::Register { lease: 7 }),
+            "{granted:?}"
+        );
+        // Unanswered: put again at the next wake-up, and only until answered.
+        assert!(s
+            .step(&config, 1, Input::Wake)
+            .contains(&Effect::Register { lease: 7 }));
+        let stale = Input::Registered {
+            lease: 6,
+            found: true,
+        };
+        s.step(&config, 0, stale);
+        assert!(s
+            .step(&config, 1, Input::Wake)
+            .contains(&Effect::Register { lease: 7 }));
+        let answer = Input::Registered {
+            lease: 7,
+            found: true,
+        };
+        s.step(&config, 0, answer);
+        let wake = s.step(&config, 1, Input::Wake);
+        assert!(!wake.iter().any(|e| matches!(e, Effect::Register { .. })));
+    }
+}
+
+#[test]
+fn a_member_key_refused_for_want_of_the_lease_should_be_lease_loss_under_steadfast() {
+    let refused = Input::Registered {
+        lease: 7,
+        found: false,
+    };
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert_eq!(
+        s.step(&config, 0, refused.clone()),
+        [Effect::Revoke { lease: 7 }]
+    );
+    assert!(s.queues.is_empty());
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    assert!(s.step(&config, 0, refused).is_empty());
+    assert_eq!(s.live_lease(), Some(&7), "OpenWhisk puts it again");
+}
+
+#[test]
 fn replies_nobody_waits_for_should_change_nothing() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     let before = s.clone();
     let stale = [
         Input::KeptAlive { lease: 6, ttl: 0 },
-        Input::KeptAlive { lease: 7, ttl: 0 },
+        kept_alive(0),
         Input::Revoked { lease: 7 },
         Input::Claimed {
             action: 1,
@@ -497,7 +589,7 @@ fn retired_queue_should_be_claimed_again_only_after_its_delete() {
 fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwhisk() {
     for (variant, from) in [(Variant::Steadfast, Some(2)), (Variant::OpenWhisk, None)] {
         let config = controller_config(variant);
-        let mut c = Controller::new(vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
         assert!(c
             .step(&config, ControllerInput::Wake)
             .contains(&ControllerEffect::RequestProgress));
@@ -522,7 +614,7 @@ fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwh
 #[test]
 fn compacted_watch_should_relist_under_steadfast() {
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(vec![0, 1], 1);
+    let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
     assert_eq!(
         c.step(&config, ControllerInput::Compacted { rev: 9 }),
         [ControllerEffect::List]
@@ -532,10 +624,71 @@ fn compacted_watch_should_relist_under_steadfast() {
         ControllerInput::Listed {
             rev: 9,
             keys: vec![(0, 1)],
+            members: vec![1],
         },
     );
     assert_eq!(listed, [ControllerEffect::Watch { from: Some(10) }]);
     assert_eq!(c.route(&0), Some(&1));
+    assert_eq!(c.members, [1], "the listing replaces the members");
+}
+
+#[test]
+fn a_controller_should_place_new_queues_only_on_live_members() {
+    let submit = ControllerInput::Submit { id: 1, action: 0 };
+    let missing = ControllerInput::Got {
+        id: 1,
+        action: 0,
+        owner: None,
+    };
+    let mut config = controller_config(Variant::Steadfast);
+    // Seed 1 puts action 0 first on scheduler 1 (`Small::placement`).
+    config.seed = 1;
+    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
+    let place = |c: &mut Controller, config: &controller::Config<Small>| {
+        c.step(config, submit.clone());
+        c.step(config, missing.clone())
+    };
+    let create = |to| ControllerEffect::CreateQueue { action: 0, to };
+    assert_eq!(place(&mut c, &config)[0], create(1));
+    // Scheduler 1's lease goes, and its member key with it: the next queue
+    // goes to scheduler 0.
+    let changes = vec![left(1)];
+    c.step(&config, ControllerInput::Changed { rev: 3, changes });
+    assert_eq!(place(&mut c, &config)[0], create(0));
+    // No member left: steadfast parks the activation until one joins.
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            rev: 4,
+            changes: vec![left(0)],
+        },
+    );
+    assert!(place(&mut c, &config).is_empty());
+    assert!(c
+        .step(&config, ControllerInput::Wake)
+        .contains(&ControllerEffect::Get { id: 1, action: 0 }));
+    let joined = controller::Change::Member {
+        scheduler: 1,
+        live: true,
+    };
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            rev: 5,
+            changes: vec![joined],
+        },
+    );
+    assert_eq!(c.step(&config, missing.clone())[0], create(1));
+    // OpenWhisk fails it: "no scheduler endpoint available".
+    let config = controller_config(Variant::OpenWhisk);
+    let mut c = Controller::new(Vec::new(), Vec::new(), 2);
+    assert_eq!(
+        place(&mut c, &config),
+        [ControllerEffect::Fail {
+            id: 1,
+            reason: FailReason::NoSchedulerEndpoint
+        }]
+    );
 }
 
 #[test]
@@ -543,7 +696,7 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
     let failed = ControllerInput::GetFailed { id: 1, action: 0 };
     let submit = ControllerInput::Submit { id: 1, action: 0 };
     let config = controller_config(Variant::OpenWhisk);
-    let mut c = Controller::new(vec![0, 1], 2);
+    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
     c.step(&config, submit.clone());
     assert_eq!(
         c.step(&config, failed.clone()),
@@ -553,7 +706,7 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
         }]
     );
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(vec![0, 1], 2);
+    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
     c.step(&config, submit);
     assert!(c.step(&config, failed).is_empty());
     assert!(c
@@ -577,6 +730,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         (1u8..5, 0u8..4).prop_map(|(lease, ttl)| Input::KeptAlive { lease, ttl }),
         (1u8..5).prop_map(|lease| Input::Granted { lease, ttl: 3 }),
         (1u8..5).prop_map(|lease| Input::Revoked { lease }),
+        (1u8..5, any::<bool>()).prop_map(|(lease, found)| Input::Registered { lease, found }),
         (0u8..2, 1u8..5, result).prop_map(|(action, lease, result)| Input::Claimed {
             action,
             lease,
@@ -633,6 +787,17 @@ proptest! {
     }
 }
 
+/// A change a controller's watch may report, of two actions' endpoint keys
+/// and two schedulers' member keys.
+fn change() -> impl Strategy<Value = controller::Change<Small>> {
+    use controller::Change;
+    prop_oneof![
+        (0u8..2, prop::option::of(0u8..2))
+            .prop_map(|(action, owner)| Change::Endpoint { action, owner }),
+        (0u8..2, any::<bool>()).prop_map(|(scheduler, live)| Change::Member { scheduler, live }),
+    ]
+}
+
 fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
     use controller::Input as C;
     let input = prop_oneof![
@@ -645,18 +810,16 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
         (1u32..12).prop_map(|next| C::WatchStarted { next }),
-        (
-            1u32..12,
-            prop::collection::vec((0u8..2, prop::option::of(0u8..2)), 1..3)
-        )
+        (1u32..12, prop::collection::vec(change(), 1..3))
             .prop_map(|(rev, changes)| C::Changed { rev, changes }),
         (1u32..12).prop_map(|rev| C::Progress { rev }),
         (1u32..12).prop_map(|rev| C::Compacted { rev }),
-        (1u32..12, prop::collection::vec((0u8..2, 0u8..2), 0..2)).prop_map(|(rev, mut keys)| {
-            keys.sort_unstable();
-            keys.dedup_by_key(|(a, _)| *a);
-            C::Listed { rev, keys }
-        }),
+        (
+            1u32..12,
+            prop::collection::vec((0u8..2, 0u8..2), 0..2),
+            prop::collection::vec(0u8..2, 0..3)
+        )
+            .prop_map(|(rev, keys, members)| C::Listed { rev, keys, members }),
     ];
     prop::collection::vec(input, 0..40)
 }
@@ -669,7 +832,7 @@ proptest! {
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
         let config = controller_config(variant);
-        let mut c = Controller::new(vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
         for input in inputs {
             let lookups_before = c.lookups.len();
             let failed = matches!(input, ControllerInput::GetFailed { .. });
@@ -684,6 +847,7 @@ proptest! {
                 }
             }
             prop_assert!(c.cache.windows(2).all(|e| e[0].0 < e[1].0), "one cache entry per action");
+            prop_assert!(c.members.windows(2).all(|m| m[0] < m[1]), "members sorted, once each");
             if failed && steadfast {
                 prop_assert_eq!(c.lookups.len(), lookups_before, "a failed lookup is kept");
             }
@@ -708,7 +872,7 @@ proptest! {
             }
         }
         let config = controller_config(variant);
-        let mut c = Controller::new(vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
         for input in controller_in {
             prop_assert_eq!(&round_trip(&input), &input);
             for effect in c.step(&config, input) {
@@ -808,14 +972,17 @@ fn roles_should_run_on_real_identifiers() {
     let config = controller::Config::<Named> {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
+        seed: 0,
     };
-    let mut c = controller::Controller::<Named>::new(schedulers, 41);
+    let mut c = controller::Controller::<Named>::new(Vec::new(), schedulers, 41);
     c.step(&config, CI::Compacted { rev: 99 });
+    // scheduler-a has left since: only scheduler-b is a member.
     c.step(
         &config,
         CI::Listed {
             rev: 100,
             keys: vec![(name("hello"), name("scheduler-b:8081"))],
+            members: vec![name("scheduler-b:8081")],
         },
     );
     let routed = c.step(
@@ -838,7 +1005,10 @@ fn roles_should_run_on_real_identifiers() {
         &config,
         CI::Changed {
             rev: 101,
-            changes: vec![(name("hello"), None)],
+            changes: vec![controller::Change::Endpoint {
+                action: name("hello"),
+                owner: None,
+            }],
         },
     );
     assert_eq!(
@@ -880,15 +1050,40 @@ fn roles_should_run_on_real_identifiers() {
 }
 
 #[test]
-fn a_runtimes_action_numbers_should_be_a_stable_hash_of_the_name() {
-    // FNV-1a of "hello": the same in every process and every build.
+fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_member() {
+    let config = controller::Config::<Named> {
+        rules: Variant::Steadfast.into(),
+        wake_every: 3_000,
+        seed: 0,
+    };
+    let members = |n: usize| {
+        (0..n)
+            .map(|m| format!("10.0.0.{m}:8081"))
+            .collect::<Vec<_>>()
+    };
+    let actions: Vec<String> = (0..60).map(|a| format!("action-{a}")).collect();
+    let placed = |n| {
+        let c = controller::Controller::<Named>::new(Vec::new(), members(n), 1);
+        let on: Vec<String> = actions
+            .iter()
+            .map(|a| c.place(config.seed, a).unwrap())
+            .collect();
+        on
+    };
+    let three = placed(3);
+    for member in members(3) {
+        let count = three.iter().filter(|on| **on == member).count();
+        assert!(count >= 10, "{member} has {count} of 60 actions");
+    }
+    // A fourth member joins: an action moves only to it.
+    let four = placed(4);
+    let moved = three.iter().zip(&four).filter(|(a, b)| a != b);
+    assert!(moved.clone().all(|(_, to)| *to == members(4)[3]));
+    assert!(moved.count() >= 5, "the new member takes its share");
+    // The same in every process and every build.
     assert_eq!(
-        Named::action_number(&"hello".to_string()),
-        0xa430_d846_80aa_bd0b
-    );
-    assert_ne!(
-        Named::action_number(&"hello".to_string()),
-        Named::action_number(&"hellp".to_string())
+        Named::placement(0, &"hello".into(), &"10.0.0.1:8081".into()),
+        crate::stable_hash::mix(crate::stable_hash::fnv1a("0\x00hello\x0010.0.0.1:8081"))
     );
 }
 
@@ -982,12 +1177,14 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
     let config = controller::Config::<Named> {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
+        seed: 0,
     };
-    let schedulers = vec![
+    let members = vec![
         "scheduler-a:8081".to_string(),
         "scheduler-b:8081".to_string(),
     ];
-    let mut role = controller::Controller::<Named>::new(schedulers.clone(), 41);
+    let keys = vec![("bye".to_string(), "scheduler-a:8081".to_string())];
+    let mut role = controller::Controller::<Named>::new(keys.clone(), members.clone(), 41);
     let inputs = [
         CI::Submit {
             id: "act-1".into(),
@@ -1009,7 +1206,8 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         })
         .collect();
     let header = Header::Controller {
-        schedulers,
+        keys,
+        members,
         rev: 41,
         config,
     };

@@ -37,10 +37,11 @@ impl Domain for Named {
         a.saturating_sub(b)
     }
 
-    /// FNV-1a over the name's UTF-8 bytes: the same in every process and
-    /// every build, unlike `std`'s hasher.
-    fn action_number(action: &String) -> u64 {
-        crate::stable_hash::fnv1a(action)
+    /// FNV-1a over the seed and both names, finished by a mix: the same in
+    /// every process and every build, unlike `std`'s hasher.
+    fn placement(seed: u64, action: &String, scheduler: &String) -> u64 {
+        let named = format!("{seed}\0{action}\0{scheduler}");
+        crate::stable_hash::mix(crate::stable_hash::fnv1a(&named))
     }
 }
 
@@ -57,8 +58,10 @@ pub enum Header {
     },
     /// A controller.
     Controller {
-        /// The schedulers it knows, in its order.
-        schedulers: Vec<String>,
+        /// The endpoint keys of its first listing: action and owner.
+        keys: Vec<(String, String)>,
+        /// The members of its first listing.
+        members: Vec<String>,
         /// The revision of its first listing.
         rev: i64,
         /// Its setup.
@@ -128,13 +131,15 @@ impl Header {
             }
             (
                 Header::Controller {
-                    schedulers,
+                    keys,
+                    members,
                     rev,
                     config,
                 },
                 Steps::Controller(records),
             ) => {
-                let mut role = controller::Controller::<Named>::new(schedulers.clone(), *rev);
+                let mut role =
+                    controller::Controller::<Named>::new(keys.clone(), members.clone(), *rev);
                 first_divergence(records, |r| role.step(config, r.input.clone()))
                     .map_or_else(Replay::ControllerDiverged, Replay::Agrees)
             }

@@ -4,8 +4,22 @@
 
 use super::{Client, LeaseQueueModel, Small, World};
 use crate::leasequeue::controller::{self, Watch};
-use crate::leasequeue::etcd::{Endpoint, Refused};
+use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused};
 use crate::leasequeue::scheduler::{self, ClaimResult};
+
+/// A change of the etcd model as a controller's watch reports it.
+fn change(change: &Change) -> controller::Change<Small> {
+    match change.key {
+        Key::Endpoint(action) => controller::Change::Endpoint {
+            action,
+            owner: change.value,
+        },
+        Key::Member(scheduler) => controller::Change::Member {
+            scheduler,
+            live: change.value.is_some(),
+        },
+    }
+}
 
 /// An endpoint key of the etcd model as the scheduler is told of it.
 fn endpoint(key: Endpoint) -> scheduler::Endpoint<Small> {
@@ -33,6 +47,10 @@ impl LeaseQueueModel {
             E::KeepAlive { lease, .. } => I::KeptAlive {
                 lease,
                 ttl: w.etcd.keep_alive(lease),
+            },
+            E::Register { lease } => I::Registered {
+                lease,
+                found: w.etcd.register(s, lease),
             },
             E::Revoke { lease } => {
                 w.etcd.revoke(lease);
@@ -85,6 +103,7 @@ impl LeaseQueueModel {
             controller::Effect::List => controller::Input::Listed {
                 rev: w.etcd.rev,
                 keys: w.etcd.keys.iter().map(|k| (k.action, k.owner)).collect(),
+                members: w.etcd.members.iter().map(|m| m.scheduler).collect(),
             },
             controller::Effect::Watch { from } => {
                 w.streams[usize::from(c)] = true;
@@ -114,7 +133,7 @@ impl LeaseQueueModel {
             Err(_) => Some(controller::Input::Compacted { rev: w.etcd.rev }),
             Ok(response) if !response.is_empty() => Some(controller::Input::Changed {
                 rev: response[0].rev,
-                changes: response.iter().map(|c| (c.action, c.owner)).collect(),
+                changes: response.iter().map(change).collect(),
             }),
             Ok(_) if probing => Some(controller::Input::Progress { rev: w.etcd.rev }),
             Ok(_) => None,

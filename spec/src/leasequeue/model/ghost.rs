@@ -23,12 +23,25 @@ pub struct Ghost {
     /// A scheduler once lost an election to another and forwarded work to
     /// the winner.
     pub contested: bool,
+    /// A controller once placed a queue on another member than it would
+    /// with every scheduler a member: its first choice had left.
+    pub displaced: bool,
 }
 
 /// Every action's routing agrees with etcd: a key's owner holds the queue
 /// under the key's live lease, nobody else holds one, and every cache points
-/// to the owner; without a key, no queue and no cache entry.
+/// to the owner; without a key, no queue and no cache entry. And every
+/// controller knows the members etcd holds.
 pub(super) fn routing_restored(w: &World) -> bool {
+    let members = w.etcd.members.iter().map(|m| m.scheduler);
+    let members_known = w
+        .controllers
+        .iter()
+        .all(|c| c.members.iter().copied().eq(members.clone()));
+    members_known && endpoints_agree(w)
+}
+
+fn endpoints_agree(w: &World) -> bool {
     let actions: Vec<u8> = w
         .etcd
         .keys

@@ -11,6 +11,12 @@
 //! Every action that touches a role calls its `step`; the model adds only
 //! the world around them, and ghost state that the properties read.
 //!
+//! The world starts from a running cluster: every scheduler holds a lease
+//! and is a member (its member key put under the lease), and every
+//! controller has listed the members. From there a lease lost takes its
+//! scheduler's member key with its endpoint keys, and the controllers place
+//! new queues among the members left.
+//!
 //! # Time
 //!
 //! A tick is the keepalive period. At every tick every role is woken with
@@ -62,8 +68,12 @@ impl Domain for Small {
         a.saturating_sub(b)
     }
 
-    fn action_number(action: &u8) -> u64 {
-        u64::from(*action)
+    /// Weight 1 for the scheduler numbered `action + seed`, 0 for every
+    /// other (the lowest id wins a tie): a controller places a new queue of
+    /// action `a` on scheduler `a + seed` while it is a member, else on the
+    /// lowest member.
+    fn placement(seed: u64, action: &u8, scheduler: &u8) -> u64 {
+        u64::from(u64::from(*scheduler) == u64::from(*action) + seed)
     }
 }
 
@@ -71,13 +81,19 @@ impl Domain for Small {
 /// clock drift the steadfast scheduler assumes.
 pub const MARGIN: u8 = 1;
 
-/// Controller `c` as it starts, having listed no key at `rev`. Each
-/// controller knows the schedulers in an order of its own (controller `c`
-/// starts from scheduler `c`), so two controllers can place one new queue
-/// on different schedulers.
-pub fn controller_at_start(b: &Bounds, c: u8, rev: u32) -> Controller<Small> {
-    let known = (0..b.schedulers).map(|s| (s + c) % b.schedulers.max(1));
-    Controller::new(known.collect(), rev)
+/// The seed controller `c` places new queues with: its own, so that two
+/// controllers can place one new queue on different schedulers (with
+/// [`Small::placement`], controller `c` places action `a` on scheduler
+/// `a + c` while that is a member).
+pub fn controller_seed(c: u8) -> u64 {
+    u64::from(c)
+}
+
+/// The scheduler controller `c` places a new queue of `action` on while
+/// every scheduler is a member.
+pub fn first_choice(b: &Bounds, c: u8, action: u8) -> Option<u8> {
+    let members = (0..b.schedulers).collect();
+    Controller::<Small>::new(Vec::new(), members, 0).place(controller_seed(c), &action)
 }
 
 /// A step of the world.
@@ -222,10 +238,11 @@ impl LeaseQueueModel {
         }
     }
 
-    fn controller_config(&self) -> controller::Config<Small> {
+    fn controller_config(&self, c: u8) -> controller::Config<Small> {
         controller::Config {
             rules: self.rules(),
             wake_every: 1,
+            seed: controller_seed(c),
         }
     }
 
@@ -254,9 +271,7 @@ impl Model for LeaseQueueModel {
             late: vec![Vec::new(); schedulers],
             running: vec![Vec::new(); schedulers],
             unacked: vec![Vec::new(); schedulers],
-            controllers: (0..b.controllers)
-                .map(|c| controller_at_start(b, c, etcd.rev))
-                .collect(),
+            controllers: Vec::new(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
             streams: vec![true; usize::from(b.controllers)],
             cut: vec![false; schedulers + usize::from(b.controllers)],
@@ -273,11 +288,22 @@ impl Model for LeaseQueueModel {
                 excused: vec![false; total],
                 unfenced: false,
                 contested: false,
+                displaced: false,
             },
         };
+        // The cluster has started: every scheduler holds a lease and is a
+        // member (etcd answered their requests in turn), and then every
+        // controller listed the keys.
         for s in 0..b.schedulers {
             self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
         }
+        while let Some(s) = (0..b.schedulers).find(|s| !w.outbox[usize::from(*s)].is_empty()) {
+            self.answer(&mut w, s, 0);
+        }
+        let members: Vec<u8> = w.etcd.members.iter().map(|m| m.scheduler).collect();
+        w.controllers = (0..b.controllers)
+            .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
+            .collect();
         vec![w]
     }
 

@@ -9,8 +9,10 @@
 
 use stateright::Property;
 
-use super::{controller_at_start, Bounds, LeaseQueueModel, World};
+use super::{first_choice, Bounds, LeaseQueueModel, World};
 use crate::leasequeue::controller::Watch;
+use crate::leasequeue::etcd::{Key, MIN_TTL};
+use crate::leasequeue::Variant;
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
 /// condition.
@@ -20,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 13] = [
+const REACHABLE: [Reachable; 14] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -32,11 +34,11 @@ const REACHABLE: [Reachable; 13] = [
         },
         condition: |_, w| {
             let log = &w.etcd.log;
+            let deleted = |c: &crate::leasequeue::etcd::Change| {
+                c.value.is_none() && matches!(c.key, Key::Endpoint(_))
+            };
             log.iter().enumerate().any(|(i, c)| {
-                c.owner.is_none()
-                    && log[i + 1..]
-                        .iter()
-                        .any(|o| o.owner.is_none() && o.rev == c.rev)
+                deleted(c) && log[i + 1..].iter().any(|o| deleted(o) && o.rev == c.rev)
             })
         },
     },
@@ -46,6 +48,17 @@ const REACHABLE: [Reachable; 13] = [
         name: "a scheduler loses an election and forwards",
         expected: |b| pairs(b).any(|(x, y)| x.1 == y.1 && placed(b, x) != placed(b, y)),
         condition: |_, w| w.ghost.contested,
+    },
+    // A lease that expires in the outage takes its scheduler's member key:
+    // a steadfast controller, which sees the deletion, then places the
+    // probe's queue on a member it would not have chosen.
+    Reachable {
+        name: "a queue is placed anew once its first choice left",
+        expected: |b| {
+            let expires = b.ttl.max(MIN_TTL) <= b.outage_ticks;
+            b.variant == Variant::Steadfast && b.probe && expires
+        },
+        condition: |_, w| w.ghost.displaced,
     },
     Reachable {
         name: "a compaction cancels a watch",
@@ -122,10 +135,10 @@ const REACHABLE: [Reachable; 13] = [
     },
 ];
 
-/// The scheduler controller `c` places a new queue for action `a` on, by
-/// the controller's own rule.
+/// Where a submission's controller places its action's queue while every
+/// scheduler is a member.
 fn placed(b: &Bounds, (c, a): (u8, u8)) -> Option<u8> {
-    controller_at_start(b, c, 1).home(&a)
+    first_choice(b, c, a)
 }
 
 /// Every pair of submissions.

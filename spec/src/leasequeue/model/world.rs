@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Ghost, LeaseQueueModel, Small};
+use super::{first_choice, Ghost, LeaseQueueModel, Small};
 use crate::leasequeue::controller::{self, Controller};
 use crate::leasequeue::etcd::Etcd;
 use crate::leasequeue::scheduler::{self, ClaimResult, Scheduler};
@@ -244,6 +244,7 @@ impl LeaseQueueModel {
                 }
                 request @ (scheduler::Effect::Grant { .. }
                 | scheduler::Effect::KeepAlive { .. }
+                | scheduler::Effect::Register { .. }
                 | scheduler::Effect::Revoke { .. }
                 | scheduler::Effect::Claim { .. }
                 | scheduler::Effect::Delete { .. }
@@ -267,7 +268,8 @@ impl LeaseQueueModel {
     }
 
     pub(super) fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input<Small>) {
-        let effects = w.controllers[usize::from(c)].step(&self.controller_config(), input);
+        let config = self.controller_config(c);
+        let effects = w.controllers[usize::from(c)].step(&config, input);
         for effect in effects {
             match effect {
                 controller::Effect::WakeIn { .. } | controller::Effect::RequestProgress => {}
@@ -280,6 +282,7 @@ impl LeaseQueueModel {
                     });
                 }
                 controller::Effect::CreateQueue { action, to } => {
+                    w.ghost.displaced |= Some(to) != first_choice(&self.bounds, c, action);
                     w.messages.push(Message::CreateQueue { to, action });
                 }
                 controller::Effect::Fail { id, reason } => {
