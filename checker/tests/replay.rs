@@ -39,13 +39,18 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
         ttl: 2000,
         margin: 500,
         wake_every: 600,
+        retry_every: 250,
         idle_after: 60_000,
     };
     let action = || "hello".to_string();
     let inputs = [
         Input::Wake,
         Input::Granted { lease, ttl: 2000 },
-        Input::KeptAlive { lease, ttl: 2000 },
+        Input::KeptAlive {
+            lease,
+            keepalive: 0,
+            ttl: 2000,
+        },
         Input::CreateQueue { action: action() },
         Input::Claimed {
             action: action(),

@@ -28,7 +28,7 @@ use steadfast::leasequeue::etcd::EtcdOptions;
 use steadfast::leasequeue::network::Network;
 use steadfast::leasequeue::wire::{Message, Outcome};
 use steadfast::leasequeue::{Controller, ControllerBuilder, SchedulerBuilder};
-use steadfast_tests::etcd_server::EtcdServer;
+use steadfast_tests::etcd_server::{await_answer, EtcdServer};
 use steadfast_tests::leasequeue_nodes::{Ledger, SchedulerProcess};
 use tokio::sync::{mpsc, oneshot};
 
@@ -100,13 +100,7 @@ async fn main() {
         tokio::time::sleep(OUTAGE).await;
         etcd.resume().unwrap();
         let thawed = Instant::now();
-        loop {
-            let probe = client.get("steadfast/probe", None);
-            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(100), probe).await {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        await_answer(&mut client).await;
         let answered = Instant::now();
         round(&controller).await;
         let recovery = answered.elapsed();

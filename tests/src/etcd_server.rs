@@ -338,6 +338,18 @@ pub async fn connect(endpoints: &[String]) -> Result<Client, EtcdError> {
     connect_with(endpoints, None).await
 }
 
+/// Waits until etcd answers a read through `client` (each try waits at
+/// most 100 ms): after an outage, the moment it is back.
+pub async fn await_answer(client: &mut Client) {
+    loop {
+        let probe = client.get("steadfast/probe", None);
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(100), probe).await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// A client of `endpoints`, trusting the CA `ca_pem` when given.
 async fn connect_with(endpoints: &[String], ca_pem: Option<&[u8]>) -> Result<Client, EtcdError> {
     let mut options = ConnectOptions::new()

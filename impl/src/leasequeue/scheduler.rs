@@ -111,6 +111,7 @@ pub struct SchedulerBuilder {
     ttl: Duration,
     margin: Duration,
     wake_every: Option<Duration>,
+    retry_every: Option<Duration>,
     idle_after: Duration,
     listen: String,
     advertise: Option<String>,
@@ -123,8 +124,9 @@ pub struct SchedulerBuilder {
 impl SchedulerBuilder {
     /// A scheduler on the etcd `etcd` names, following the steadfast
     /// rules, with a lease TTL of 10 s, a fencing margin of 500 ms, a
-    /// wake-up every third of the TTL, queues retired after 60 s without
-    /// work, listening on a free port of 127.0.0.1.
+    /// wake-up every third of the TTL, its lease's requests retried every
+    /// 250 ms while it cannot serve, queues retired after 60 s without work,
+    /// listening on a free port of 127.0.0.1.
     pub fn new(etcd: EtcdOptions) -> Self {
         SchedulerBuilder {
             etcd,
@@ -132,6 +134,7 @@ impl SchedulerBuilder {
             ttl: Duration::from_secs(10),
             margin: Duration::from_millis(500),
             wake_every: None,
+            retry_every: None,
             idle_after: Duration::from_secs(60),
             listen: "127.0.0.1:0".into(),
             advertise: None,
@@ -176,6 +179,16 @@ impl SchedulerBuilder {
     #[must_use]
     pub fn wake_every(mut self, every: Duration) -> Self {
         self.wake_every = Some(every);
+        self
+    }
+
+    /// How soon its lease's requests (a grant, a keepalive, a revoke) are
+    /// sent again while it cannot serve (250 ms, or `wake_every` if
+    /// shorter, unless set): after an etcd outage it serves again within
+    /// about this long of etcd answering, whatever the TTL.
+    #[must_use]
+    pub fn retry_every(mut self, every: Duration) -> Self {
+        self.retry_every = Some(every);
         self
     }
 
@@ -259,6 +272,13 @@ impl SchedulerBuilder {
                  between keepalives; set it above 0 and below the TTL (a third of it by default)"
             )));
         }
+        let retry_every = self.retry_every.map_or(wake_every.min(250), millis);
+        if retry_every == 0 || retry_every > wake_every {
+            return Err(StartError::Config(format!(
+                "retry_every is {retry_every} ms for a wake-up every {wake_every} ms: set it \
+                 above 0 and not above wake_every (250 ms by default)"
+            )));
+        }
         let margin = millis(self.margin);
         if margin >= ttl {
             return Err(StartError::Config(format!(
@@ -277,6 +297,7 @@ impl SchedulerBuilder {
             ttl,
             margin,
             wake_every,
+            retry_every,
             idle_after: millis(self.idle_after),
         })
     }
@@ -325,7 +346,6 @@ impl SchedulerBuilder {
             forwards: Unacked::new(),
             outcomes: Unacked::new(),
             ttls: HashMap::new(),
-            keepalives: 0,
             acked: VecDeque::new(),
             last_acked: HashMap::new(),
             dedupe_window: self.dedupe_window,
@@ -399,9 +419,9 @@ enum Event {
     Input(Input<Named>),
     /// A keepalive answered: `alive` unless etcd has no such lease.
     KeptAlive {
-        /// The keepalive stream it was sent on.
-        stream: u64,
         lease: i64,
+        /// The keepalive's number.
+        keepalive: u64,
         alive: bool,
     },
     /// An activation finished running.
@@ -416,6 +436,7 @@ enum Event {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Timer {
     Wake,
+    Retry,
     Idle(String),
     Redeliver,
 }
@@ -458,9 +479,6 @@ struct Driver<E> {
     /// The TTL etcd granted each lease with, in milliseconds: what a
     /// keepalive renews it to.
     ttls: HashMap<i64, u64>,
-    /// The keepalive stream answers are taken from: answers sent on an
-    /// older one are dropped, as the role asks of a restart.
-    keepalives: u64,
     /// Activations acknowledged, oldest first, and when each was last:
     /// the role forgets them ([`Input::Forget`]) a dedupe window later.
     acked: VecDeque<(Instant, String)>,
@@ -513,19 +531,20 @@ impl<E: Executor> Driver<E> {
                 self.feed(input);
             }
             Event::KeptAlive {
-                stream,
                 lease,
+                keepalive,
                 alive,
             } => {
-                if stream != self.keepalives {
-                    return;
-                }
                 let ttl = if alive {
                     self.ttls.get(&lease).copied().unwrap_or(0)
                 } else {
                     0
                 };
-                self.feed(Input::KeptAlive { lease, ttl });
+                self.feed(Input::KeptAlive {
+                    lease,
+                    keepalive,
+                    ttl,
+                });
             }
             Event::Executed {
                 id,
@@ -577,6 +596,7 @@ impl<E: Executor> Driver<E> {
     fn timer(&mut self, timer: Timer) {
         match timer {
             Timer::Wake => self.feed(Input::Wake),
+            Timer::Retry => self.feed(Input::Retry),
             Timer::Idle(action) => self.feed(Input::Idle { action }),
             Timer::Redeliver => {
                 let resent =
@@ -659,20 +679,15 @@ impl<E: Executor> Driver<E> {
                     ttl,
                 }))
             }),
-            Effect::KeepAlive { lease, restart } => {
-                if restart {
-                    self.keepalives += 1;
-                }
-                let stream = self.keepalives;
-                self.ask(move |mut etcd| async move {
-                    let alive = logged("keep the lease alive", etcd.keep_alive(lease).await)?;
-                    Some(Event::KeptAlive {
-                        stream,
-                        lease,
-                        alive,
-                    })
-                });
-            }
+            Effect::KeepAlive { lease, keepalive } => self.ask(move |mut etcd| async move {
+                let alive = logged("keep the lease alive", etcd.keep_alive(lease).await)?;
+                Some(Event::KeptAlive {
+                    lease,
+                    keepalive,
+                    alive,
+                })
+            }),
+            Effect::RetryIn { after } => self.timers.set(Timer::Retry, after),
             Effect::Register { lease } => {
                 let name = self.network.address().to_owned();
                 self.ask(move |mut etcd| async move {

@@ -7,18 +7,25 @@
 //!
 //! The scheduler never reads a clock: every input comes with the time
 //! elapsed since the one before, and it keeps what is left of each span
-//! (how long its lease stays valid, how long its keepalive has waited). It
+//! (how long its lease stays valid, how long each keepalive has waited). It
 //! asks to be woken with [`Effect::WakeIn`]; at every wake-up it sends again
 //! each request not yet answered, so a lost or late reply costs a retry,
-//! never a decision taken for it by the world. Every reply names what it
-//! answers (the lease, the action's key, the activation), and a reply the
-//! scheduler no longer waits for changes nothing.
+//! never a decision taken for it by the world. While it cannot serve (no
+//! lease, a lease lost, or one not confirmed), it also retries its lease's
+//! requests on a timer of its own ([`Config::retry_every`], short), so that
+//! it serves again soon after etcd answers again, whatever the TTL. Every
+//! reply names what it answers (the lease, the keepalive, the action's key,
+//! the activation), and a reply the scheduler no longer waits for changes
+//! nothing.
 //!
 //! # Fencing
 //!
 //! Its lease is valid, by its own clock, until the send time of the last
 //! keepalive etcd confirmed plus the TTL etcd confirmed, less
-//! [`Config::margin`]. Before every hand-out ([`Effect::Execute`]) it checks
+//! [`Config::margin`]. Keepalives are numbered, and an answer counts from
+//! the send time of the keepalive it answers, however late it comes: etcd
+//! renewed the lease after that send, never before it. Before every
+//! hand-out ([`Effect::Execute`]) it checks
 //! that the queue's lease is the one it holds and that it is still valid. As
 //! long as etcd's clock runs at most `margin` ahead of the scheduler's over
 //! one TTL, etcd never expires a lease the scheduler still serves under.
@@ -41,6 +48,9 @@ pub struct Config<D: Domain> {
     /// How often it wakes up: to keep its lease alive and to send again
     /// every request not yet answered.
     pub wake_every: D::Duration,
+    /// How soon its lease's requests (grant, keepalive, revoke) are sent
+    /// again while it cannot serve (not more than [`Config::wake_every`]).
+    pub retry_every: D::Duration,
     /// How long a queue stays without a hand-out before it retires.
     pub idle_after: D::Duration,
 }
@@ -93,8 +103,12 @@ pub enum LeaseState<D: Domain> {
         /// How long it may still hand out work under it (zero: suspended
         /// until etcd confirms the lease again).
         valid_for: D::Duration,
-        /// How long ago it sent the keepalive not answered yet, if one is.
-        keepalive: Option<D::Duration>,
+        /// The keepalives sent under it and not answered yet, oldest
+        /// first: each its number and how long ago it was sent (less than
+        /// the TTL: one older is dropped, its answer worth nothing).
+        keepalives: Vec<(u64, D::Duration)>,
+        /// The number of the next keepalive.
+        next_keepalive: u64,
         /// Whether etcd confirmed its member key under this lease: until
         /// then the key is put again at every wake-up.
         registered: bool,
@@ -134,13 +148,17 @@ pub enum Input<D: Domain> {
         /// Its TTL.
         ttl: D::Duration,
     },
-    /// etcd answered a keepalive of `lease`.
+    /// etcd answered keepalive number `keepalive` of `lease`.
     KeptAlive {
         /// The lease.
         lease: D::Lease,
+        /// The keepalive's number ([`Effect::KeepAlive`]).
+        keepalive: u64,
         /// The TTL it was renewed for; zero when etcd has no such lease.
         ttl: D::Duration,
     },
+    /// The retry timer fired ([`Effect::RetryIn`]).
+    Retry,
     /// A put of its member key under `lease` ended.
     Registered {
         /// The lease the request named.
@@ -225,13 +243,20 @@ pub enum Effect<D: Domain> {
         /// The TTL asked for.
         ttl: D::Duration,
     },
-    /// Renew this lease; answer with [`Input::KeptAlive`].
+    /// Renew this lease; answer with [`Input::KeptAlive`], naming the
+    /// keepalive, whenever etcd answers (a runtime need not cancel one
+    /// sent before: its answer counts from its own send).
     KeepAlive {
         /// The lease.
         lease: D::Lease,
-        /// Open a new keepalive stream first: the answers still due on the
-        /// old one are worthless and must never arrive.
-        restart: bool,
+        /// The keepalive's number.
+        keepalive: u64,
+    },
+    /// Arm the retry timer: answer with [`Input::Retry`] after this long (a
+    /// timer armed again replaces the last).
+    RetryIn {
+        /// How long from now.
+        after: D::Duration,
     },
     /// Put this scheduler's member key (`scheduler/<id>`, holding the
     /// address it advertises) under `lease`; answer with
@@ -414,16 +439,24 @@ impl<D: Domain> Scheduler<D> {
         input: Input<D>,
     ) -> Vec<Effect<D>> {
         self.advance(config, elapsed);
+        let owed = self.owes();
+        let timed = matches!(input, Input::Wake | Input::Retry);
         let mut out = Vec::new();
         match input {
             Input::Wake => self.wake(config, &mut out),
-            Input::Granted { lease, ttl } => self.granted(lease, ttl, &mut out),
-            Input::KeptAlive { lease, ttl } => self.kept_alive(config, lease, ttl, &mut out),
+            Input::Granted { lease, ttl } => self.granted(config, lease, ttl, &mut out),
+            Input::KeptAlive {
+                lease,
+                keepalive,
+                ttl,
+            } => self.kept_alive(config, lease, keepalive, ttl, &mut out),
+            Input::Retry => self.retry(config, &mut out),
             Input::Registered { lease, found } => self.registered(config, lease, found, &mut out),
             Input::Revoked { lease } => {
                 if matches!(&self.lease, LeaseState::Revoking { id } if *id == lease) {
                     self.lease = LeaseState::Granting;
                     out.push(Effect::Grant { ttl: config.ttl });
+                    self.arm_retry(config, &mut out);
                 }
             }
             Input::Claimed {
@@ -458,12 +491,16 @@ impl<D: Domain> Scheduler<D> {
             Input::Idle { action } => self.retire(config, action, &mut out),
             Input::Forget { id } => self.forget(&id),
         }
+        // Activations now wait on a request: retried a span from now.
+        if self.owes() && !owed && !timed {
+            self.arm_retry(config, &mut out);
+        }
         out
     }
 
-    /// Time passed: the lease's validity runs down, the keepalive ages (up
-    /// to the TTL: older than that, its answer is worth nothing anyway),
-    /// queues stay idle longer.
+    /// Time passed: the lease's validity runs down, the keepalives age
+    /// (those as old as the TTL are dropped: their answers are worth
+    /// nothing), queues stay idle longer.
     fn advance(&mut self, config: &Config<D>, elapsed: D::Duration) {
         for queue in &mut self.queues {
             queue.idle_for = (queue.idle_for + elapsed).min(config.idle_after);
@@ -471,39 +508,25 @@ impl<D: Domain> Scheduler<D> {
         if let LeaseState::Held {
             ttl,
             valid_for,
-            keepalive,
+            keepalives,
             ..
         } = &mut self.lease
         {
             *valid_for = D::saturating_sub(*valid_for, elapsed);
-            if let Some(age) = keepalive {
-                *age = (*age + elapsed).min(*ttl);
+            for (_, age) in keepalives.iter_mut() {
+                *age = *age + elapsed;
             }
+            keepalives.retain(|(_, age)| age < ttl);
         }
     }
 
-    /// Sends every request not answered yet, and a keepalive: on a new
-    /// stream when the last one is still unanswered a whole period later
-    /// (so that its answer, if it ever comes, cannot be taken for the new
-    /// one's).
+    /// Sends every request not answered yet, and a keepalive.
     fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
-        match &mut self.lease {
+        self.send_keepalive(out);
+        match &self.lease {
             LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
             LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
-            LeaseState::Held {
-                id,
-                keepalive,
-                registered,
-                ..
-            } => {
-                let restart = keepalive.is_some_and(|age| age >= config.wake_every);
-                if keepalive.is_none() || restart {
-                    *keepalive = Some(D::Duration::default());
-                    out.push(Effect::KeepAlive {
-                        lease: id.clone(),
-                        restart,
-                    });
-                }
+            LeaseState::Held { id, registered, .. } => {
                 if !*registered {
                     out.push(Effect::Register { lease: id.clone() });
                 }
@@ -517,18 +540,92 @@ impl<D: Domain> Scheduler<D> {
                 created: *created,
             });
         }
+        self.resend_lookups(out);
+        out.push(Effect::WakeIn {
+            after: config.wake_every,
+        });
+        self.arm_retry(config, out);
+    }
+
+    /// Whether activations wait on its requests: a claim or a lookup not
+    /// answered yet.
+    fn owes(&self) -> bool {
+        !self.electing.is_empty() || !self.resolving.is_empty()
+    }
+
+    /// Arms the retry timer: for [`Config::retry_every`] from now while it
+    /// cannot serve or activations wait on its requests, else for when the
+    /// lease's validity runs out.
+    fn arm_retry(&self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        let after = match &self.lease {
+            LeaseState::Held { valid_for, .. }
+                if *valid_for != D::Duration::default() && !self.owes() =>
+            {
+                *valid_for
+            }
+            _ => config.retry_every,
+        };
+        out.push(Effect::RetryIn { after });
+    }
+
+    /// The retry timer fired: while it cannot serve, its lease's request is
+    /// sent again (a grant, a revoke, or a new keepalive); the claims and
+    /// lookups activations wait on are sent again; the timer is armed again
+    /// either way.
+    fn retry(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        if self.valid_lease().is_none() {
+            match &self.lease {
+                LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
+                LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
+                LeaseState::Held { .. } => {}
+            }
+            self.send_keepalive(out);
+        }
+        if let Some(lease) = self.live_lease().cloned() {
+            self.claim_electing(&lease, out);
+        }
+        self.resend_lookups(out);
+        self.arm_retry(config, out);
+    }
+
+    /// Looks up again every key it is looking up.
+    fn resend_lookups(&self, out: &mut Vec<Effect<D>>) {
         for (id, action) in &self.resolving {
             out.push(Effect::Resolve {
                 id: id.clone(),
                 action: action.clone(),
             });
         }
-        out.push(Effect::WakeIn {
-            after: config.wake_every,
+    }
+
+    /// Sends keepalive number `next_keepalive` of the lease it holds, if
+    /// it holds one.
+    fn send_keepalive(&mut self, out: &mut Vec<Effect<D>>) {
+        let LeaseState::Held {
+            id,
+            keepalives,
+            next_keepalive,
+            ..
+        } = &mut self.lease
+        else {
+            return;
+        };
+        let keepalive = *next_keepalive;
+        *next_keepalive += 1;
+        keepalives.push((keepalive, D::Duration::default()));
+        out.push(Effect::KeepAlive {
+            lease: id.clone(),
+            keepalive,
         });
     }
 
-    fn granted(&mut self, lease: D::Lease, ttl: D::Duration, out: &mut Vec<Effect<D>>) {
+    fn granted(
+        &mut self,
+        config: &Config<D>,
+        lease: D::Lease,
+        ttl: D::Duration,
+        out: &mut Vec<Effect<D>>,
+    ) {
         if self.lease != LeaseState::Granting {
             // A grant it no longer waits for (a retried request answered
             // twice): give the extra lease back.
@@ -541,17 +638,16 @@ impl<D: Domain> Scheduler<D> {
             id: lease.clone(),
             ttl,
             valid_for: D::Duration::default(),
-            keepalive: Some(D::Duration::default()),
+            keepalives: Vec::new(),
+            next_keepalive: 0,
             registered: false,
         };
-        out.push(Effect::KeepAlive {
-            lease: lease.clone(),
-            restart: true,
-        });
+        self.send_keepalive(out);
         out.push(Effect::Register {
             lease: lease.clone(),
         });
         self.claim_electing(&lease, out);
+        self.arm_retry(config, out);
     }
 
     /// Claims, under `lease`, every key it wants and is not deleting.
@@ -570,6 +666,7 @@ impl<D: Domain> Scheduler<D> {
         &mut self,
         config: &Config<D>,
         lease: D::Lease,
+        keepalive: u64,
         renewed: D::Duration,
         out: &mut Vec<Effect<D>>,
     ) {
@@ -577,20 +674,25 @@ impl<D: Domain> Scheduler<D> {
             id,
             ttl,
             valid_for,
-            keepalive,
+            keepalives,
             ..
         } = &mut self.lease
         else {
             return;
         };
-        let (true, Some(age)) = (*id == lease, *keepalive) else {
+        if *id != lease {
+            return;
+        }
+        // An answer to a keepalive answered already, or dropped (one sent
+        // later was answered), says nothing new.
+        let Some(&(_, age)) = keepalives.iter().find(|(k, _)| *k == keepalive) else {
             return;
         };
-        *keepalive = None;
+        keepalives.retain(|(k, _)| *k > keepalive);
         let renewed = if renewed != D::Duration::default() {
             renewed
         } else if config.rules.has(Rule::TtlZeroIsLoss) {
-            self.lose_lease(config.rules, out);
+            self.lose_lease(config, out);
             return;
         } else {
             // OpenWhisk maps the answer to its lease and takes it for a
@@ -598,6 +700,7 @@ impl<D: Domain> Scheduler<D> {
             *ttl
         };
         *valid_for = D::saturating_sub(renewed, age + config.margin);
+        self.arm_retry(config, out);
         self.serve_waiting(config.rules, out);
     }
 
@@ -619,21 +722,22 @@ impl<D: Domain> Scheduler<D> {
         if found {
             *registered = true;
         } else if config.rules.has(Rule::TtlZeroIsLoss) {
-            self.lose_lease(config.rules, out);
+            self.lose_lease(config, out);
         }
         // OpenWhisk puts the key again at the next wake-up.
     }
 
     /// The lease is gone: stop serving every queue and revoke it before
     /// taking a new one; waiting activations are looked up again.
-    fn lose_lease(&mut self, rules: Rules, out: &mut Vec<Effect<D>>) {
+    fn lose_lease(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
         let Some(id) = self.live_lease().cloned() else {
             return;
         };
         self.lease = LeaseState::Revoking { id: id.clone() };
         self.queues.clear();
         out.push(Effect::Revoke { lease: id });
-        self.serve_waiting(rules, out);
+        self.arm_retry(config, out);
+        self.serve_waiting(config.rules, out);
     }
 
     /// The lease it would hand out `action`'s work under now, if any.
@@ -771,7 +875,7 @@ impl<D: Domain> Scheduler<D> {
                 // claim again at the next wake-up.
             }
             ClaimResult::LeaseNotFound if config.rules.has(Rule::TtlZeroIsLoss) => {
-                self.lose_lease(config.rules, out);
+                self.lose_lease(config, out);
             }
             // OpenWhisk claims again at the next wake-up.
             ClaimResult::LeaseNotFound => {}

@@ -20,13 +20,15 @@ type ControllerInput = controller::Input<Small>;
 type ControllerEffect = controller::Effect<Small>;
 
 /// A scheduler's setup: a TTL of 3 ticks, a margin of 1, woken every tick,
-/// queues retiring after 2 idle ticks.
+/// retrying a lease's requests every tick while suspended, queues retiring
+/// after 2 idle ticks.
 fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
     scheduler::Config {
         rules: rules.into(),
         ttl: 3,
         margin: 1,
         wake_every: 1,
+        retry_every: 1,
         idle_after: 2,
     }
 }
@@ -63,7 +65,12 @@ fn serving(rules: impl Into<Rules>, lease: u8) -> (Scheduler, scheduler::Config<
     let mut s = Scheduler::new(0);
     s.step(&config, 0, Input::Wake);
     s.step(&config, 0, Input::Granted { lease, ttl: 3 });
-    s.step(&config, 0, Input::KeptAlive { lease, ttl: 3 });
+    let answer = Input::KeptAlive {
+        lease,
+        keepalive: 0,
+        ttl: 3,
+    };
+    s.step(&config, 0, answer);
     s.step(&config, 0, Input::CreateQueue { action: 0 });
     let created = ClaimResult::Created { created: 2 };
     s.step(
@@ -242,9 +249,9 @@ fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_t
     let sent = s.step(&config, 1, Input::Wake);
     assert!(sent.contains(&Effect::KeepAlive {
         lease: 7,
-        restart: false
+        keepalive: 1
     }));
-    s.step(&config, 1, kept_alive(3));
+    s.step(&config, 1, kept_alive(1, 3));
     let LeaseState::Held { valid_for, .. } = s.lease else {
         panic!("the lease is held");
     };
@@ -259,7 +266,7 @@ fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_t
     assert_eq!(s.waiting, [(2, 0)]);
     // A keepalive sent now and confirmed at once serves it.
     s.step(&config, 0, Input::Wake);
-    let served = s.step(&config, 0, kept_alive(3));
+    let served = s.step(&config, 0, kept_alive(2, 3));
     assert!(executes(&served, 2));
 }
 
@@ -269,28 +276,83 @@ fn openwhisk_should_serve_from_its_queue_whatever_became_of_its_lease() {
     assert!(executes(&s.step(&config, 5, activation(1)), 1));
 }
 
-/// etcd's answer to a keepalive of lease 7: renewed for `ttl`.
-fn kept_alive(ttl: u8) -> Input {
-    Input::KeptAlive { lease: 7, ttl }
+/// etcd's answer to keepalive `keepalive` of lease 7: renewed for `ttl`.
+fn kept_alive(keepalive: u64, ttl: u8) -> Input {
+    Input::KeptAlive {
+        lease: 7,
+        keepalive,
+        ttl,
+    }
+}
+
+fn valid_for(s: &Scheduler) -> u8 {
+    let LeaseState::Held { valid_for, .. } = s.lease else {
+        panic!("the lease is held");
+    };
+    valid_for
 }
 
 #[test]
-fn an_unanswered_keepalive_should_be_sent_again_on_a_new_stream() {
+fn a_suspended_scheduler_should_retry_on_its_timer_and_count_each_answer_from_its_own_send() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    let keepalive = |keepalive| Effect::KeepAlive {
+        lease: 7,
+        keepalive,
+    };
+    // Valid for 2 more ticks: the retry timer is armed for then.
+    let sent = s.step(&config, 0, Input::Wake);
+    assert!(sent.contains(&keepalive(1)));
+    assert!(sent.contains(&Effect::RetryIn { after: 2 }));
+    // Keepalive 1 unanswered when the lease's validity runs out: another
+    // is sent at once, and the timer armed for a retry span.
+    let again = s.step(&config, 2, Input::Retry);
+    assert_eq!(again, [keepalive(2), Effect::RetryIn { after: 1 }]);
+    // Keepalive 1's answer comes late: it counts from its own send, two
+    // ticks ago (TTL 3 - 2 - margin 1), not from keepalive 2's.
+    s.step(&config, 0, kept_alive(1, 3));
+    assert_eq!(valid_for(&s), 0);
+    s.step(&config, 0, kept_alive(2, 3));
+    assert_eq!(valid_for(&s), 2, "keepalive 2's answer: 3 - 0 - 1");
+    // Answers to keepalives answered already change nothing.
+    let before = s.clone();
+    assert!(s.step(&config, 0, kept_alive(1, 3)).is_empty());
+    assert!(s.step(&config, 0, kept_alive(2, 3)).is_empty());
+    assert_eq!(s, before);
+    // Serving again: the timer only waits for the validity to run out.
+    assert_eq!(
+        s.step(&config, 0, Input::Retry),
+        [Effect::RetryIn { after: 2 }]
+    );
+}
+
+#[test]
+fn a_scheduler_without_a_lease_should_retry_its_grant_and_its_revoke_on_its_timer() {
+    let config = config(Variant::Steadfast);
+    let mut s = Scheduler::new(0);
+    let woken = s.step(&config, 0, Input::Wake);
+    assert!(woken.contains(&Effect::Grant { ttl: 3 }));
+    assert!(woken.contains(&Effect::RetryIn { after: 1 }));
+    assert_eq!(
+        s.step(&config, 1, Input::Retry),
+        [Effect::Grant { ttl: 3 }, Effect::RetryIn { after: 1 }]
+    );
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, Input::Wake);
-    // Not answered within a period: the next wake-up opens a new stream.
-    let again = s.step(&config, 1, Input::Wake);
-    assert!(again.contains(&Effect::KeepAlive {
-        lease: 7,
-        restart: true
-    }));
+    s.step(&config, 0, kept_alive(1, 0));
+    assert_eq!(
+        s.step(&config, 0, Input::Retry),
+        [Effect::Revoke { lease: 7 }, Effect::RetryIn { after: 1 }]
+    );
 }
 
 #[test]
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     s.step(&config, 0, Input::Wake);
-    assert!(s.step(&config, 0, kept_alive(0)).is_empty());
+    assert_eq!(
+        s.step(&config, 0, kept_alive(1, 0)),
+        [Effect::RetryIn { after: 2 }]
+    );
     assert_eq!(s.live_lease(), Some(&7));
 }
 
@@ -298,12 +360,13 @@ fn openwhisk_should_take_a_ttl_of_zero_for_success() {
 fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_take_a_new_lease() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, Input::Wake);
-    let effects = s.step(&config, 0, kept_alive(0));
-    assert_eq!(effects, [Effect::Revoke { lease: 7 }]);
+    let effects = s.step(&config, 0, kept_alive(1, 0));
+    let retry = Effect::RetryIn { after: 1 };
+    assert_eq!(effects, [Effect::Revoke { lease: 7 }, retry.clone()]);
     assert!(s.queues.is_empty(), "stops serving at once");
     assert_eq!(
         s.step(&config, 0, Input::Revoked { lease: 7 }),
-        [Effect::Grant { ttl: 3 }]
+        [Effect::Grant { ttl: 3 }, retry]
     );
 }
 
@@ -349,7 +412,7 @@ fn a_member_key_refused_for_want_of_the_lease_should_be_lease_loss_under_steadfa
     let (mut s, config) = serving(Variant::Steadfast, 7);
     assert_eq!(
         s.step(&config, 0, refused.clone()),
-        [Effect::Revoke { lease: 7 }]
+        [Effect::Revoke { lease: 7 }, Effect::RetryIn { after: 1 }]
     );
     assert!(s.queues.is_empty());
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
@@ -362,8 +425,12 @@ fn replies_nobody_waits_for_should_change_nothing() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     let before = s.clone();
     let stale = [
-        Input::KeptAlive { lease: 6, ttl: 0 },
-        kept_alive(0),
+        Input::KeptAlive {
+            lease: 6,
+            keepalive: 1,
+            ttl: 0,
+        },
+        kept_alive(0, 0),
         Input::Revoked { lease: 7 },
         Input::Claimed {
             action: 1,
@@ -434,9 +501,15 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         key: None,
     };
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    // The lookup is sent again a retry span later if unanswered.
+    let retry = Effect::RetryIn { after: 1 };
     assert_eq!(
         s.step(&config, 0, activation_of(1, 1)),
-        [Effect::Ack { id: 1 }, Effect::Resolve { id: 1, action: 1 }]
+        [
+            Effect::Ack { id: 1 },
+            Effect::Resolve { id: 1, action: 1 },
+            retry
+        ]
     );
     assert_eq!(
         s.step(&config, 0, resolved.clone()),
@@ -531,7 +604,10 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
     // Sent back by the peer (which found this scheduler the owner): taken in.
     assert_eq!(
         s.step(&config, 0, copy(true)),
-        [Effect::Resolve { id: 1, action: 1 }]
+        [
+            Effect::Resolve { id: 1, action: 1 },
+            Effect::RetryIn { after: 1 }
+        ]
     );
 }
 
@@ -565,9 +641,10 @@ fn retired_queue_should_be_claimed_again_only_after_its_delete() {
         }]
     );
     // Work for it meanwhile waits for the delete to be answered.
-    assert!(s
-        .step(&config, 0, Input::CreateQueue { action: 0 })
-        .is_empty());
+    assert_eq!(
+        s.step(&config, 0, Input::CreateQueue { action: 0 }),
+        [Effect::RetryIn { after: 1 }]
+    );
     assert_eq!(
         s.step(&config, 0, Input::Deleted { action: 0 }),
         [Effect::Claim {
@@ -727,7 +804,12 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
     ];
     let input = prop_oneof![
         Just(Input::Wake),
-        (1u8..5, 0u8..4).prop_map(|(lease, ttl)| Input::KeptAlive { lease, ttl }),
+        (1u8..5, 0u64..4, 0u8..4).prop_map(|(lease, keepalive, ttl)| Input::KeptAlive {
+            lease,
+            keepalive,
+            ttl
+        }),
+        Just(Input::Retry),
         (1u8..5).prop_map(|lease| Input::Granted { lease, ttl: 3 }),
         (1u8..5).prop_map(|lease| Input::Revoked { lease }),
         (1u8..5, any::<bool>()).prop_map(|(lease, found)| Input::Registered { lease, found }),
@@ -902,6 +984,7 @@ fn runtime_config() -> scheduler::Config<Named> {
         ttl: 10_000,
         margin: 1_000,
         wake_every: 3_000,
+        retry_every: 250,
         idle_after: 60_000,
     }
 }
@@ -915,7 +998,12 @@ fn roles_should_run_on_real_identifiers() {
     let mut s = scheduler::Scheduler::<Named>::new(name("scheduler-a:8081"));
     assert_eq!(s.step(&config, 0, I::Wake)[0], E::Grant { ttl: 10_000 });
     s.step(&config, 12, I::Granted { lease, ttl: 10_000 });
-    s.step(&config, 3, I::KeptAlive { lease, ttl: 10_000 });
+    let answer = I::KeptAlive {
+        lease,
+        keepalive: 0,
+        ttl: 10_000,
+    };
+    s.step(&config, 3, answer);
     let claim = s.step(
         &config,
         0,
@@ -925,10 +1013,13 @@ fn roles_should_run_on_real_identifiers() {
     );
     assert_eq!(
         claim,
-        [E::Claim {
-            action: name("hello"),
-            lease
-        }]
+        [
+            E::Claim {
+                action: name("hello"),
+                lease
+            },
+            E::RetryIn { after: 250 }
+        ]
     );
     let won = I::Claimed {
         action: name("hello"),
@@ -1120,6 +1211,7 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
             3,
             I::KeptAlive {
                 lease: 7,
+                keepalive: 0,
                 ttl: 10_000,
             },
         ),

@@ -44,8 +44,9 @@ impl LeaseQueueModel {
                 lease: w.etcd.grant(),
                 ttl: w.etcd.ttl,
             },
-            E::KeepAlive { lease, .. } => I::KeptAlive {
+            E::KeepAlive { lease, keepalive } => I::KeptAlive {
                 lease,
+                keepalive,
                 ttl: w.etcd.keep_alive(lease),
             },
             E::Register { lease } => I::Registered {
@@ -80,6 +81,7 @@ impl LeaseQueueModel {
                 key: w.etcd.get(action).map(endpoint),
             },
             E::WakeIn { .. }
+            | E::RetryIn { .. }
             | E::IdleTimer { .. }
             | E::Execute { .. }
             | E::Forward { .. }

@@ -234,6 +234,7 @@ impl LeaseQueueModel {
             ttl: self.bounds.ttl,
             margin: MARGIN,
             wake_every: 1,
+            retry_every: 1,
             idle_after: 1,
         }
     }
@@ -304,6 +305,7 @@ impl Model for LeaseQueueModel {
         w.controllers = (0..b.controllers)
             .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
             .collect();
+        world::renumber_keepalives(&mut w);
         vec![w]
     }
 
@@ -569,6 +571,7 @@ impl Model for LeaseQueueModel {
                 self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
             }
         }
+        world::renumber_keepalives(&mut w);
         Some(w)
     }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{first_choice, Ghost, LeaseQueueModel, Small};
 use crate::leasequeue::controller::{self, Controller};
 use crate::leasequeue::etcd::Etcd;
-use crate::leasequeue::scheduler::{self, ClaimResult, Scheduler};
+use crate::leasequeue::scheduler::{self, ClaimResult, LeaseState, Scheduler};
 use crate::leasequeue::{FailReason, Variant};
 
 /// One client of etcd.
@@ -214,8 +214,12 @@ impl LeaseQueueModel {
         for effect in effects {
             match effect {
                 // The model wakes every role at every tick, and fires an
-                // idle timer when it is due, within the retirement budget.
-                scheduler::Effect::WakeIn { .. } | scheduler::Effect::IdleTimer { .. } => {}
+                // idle timer when it is due, within the retirement budget. A
+                // retry timer is never due before the next tick, whose
+                // wake-up sends all a retry would (`retry_every` is a tick).
+                scheduler::Effect::WakeIn { .. }
+                | scheduler::Effect::RetryIn { .. }
+                | scheduler::Effect::IdleTimer { .. } => {}
                 scheduler::Effect::Execute { id, action, lease } => {
                     let owned = w
                         .etcd
@@ -249,14 +253,6 @@ impl LeaseQueueModel {
                 | scheduler::Effect::Claim { .. }
                 | scheduler::Effect::Delete { .. }
                 | scheduler::Effect::Resolve { .. }) => {
-                    if let scheduler::Effect::KeepAlive { restart: true, .. } = request {
-                        // A new stream: what was due on the old one is gone.
-                        let keepalive = |r: &scheduler::Effect<Small>| {
-                            matches!(r, scheduler::Effect::KeepAlive { .. })
-                        };
-                        w.outbox[i].retain(|r| !keepalive(r));
-                        w.late[i].retain(|l| !keepalive(&l.request));
-                    }
                     // A request to an unreachable etcd is lost (its caller's
                     // deadline passes); the scheduler sends it again.
                     if self.reachable(w, Client::Scheduler(s)) {
@@ -376,6 +372,54 @@ impl LeaseQueueModel {
                 w.streams[usize::from(c)] = false;
                 w.requests[usize::from(c)].retain(|r| matches!(r, controller::Effect::Get { .. }));
             }
+        }
+    }
+}
+
+/// Renumbers each scheduler's keepalives, in the role and in flight, by
+/// their order (0, 1, ...), and its next keepalive after them. The role
+/// only compares keepalive numbers (an answer's with those it waits for,
+/// and which was sent first), so the world renumbered behaves as before;
+/// without it the count of keepalives ever sent, which grows at every tick,
+/// would make the states infinite. A keepalive in flight for a lease the
+/// scheduler no longer holds is answered to no effect: it gets 0.
+pub(super) fn renumber_keepalives(w: &mut World) {
+    for i in 0..w.schedulers.len() {
+        let held = w.schedulers[i].live_lease().copied();
+        let mut numbers: Vec<u64> = Vec::new();
+        if let LeaseState::Held { keepalives, .. } = &w.schedulers[i].lease {
+            numbers.extend(keepalives.iter().map(|(k, _)| *k));
+        }
+        let in_flight = w.outbox[i]
+            .iter_mut()
+            .chain(w.late[i].iter_mut().map(|l| &mut l.request));
+        let mut others = Vec::new();
+        for request in in_flight {
+            if let scheduler::Effect::KeepAlive { lease, keepalive } = request {
+                if Some(*lease) == held {
+                    numbers.push(*keepalive);
+                    others.push(keepalive);
+                } else {
+                    *keepalive = 0;
+                }
+            }
+        }
+        numbers.sort_unstable();
+        numbers.dedup();
+        let rank = |k: u64| numbers.partition_point(|n| *n < k) as u64;
+        for keepalive in others {
+            *keepalive = rank(*keepalive);
+        }
+        if let LeaseState::Held {
+            keepalives,
+            next_keepalive,
+            ..
+        } = &mut w.schedulers[i].lease
+        {
+            for (k, _) in keepalives.iter_mut() {
+                *k = rank(*k);
+            }
+            *next_keepalive = numbers.len() as u64;
         }
     }
 }
