@@ -11,9 +11,10 @@
 //! asks to be woken with [`Effect::WakeIn`]; at every wake-up it sends again
 //! each request not yet answered, so a lost or late reply costs a retry,
 //! never a decision taken for it by the world. While it cannot serve (no
-//! lease, a lease lost, or one not confirmed), it also retries its lease's
-//! requests on a timer of its own ([`Config::retry_every`], short), so that
-//! it serves again soon after etcd answers again, whatever the TTL. Every
+//! lease, a lease lost, or one not confirmed), or activations wait on a
+//! claim or a lookup, it also retries those requests on a timer of its own
+//! ([`Config::retry_every`], short), so that it serves again soon after
+//! etcd answers again, whatever the TTL. Every
 //! reply names what it answers (the lease, the keepalive, the action's key,
 //! the activation), and a reply the scheduler no longer waits for changes
 //! nothing.
@@ -49,7 +50,8 @@ pub struct Config<D: Domain> {
     /// every request not yet answered.
     pub wake_every: D::Duration,
     /// How soon its lease's requests (grant, keepalive, revoke) are sent
-    /// again while it cannot serve (not more than [`Config::wake_every`]).
+    /// again while it cannot serve, and the claims and lookups activations
+    /// wait on (not more than [`Config::wake_every`]).
     pub retry_every: D::Duration,
     /// How long a queue stays without a hand-out before it retires.
     pub idle_after: D::Duration,
