@@ -6,6 +6,8 @@
 //!   read polled every 10 ms) until one activation of every action,
 //!   submitted at that moment, has completed (the time from SIGCONT is
 //!   printed beside it). Repeated over OUTAGES outages: min, median, max.
+//! - **quorum loss**: a 3-member cluster with two members frozen for 5 s,
+//!   at TTL 3 s and 10 s: the same time, over OUTAGES outages each.
 //! - **throughput**: one controller and two schedulers with warm endpoint
 //!   caches, ACTIVATIONS activations of 4 actions with 64 in flight:
 //!   activations per second and p50/p99 latency; beside a baseline of the
@@ -28,7 +30,7 @@ use steadfast::leasequeue::etcd::EtcdOptions;
 use steadfast::leasequeue::network::Network;
 use steadfast::leasequeue::wire::{Message, Outcome};
 use steadfast::leasequeue::{Controller, ControllerBuilder, SchedulerBuilder};
-use steadfast_tests::etcd_server::{await_answer, EtcdServer};
+use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer};
 use steadfast_tests::leasequeue_nodes::{Ledger, SchedulerProcess};
 use tokio::sync::{mpsc, oneshot};
 
@@ -118,6 +120,66 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     println!("  every lease expired and was replaced in {replaced} of {outages} outages");
+    summarize(recoveries);
+    drop((controller, s1, s2));
+
+    for ttl in [Duration::from_secs(3), Duration::from_secs(10)] {
+        quorum_loss(ttl, outages).await;
+    }
+}
+
+/// Two schedulers and a controller on a 3-member cluster whose members 0
+/// and 1 are frozen for [`OUTAGE`], `outages` times: how long after etcd's
+/// first answer one activation of every action has completed.
+async fn quorum_loss(ttl: Duration, outages: usize) {
+    println!("quorum loss: TTL {ttl:?}, 2 of 3 members frozen for {OUTAGE:?}, {outages} outages");
+    let etcd = EtcdCluster::start(3)
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    let ledger = Ledger::default();
+    let options =
+        EtcdOptions::new(etcd.endpoints()).with_request_timeout(Duration::from_millis(500));
+    let builder = || SchedulerBuilder::new(options.clone()).ttl(ttl);
+    let s1 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let s2 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let controller = ControllerBuilder::new(options.clone())
+        .wake_every(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    round(&controller).await;
+    let mut client = etcd.client().await.unwrap();
+    let mut recoveries = Vec::new();
+    for outage in 0..outages {
+        for member in [0, 1] {
+            etcd.pause(member).unwrap();
+        }
+        tokio::time::sleep(OUTAGE).await;
+        for member in [0, 1] {
+            etcd.resume(member).unwrap();
+        }
+        await_answer(&mut client).await;
+        let answered = Instant::now();
+        round(&controller).await;
+        let recovery = answered.elapsed();
+        println!(
+            "  outage {}: {} ms after etcd's first answer",
+            outage + 1,
+            recovery.as_millis()
+        );
+        recoveries.push(recovery);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    summarize(recoveries);
+    drop((controller, s1, s2));
+}
+
+/// Prints the least, the median and the most of `recoveries`.
+fn summarize(mut recoveries: Vec<Duration>) {
     recoveries.sort();
     if let (Some(min), Some(max)) = (recoveries.first(), recoveries.last()) {
         println!(
@@ -127,7 +189,6 @@ async fn main() {
             max.as_millis()
         );
     }
-    drop((controller, s1, s2));
 }
 
 /// The leases etcd holds, sorted.
