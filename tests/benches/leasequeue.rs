@@ -57,21 +57,7 @@ async fn main() {
         .await
         .unwrap_or_else(|error| panic!("{error}"));
     let ledger = Ledger::default();
-    let options =
-        EtcdOptions::new([etcd.endpoint()]).with_request_timeout(Duration::from_millis(500));
-    let builder = || SchedulerBuilder::new(options.clone()).ttl(TTL);
-    let s1 = SchedulerProcess::start(builder(), ledger.executor())
-        .await
-        .unwrap();
-    let s2 = SchedulerProcess::start(builder(), ledger.executor())
-        .await
-        .unwrap();
-    let controller = ControllerBuilder::new(options.clone())
-        .wake_every(Duration::from_millis(300))
-        .start()
-        .await
-        .unwrap();
-    round(&controller).await;
+    let (s1, s2, controller) = nodes(&[etcd.endpoint()], TTL, &ledger).await;
 
     println!("throughput: {activations} activations of {ACTIONS} actions, {IN_FLIGHT} in flight");
     let sender = start_baseline().await;
@@ -137,21 +123,7 @@ async fn quorum_loss(ttl: Duration, outages: usize) {
         .await
         .unwrap_or_else(|error| panic!("{error}"));
     let ledger = Ledger::default();
-    let options =
-        EtcdOptions::new(etcd.endpoints()).with_request_timeout(Duration::from_millis(500));
-    let builder = || SchedulerBuilder::new(options.clone()).ttl(ttl);
-    let s1 = SchedulerProcess::start(builder(), ledger.executor())
-        .await
-        .unwrap();
-    let s2 = SchedulerProcess::start(builder(), ledger.executor())
-        .await
-        .unwrap();
-    let controller = ControllerBuilder::new(options.clone())
-        .wake_every(Duration::from_millis(300))
-        .start()
-        .await
-        .unwrap();
-    round(&controller).await;
+    let (s1, s2, controller) = nodes(&etcd.endpoints(), ttl, &ledger).await;
     let mut client = etcd.client().await.unwrap();
     let mut recoveries = Vec::new();
     for outage in 0..outages {
@@ -176,6 +148,32 @@ async fn quorum_loss(ttl: Duration, outages: usize) {
     }
     summarize(recoveries);
     drop((controller, s1, s2));
+}
+
+/// Two schedulers of lease TTL `ttl` and a controller on the etcd at
+/// `endpoints`, with a round of activations behind them (every action has
+/// its queue).
+async fn nodes(
+    endpoints: &[String],
+    ttl: Duration,
+    ledger: &Ledger,
+) -> (SchedulerProcess, SchedulerProcess, Controller) {
+    let options = EtcdOptions::new(endpoints.iter().cloned())
+        .with_request_timeout(Duration::from_millis(500));
+    let builder = || SchedulerBuilder::new(options.clone()).ttl(ttl);
+    let s1 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let s2 = SchedulerProcess::start(builder(), ledger.executor())
+        .await
+        .unwrap();
+    let controller = ControllerBuilder::new(options)
+        .wake_every(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    round(&controller).await;
+    (s1, s2, controller)
 }
 
 /// Prints the least, the median and the most of `recoveries`.
