@@ -346,6 +346,49 @@ fn a_scheduler_without_a_lease_should_retry_its_grant_and_its_revoke_on_its_time
 }
 
 #[test]
+fn the_models_renumbering_of_keepalives_should_keep_their_order_and_their_matches() {
+    use super::model::{renumber_keepalives, scenarios, Late};
+    use stateright::Model;
+    let mut w = scenarios::seed5286(Variant::Steadfast)
+        .init_states()
+        .remove(0);
+    let LeaseState::Held {
+        id,
+        keepalives,
+        next_keepalive,
+        ..
+    } = &mut w.schedulers[0].lease
+    else {
+        panic!("the cluster starts with every lease held");
+    };
+    let lease = *id;
+    // Three keepalives unanswered; one of them and one answered already in
+    // flight, and one of a lease given up.
+    *keepalives = vec![(5, 2), (9, 1), (14, 0)];
+    *next_keepalive = 15;
+    let keepalive = |lease, keepalive| Effect::KeepAlive { lease, keepalive };
+    w.outbox[0] = vec![keepalive(lease, 9), keepalive(lease + 1, 3)];
+    w.late[0] = vec![Late {
+        request: keepalive(lease, 12),
+        orphaned: false,
+    }];
+    renumber_keepalives(&mut w);
+    // 5, 9, 12, 14 become 0, 1, 2, 3, and the next one 4.
+    let LeaseState::Held {
+        keepalives,
+        next_keepalive,
+        ..
+    } = &w.schedulers[0].lease
+    else {
+        panic!("still held");
+    };
+    assert_eq!(*keepalives, [(0, 2), (1, 1), (3, 0)]);
+    assert_eq!(*next_keepalive, 4);
+    assert_eq!(w.outbox[0], [keepalive(lease, 1), keepalive(lease + 1, 0)]);
+    assert_eq!(w.late[0][0].request, keepalive(lease, 2));
+}
+
+#[test]
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     s.step(&config, 0, Input::Wake);

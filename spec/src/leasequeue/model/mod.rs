@@ -37,6 +37,7 @@ use stateright::{Model, Property};
 
 pub use ghost::Ghost;
 use ghost::{all_submitted_executed, any_pending, probe_state, routing_restored};
+pub(crate) use world::renumber_keepalives;
 pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, World};
 
 use super::controller::{self, Controller};
@@ -305,7 +306,7 @@ impl Model for LeaseQueueModel {
         w.controllers = (0..b.controllers)
             .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
             .collect();
-        world::renumber_keepalives(&mut w);
+        renumber_keepalives(&mut w);
         vec![w]
     }
 
@@ -571,7 +572,7 @@ impl Model for LeaseQueueModel {
                 self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
             }
         }
-        world::renumber_keepalives(&mut w);
+        renumber_keepalives(&mut w);
         Some(w)
     }
 

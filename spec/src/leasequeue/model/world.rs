@@ -383,7 +383,7 @@ impl LeaseQueueModel {
 /// without it the count of keepalives ever sent, which grows at every tick,
 /// would make the states infinite. A keepalive in flight for a lease the
 /// scheduler no longer holds is answered to no effect: it gets 0.
-pub(super) fn renumber_keepalives(w: &mut World) {
+pub(crate) fn renumber_keepalives(w: &mut World) {
     for i in 0..w.schedulers.len() {
         let held = w.schedulers[i].live_lease().copied();
         let mut numbers: Vec<u64> = Vec::new();
