@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 12] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 13] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -493,6 +493,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 12] = [
         about: "seed5286 with etcd's clock two ticks ahead: beyond the fence's margin, so fencing fails",
         by_default: false,
         value: lq_scenarios::drift_beyond,
+    },
+    Scenario {
+        name: "no-members",
+        about: "seed5286's sizes with an outage of both schedulers: no live member to place a queue on",
+        by_default: true,
+        value: lq_scenarios::no_members,
     },
     Scenario {
         name: "late-delete",

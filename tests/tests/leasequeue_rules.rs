@@ -79,6 +79,15 @@ fn a_controller_cut_off_from_etcd_must_park_activations() {
 }
 
 #[test]
+fn a_controller_that_knows_no_live_member_must_park_activations() {
+    assert_needed(
+        Rule::Park,
+        scenarios::no_members,
+        "every activation submitted is executed",
+    );
+}
+
+#[test]
 fn a_restarted_watch_must_resume_where_it_stopped() {
     assert_needed(Rule::ResumeWatch, scenarios::seed5286, "routing restored");
 }

@@ -48,6 +48,19 @@ pub fn seed5286(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// `seed5286`'s sizes with the outage cutting off both schedulers, and
+/// not the controller, at any time: both leases expire and their member
+/// keys go, so the controller knows no live member to place the queue on
+/// until one registers again (etcd always answers it: a parked activation
+/// here is one that found no member, never one whose lookup failed).
+pub fn no_members(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.outage_clients = vec![Client::Scheduler(0), Client::Scheduler(1)];
+    model.bounds.outage_when_routed = false;
+    model.bounds.faults.retirements = 0;
+    model
+}
+
 /// `seed5286` with a lease TTL of 6, which outlasts the outage and the
 /// fence's margin (the reporter's workaround), and no idle retirement:
 /// what remains is the outage alone.
