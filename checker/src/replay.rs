@@ -223,12 +223,14 @@ impl Trace {
         }
     }
 
-    fn scheduler(&self) -> Option<(&str, &[SchedulerRecord])> {
+    /// A scheduler's id, how long it remembers what it settled
+    /// (`scheduler::Config::remember_for`), and its records.
+    fn scheduler(&self) -> Option<(&str, Option<u64>, &[SchedulerRecord])> {
         match &self.run {
             Recorded::Role {
-                header: Header::Scheduler { id, .. },
+                header: Header::Scheduler { id, config },
                 steps: Steps::Scheduler(records),
-            } => Some((id, records)),
+            } => Some((id, config.remember_for, records)),
             _ => None,
         }
     }
@@ -382,8 +384,8 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
             path: trace.path.clone(),
             step,
         };
-        if let Some((id, records)) = trace.scheduler() {
-            scheduler_facts(id, records, |fact, step| match fact {
+        if let Some((id, remember_for, records)) = trace.scheduler() {
+            scheduler_facts(id, remember_for, records, |fact, step| match fact {
                 Fact::Settled(activation) => {
                     ends.entry(activation.clone()).or_default().push(at(step));
                     settled.entry(activation).or_default().push(at(step));
@@ -507,13 +509,34 @@ enum Fact {
 }
 
 /// Walks scheduler `me`'s records and reports each [`Fact`] with its step.
-fn scheduler_facts(me: &str, records: &[SchedulerRecord], mut report: impl FnMut(Fact, usize)) {
+/// A scheduler that remembers what it settled for `remember_for` (by its
+/// own clock, the sum of its steps' `elapsed`) has forgotten an activation
+/// settled that long before it settles it again.
+fn scheduler_facts(
+    me: &str,
+    remember_for: Option<u64>,
+    records: &[SchedulerRecord],
+    mut report: impl FnMut(Fact, usize),
+) {
+    let mut clock: u64 = 0;
+    // When (by its clock) each activation was last settled.
+    let mut settled_at: BTreeMap<String, u64> = BTreeMap::new();
+    let mut settle = |id: &String, clock: u64, step: usize, report: &mut dyn FnMut(Fact, usize)| {
+        let last = settled_at.insert(id.clone(), clock);
+        let forgotten = last
+            .zip(remember_for)
+            .is_some_and(|(at, span)| clock >= at + span);
+        if forgotten {
+            report(Fact::Forgotten(id.clone()), step);
+        }
+    };
     // The key each (action, lease) queue was opened on, from the replies
     // that open queues.
     let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
     // Activations whose execution finished and is not acknowledged yet.
     let mut finished: BTreeSet<String> = BTreeSet::new();
     for (step, record) in records.iter().enumerate() {
+        clock += record.elapsed;
         match &record.input {
             Input::Claimed {
                 action,
@@ -550,9 +573,13 @@ fn scheduler_facts(me: &str, records: &[SchedulerRecord], mut report: impl FnMut
                     }
                 }
                 Effect::Ack { id } if finished.remove(id) => {
+                    settle(id, clock, step, &mut report);
                     report(Fact::Settled(id.clone()), step);
                 }
-                Effect::Fail { id, .. } => report(Fact::Failed(id.clone()), step),
+                Effect::Fail { id, .. } => {
+                    settle(id, clock, step, &mut report);
+                    report(Fact::Failed(id.clone()), step);
+                }
                 _ => {}
             }
         }

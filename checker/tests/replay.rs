@@ -41,6 +41,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
         wake_every: 600,
         retry_every: 250,
         idle_after: 60_000,
+        remember_for: Some(600_000),
     };
     let action = || "hello".to_string();
     let inputs = [

@@ -102,6 +102,12 @@ mod vacuity {
             assert_violated(&idle(), "the faults come and go");
         }
 
+        #[test]
+        fn a_watch_catching_up_fails_when_no_key_changes() {
+            let model = idle().with_every_sometimes();
+            assert_violated(&model, "a watch catches up on several revisions at once");
+        }
+
         /// One test per `sometimes` of a fault or a path: violated in
         /// `seed5286` checked with every `sometimes`, which has one
         /// controller and one action, and of the faults only an outage and

@@ -134,15 +134,14 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     );
     etcd.revoke(lease).await.unwrap();
     let report = watch.next(Duration::from_secs(5)).await.unwrap();
-    let Some(Watched::Changes {
-        revision: deleted_at,
-        changes,
-    }) = report
-    else {
+    let Some(Watched::Changes { changes }) = report else {
         panic!("expected the deletions, got {report:?}");
     };
-    assert_eq!(deleted_at, revision + 1);
-    let mut changes = changes;
+    assert!(
+        changes.iter().all(|(rev, _)| *rev == revision + 1),
+        "one revision: {changes:?}"
+    );
+    let mut changes: Vec<_> = changes.into_iter().map(|(_, change)| change).collect();
     changes.sort();
     let gone = |action: &str| Change::Endpoint {
         action: action.into(),
@@ -178,8 +177,7 @@ async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
     assert_eq!(
         report,
         Some(Watched::Changes {
-            revision: revision + 1,
-            changes: vec![joined]
+            changes: vec![(revision + 1, joined)]
         })
     );
     // Restarted under a new lease: the old one's end leaves it a member.
@@ -192,6 +190,39 @@ async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
         !etcd.register("scheduler-a", new).await.unwrap(),
         "no member key under a lease etcd no longer has"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_catching_up_should_label_each_change_with_its_own_revision() {
+    let server = EtcdServer::start().await.unwrap();
+    let mut etcd = adapter(&server).await;
+    let lease = etcd.grant(60).await.unwrap().id;
+    let revision = etcd.list().await.unwrap().revision;
+    for action in ["a", "b", "c"] {
+        let claim = etcd.claim(action, "scheduler-a", lease).await.unwrap();
+        assert!(matches!(claim, Claim::Created { .. }), "{claim:?}");
+    }
+    // Started from a past revision, the watch is behind: etcd sends it
+    // what it missed in batches, here all three revisions in one response.
+    let mut watch = etcd.watch(revision + 1).await.unwrap();
+    let mut seen: Vec<Vec<(i64, Change<_>)>> = Vec::new();
+    while seen.iter().map(Vec::len).sum::<usize>() < 3 {
+        match watch.next(Duration::from_secs(5)).await.unwrap() {
+            Some(Watched::Changes { changes }) => seen.push(changes),
+            other => panic!("expected the claims, got {other:?}"),
+        }
+    }
+    let endpoint = |action: &str| Change::Endpoint {
+        action: action.into(),
+        owner: Some("scheduler-a".into()),
+    };
+    let expected = [
+        (revision + 1, endpoint("a")),
+        (revision + 2, endpoint("b")),
+        (revision + 3, endpoint("c")),
+    ];
+    assert_eq!(seen.concat(), expected, "each change at its own revision");
+    assert_eq!(seen.len(), 1, "one response spanning three revisions");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -622,10 +622,7 @@ async fn pump(
         };
         let input = match report {
             Ok(None) => continue,
-            Ok(Some(Watched::Changes { revision, changes })) => Input::Changed {
-                rev: revision,
-                changes,
-            },
+            Ok(Some(Watched::Changes { changes })) => Input::Changed { changes },
             Ok(Some(Watched::Compacted { compact_revision })) => Input::Compacted {
                 rev: compact_revision,
             },

@@ -314,7 +314,7 @@ pub struct Listing {
 /// let mut watch = etcd.watch(listing.revision + 1).await?;
 /// watch.request_progress().await?;
 /// match watch.next(Duration::from_secs(5)).await? {
-///     Some(Watched::Changes { revision, changes }) => println!("{revision}: {changes:?}"),
+///     Some(Watched::Changes { changes }) => println!("{changes:?}"),
 ///     Some(Watched::Compacted { .. }) => println!("fell behind: list again"),
 ///     Some(Watched::Progress { revision }) => println!("nothing new up to {revision}"),
 ///     None => println!("no word in 5 s: the watch may have stalled"),
@@ -324,12 +324,12 @@ pub struct Listing {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Watched {
-    /// Every change of one revision, in one response, in etcd's order.
+    /// Every change of one response, each with its revision, in etcd's
+    /// order: all of one revision, or, for a watch catching up on
+    /// revisions it missed, of several.
     Changes {
-        /// The revision.
-        revision: i64,
-        /// The changes.
-        changes: Vec<Change<Named>>,
+        /// The changes and their revisions.
+        changes: Vec<(i64, Change<Named>)>,
     },
     /// The revision the watch started from is compacted away: re-list.
     Compacted {
@@ -802,7 +802,7 @@ impl EndpointWatch {
             }
             // A creation confirmation carries no event; a progress
             // notification neither, and is not one.
-            let Some(first) = response.events().first().and_then(|e| e.kv()) else {
+            if response.events().iter().all(|e| e.kv().is_none()) {
                 if response.canceled() {
                     let reason = response.cancel_reason().to_owned();
                     return Err(EtcdError::Request {
@@ -815,8 +815,7 @@ impl EndpointWatch {
                 }
                 let revision = response.header().map_or(0, |h| h.revision());
                 return Ok(Some(Watched::Progress { revision }));
-            };
-            let revision = first.mod_revision();
+            }
             let mut changes = Vec::new();
             for event in response.events() {
                 let Some(kv) = event.kv() else { continue };
@@ -824,9 +823,10 @@ impl EndpointWatch {
                     EventType::Put => Some(kv.value()),
                     EventType::Delete => None,
                 };
-                changes.extend(self.space.change(kv.key(), value)?);
+                let change = self.space.change(kv.key(), value)?;
+                changes.extend(change.map(|c| (kv.mod_revision(), c)));
             }
-            return Ok(Some(Watched::Changes { revision, changes }));
+            return Ok(Some(Watched::Changes { changes }));
         }
     }
 }

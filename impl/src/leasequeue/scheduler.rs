@@ -11,7 +11,7 @@
 //! role does not; it only correlates (which payload an activation carries,
 //! who is owed an acknowledgement).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +23,6 @@ use steadfast_spec::leasequeue::trace::{Header, Named};
 use steadfast_spec::leasequeue::{Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::etcd::{Etcd, EtcdOptions};
@@ -228,11 +227,12 @@ impl SchedulerBuilder {
         self
     }
 
-    /// How long it remembers an activation it acknowledged, so that a copy
-    /// delivered again is only acknowledged (10 min by default). A copy that
-    /// arrives later than this (a sender whose acknowledgements were lost
-    /// for that long) runs again; a longer window costs memory per
-    /// activation.
+    /// How long it remembers an activation it settled or forwarded, so
+    /// that a copy delivered again is only acknowledged (10 min by default;
+    /// the role's [`Config::remember_for`], counted by the role's own
+    /// clock from the settlement). A copy that arrives later than this (a
+    /// sender whose acknowledgements were lost for that long) runs again; a
+    /// longer window costs memory per activation.
     #[must_use]
     pub fn dedupe_window(mut self, window: Duration) -> Self {
         self.dedupe_window = window;
@@ -286,6 +286,13 @@ impl SchedulerBuilder {
                  out; set it below the TTL"
             )));
         }
+        if self.dedupe_window.is_zero() {
+            return Err(StartError::Config(
+                "dedupe_window is zero: a copy of an activation delivered again would run \
+                 again; set how long settled activations are remembered (10 min by default)"
+                    .into(),
+            ));
+        }
         if self.redeliver_every.is_zero() {
             return Err(StartError::Config(
                 "redeliver_every is zero: set how often unacknowledged messages are sent again"
@@ -299,6 +306,7 @@ impl SchedulerBuilder {
             wake_every,
             retry_every,
             idle_after: millis(self.idle_after),
+            remember_for: Some(millis(self.dedupe_window)),
         })
     }
 
@@ -346,9 +354,6 @@ impl SchedulerBuilder {
             forwards: Unacked::new(),
             outcomes: Unacked::new(),
             ttls: HashMap::new(),
-            acked: VecDeque::new(),
-            last_acked: HashMap::new(),
-            dedupe_window: self.dedupe_window,
             recorder: opened.recorder,
             redeliver_every: millis(self.redeliver_every),
         };
@@ -479,11 +484,6 @@ struct Driver<E> {
     /// The TTL etcd granted each lease with, in milliseconds: what a
     /// keepalive renews it to.
     ttls: HashMap<i64, u64>,
-    /// Activations acknowledged, oldest first, and when each was last:
-    /// the role forgets them ([`Input::Forget`]) a dedupe window later.
-    acked: VecDeque<(Instant, String)>,
-    last_acked: HashMap<String, Instant>,
-    dedupe_window: Duration,
     recorder: Option<Recorder>,
     redeliver_every: u64,
 }
@@ -603,7 +603,6 @@ impl<E: Executor> Driver<E> {
                     self.forwards.resend(&self.network) + self.outcomes.resend(&self.network);
                 self.metrics.resent(resent);
                 self.forget_released();
-                self.forget_old_acks();
                 self.timers.set(Timer::Redeliver, self.redeliver_every);
             }
         }
@@ -614,24 +613,6 @@ impl<E: Executor> Driver<E> {
     fn forget_released(&mut self) {
         let role = &self.role;
         self.held.retain(|id, _| role.holds(id));
-    }
-
-    /// Tells the role to forget every activation acknowledged last a whole
-    /// dedupe window ago.
-    fn forget_old_acks(&mut self) {
-        let now = Instant::now();
-        while let Some((at, _)) = self.acked.front() {
-            if now.duration_since(*at) < self.dedupe_window {
-                break;
-            }
-            let Some((at, id)) = self.acked.pop_front() else {
-                break;
-            };
-            if self.last_acked.get(&id) == Some(&at) {
-                self.last_acked.remove(&id);
-                self.feed(Input::Forget { id });
-            }
-        }
     }
 
     /// One step of the role, recorded, and its effects carried out.
@@ -752,9 +733,6 @@ impl<E: Executor> Driver<E> {
                 for sender in self.senders.remove(&id).unwrap_or_default() {
                     self.network.send(&sender, &Message::Ack { id: id.clone() });
                 }
-                let now = Instant::now();
-                self.last_acked.insert(id.clone(), now);
-                self.acked.push_back((now, id));
             }
         }
     }

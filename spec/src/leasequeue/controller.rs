@@ -96,14 +96,16 @@ pub enum Input<D: Domain> {
         /// The first revision it reports.
         next: D::Revision,
     },
-    /// The watch reported every change of one revision, in one response
-    /// (a lease's expiry deletes all its keys at one revision: the member
-    /// key and the endpoint keys of a scheduler go together).
+    /// The watch reported one response: every change of one revision or
+    /// more, each with its revision, oldest first. A lease's expiry deletes
+    /// all its keys at one revision (the member key and the endpoint keys
+    /// of a scheduler go together), and etcd sends all of a revision in one
+    /// response; a watch catching up (started from a past revision) gets
+    /// several revisions in one.
     Changed {
-        /// The revision of the changes.
-        rev: D::Revision,
-        /// Every change of that revision, in etcd's order.
-        changes: Vec<Change<D>>,
+        /// Every change of the response, each with its revision, in etcd's
+        /// order.
+        changes: Vec<(D::Revision, Change<D>)>,
     },
     /// The watch answered a progress request: nothing it has not reported
     /// happened up to `rev`.
@@ -334,15 +336,17 @@ impl<D: Domain> Controller<D> {
                 }
                 Vec::new()
             }
-            Input::Changed { rev, changes } => {
+            Input::Changed { changes } => {
                 let Watch::Active { next, .. } = self.watch else {
                     return Vec::new();
                 };
-                if rev < next {
+                // Nothing at or after the revision it wants: an old
+                // response, seen already.
+                let Some(&(last, _)) = changes.last().filter(|(rev, _)| *rev >= next) else {
                     return Vec::new();
-                }
+                };
                 self.watch = Watch::Active {
-                    next: D::next_revision(rev),
+                    next: D::next_revision(last),
                     probing: false,
                 };
                 // Without the rule, only the first event of the response.
@@ -351,7 +355,8 @@ impl<D: Domain> Controller<D> {
                 } else {
                     1
                 };
-                for change in changes.into_iter().take(taken) {
+                let new = changes.into_iter().filter(|(rev, _)| *rev >= next);
+                for (_, change) in new.take(taken) {
                     self.take_in(change);
                 }
                 Vec::new()

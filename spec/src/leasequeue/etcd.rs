@@ -267,10 +267,13 @@ impl Etcd {
     }
 
     /// The next watch response for a watch positioned at `from` (the next
-    /// revision it wants): every change of the first revision at or after
-    /// `from` that has any, oldest first; empty when there is none yet.
+    /// revision it wants), oldest change first; empty when there is none
+    /// yet. A watcher in step with etcd gets one revision a response: every
+    /// change of the first revision at or after `from` that has any.
+    /// One catching up (`batched`) gets every change from `from` on in one
+    /// response, as etcd sends an unsynced watcher what it missed.
     /// `Err(Compacted)` when `from` is compacted away.
-    pub fn next_response(&self, from: u32) -> Result<Vec<Change>, Compacted> {
+    pub fn next_response(&self, from: u32, batched: bool) -> Result<Vec<Change>, Compacted> {
         if from <= self.compacted {
             return Err(Compacted);
         }
@@ -281,7 +284,7 @@ impl Etcd {
             .log
             .iter()
             .copied()
-            .filter(|c| c.rev == first.rev)
+            .filter(|c| c.rev == first.rev || (batched && c.rev > first.rev))
             .collect())
     }
 

@@ -55,6 +55,14 @@ pub struct Config<D: Domain> {
     pub retry_every: D::Duration,
     /// How long a queue stays without a hand-out before it retires.
     pub idle_after: D::Duration,
+    /// How long it remembers an activation it settled or forwarded, so
+    /// that a copy delivered again within that span is only acknowledged
+    /// (one delivered later runs again); `None`: for as long as it runs.
+    /// A longer span costs memory per activation. (Absent in a trace
+    /// written before it existed: `None`, the runtime then told the role
+    /// what to forget with [`Input::Forget`].)
+    #[serde(default)]
+    pub remember_for: Option<D::Duration>,
 }
 
 /// A queue this scheduler owns, and the key it was registered with.
@@ -78,6 +86,16 @@ impl<D: Domain> Queue<D> {
     pub fn idle_timer_due(&self, config: &Config<D>) -> bool {
         self.idle_for >= config.idle_after
     }
+}
+
+/// Which memory of an activation a scheduler keeps for
+/// [`Config::remember_for`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Remembered {
+    /// It settled the activation ([`Scheduler::settled`]).
+    Settled,
+    /// It forwarded the activation ([`Scheduler::forwarded`]).
+    Forwarded,
 }
 
 /// An endpoint key as etcd holds it.
@@ -224,8 +242,9 @@ pub enum Input<D: Domain> {
         /// The action.
         action: D::Action,
     },
-    /// Copies of activation `id` are no longer expected: a runtime's window
-    /// of recent ids moved on. Nothing follows.
+    /// Activation `id` is to be forgotten now, as if its
+    /// [`Config::remember_for`] had passed: the model reuses an id for a
+    /// new activation so. Nothing follows.
     Forget {
         /// The activation.
         id: D::Activation,
@@ -362,12 +381,20 @@ pub struct Scheduler<D: Domain> {
     pub resolving: Vec<(D::Activation, D::Action)>,
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
-    /// Activations it settled, so that a copy delivered again is only
-    /// acknowledged (a runtime trims this with [`Input::Forget`]).
+    /// Activations it settled, sorted, so that a copy delivered again is
+    /// only acknowledged.
     pub settled: Vec<D::Activation>,
-    /// Activations it forwarded, so that a copy from a controller is only
-    /// acknowledged, while one a peer sends back is taken in.
+    /// Activations it forwarded, sorted, so that a copy from a controller
+    /// is only acknowledged, while one a peer sends back is taken in.
     pub forwarded: Vec<D::Activation>,
+    /// Under [`Config::remember_for`], the time it has run, by its own
+    /// clock (the sum of the spans it was told of); zero without it.
+    pub clock: D::Duration,
+    /// Under [`Config::remember_for`], what it remembers in `settled` and
+    /// `forwarded`, oldest first, each with when (by `clock`) it is
+    /// forgotten. A mark made again within the span, such as an activation
+    /// forwarded twice, is forgotten with the first.
+    pub forgetting: std::collections::VecDeque<(D::Duration, Remembered, D::Activation)>,
     /// Activations whose lookup found no key during an election of its own
     /// and are looked up once more (OpenWhisk's retries, which last about
     /// 8 s, outlast one election).
@@ -389,6 +416,8 @@ impl<D: Domain> Scheduler<D> {
             running: Vec::new(),
             settled: Vec::new(),
             forwarded: Vec::new(),
+            clock: D::Duration::default(),
+            forgetting: std::collections::VecDeque::new(),
             retried: Vec::new(),
         }
     }
@@ -424,13 +453,13 @@ impl<D: Domain> Scheduler<D> {
         listed(&self.waiting) || listed(&self.resolving) || contains_sorted(&self.running, id)
     }
 
-    /// Forgets that activation `id` was settled, so that an activation of
-    /// that id is new again ([`Input::Forget`]): for a runtime that keeps
-    /// only a window of recent ids, and a model that reuses ids to stay
-    /// finite.
+    /// Forgets at once that activation `id` was settled or forwarded, so
+    /// that an activation of that id is new again ([`Input::Forget`]): for
+    /// a model that reuses ids to stay finite.
     fn forget(&mut self, id: &D::Activation) {
         self.settled.retain(|s| s != id);
         self.forwarded.retain(|s| s != id);
+        self.forgetting.retain(|(_, _, i)| i != id);
     }
 
     /// Feeds one input that came `elapsed` after the one before.
@@ -482,7 +511,7 @@ impl<D: Domain> Scheduler<D> {
             Input::Executed { id } => {
                 if let Some(at) = self.running.iter().position(|r| *r == id) {
                     self.running.remove(at);
-                    self.settle(config.rules, id, &mut out);
+                    self.settle(config, id, &mut out);
                 }
             }
             Input::CreateQueue { action } => {
@@ -504,6 +533,19 @@ impl<D: Domain> Scheduler<D> {
     /// (those as old as the TTL are dropped: their answers are worth
     /// nothing), queues stay idle longer.
     fn advance(&mut self, config: &Config<D>, elapsed: D::Duration) {
+        if config.remember_for.is_some() {
+            self.clock = self.clock + elapsed;
+            while let Some((at, memory, id)) = self.forgetting.front().cloned() {
+                if at > self.clock {
+                    break;
+                }
+                self.forgetting.pop_front();
+                match memory {
+                    Remembered::Settled => self.settled.retain(|s| *s != id),
+                    Remembered::Forwarded => self.forwarded.retain(|f| *f != id),
+                }
+            }
+        }
         for queue in &mut self.queues {
             queue.idle_for = (queue.idle_for + elapsed).min(config.idle_after);
         }
@@ -815,11 +857,24 @@ impl<D: Domain> Scheduler<D> {
 
     /// Activation `id` is done with here: remembered, and acknowledged if
     /// it was not on receipt.
-    fn settle(&mut self, rules: Rules, id: D::Activation, out: &mut Vec<Effect<D>>) {
-        if rules.has(Rule::Deduplicate) {
-            insert_sorted(&mut self.settled, id.clone());
+    fn settle(&mut self, config: &Config<D>, id: D::Activation, out: &mut Vec<Effect<D>>) {
+        if config.rules.has(Rule::Deduplicate) {
+            self.remember(config, Remembered::Settled, id.clone());
         }
-        self.acknowledge(rules, id, out);
+        self.acknowledge(config.rules, id, out);
+    }
+
+    /// Remembers that it settled or forwarded activation `id`, until
+    /// [`Config::remember_for`] has passed.
+    fn remember(&mut self, config: &Config<D>, memory: Remembered, id: D::Activation) {
+        let list = match memory {
+            Remembered::Settled => &mut self.settled,
+            Remembered::Forwarded => &mut self.forwarded,
+        };
+        insert_sorted(list, id.clone());
+        if let Some(span) = config.remember_for {
+            self.forgetting.push_back((self.clock + span, memory, id));
+        }
     }
 
     fn acknowledge(&mut self, rules: Rules, id: D::Activation, out: &mut Vec<Effect<D>>) {
@@ -831,21 +886,21 @@ impl<D: Domain> Scheduler<D> {
     /// Sends activation `id` on to `to`, the owner of its action's key.
     fn forward(
         &mut self,
-        rules: Rules,
+        config: &Config<D>,
         id: D::Activation,
         action: D::Action,
         to: D::Scheduler,
         out: &mut Vec<Effect<D>>,
     ) {
-        if rules.has(Rule::Deduplicate) {
-            insert_sorted(&mut self.forwarded, id.clone());
+        if config.rules.has(Rule::Deduplicate) {
+            self.remember(config, Remembered::Forwarded, id.clone());
         }
         out.push(Effect::Forward {
             id: id.clone(),
             action,
             to,
         });
-        self.acknowledge(rules, id, out);
+        self.acknowledge(config.rules, id, out);
     }
 
     fn claimed(
@@ -884,7 +939,7 @@ impl<D: Domain> Scheduler<D> {
             ClaimResult::Exists(key) if key.owner != self.id => {
                 self.electing.retain(|a| *a != action);
                 for (id, _) in extract(&mut self.waiting, &action) {
-                    self.forward(config.rules, id, action.clone(), key.owner.clone(), out);
+                    self.forward(config, id, action.clone(), key.owner.clone(), out);
                 }
             }
             ClaimResult::Created { created } | ClaimResult::Exists(Endpoint { created, .. }) => {
@@ -943,7 +998,7 @@ impl<D: Domain> Scheduler<D> {
         }
         match (rules.has(Rule::SelfElection), key) {
             (_, Some(key)) if key.owner != self.id => {
-                self.forward(rules, id, action, key.owner, out)
+                self.forward(config, id, action, key.owner, out)
             }
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
@@ -962,7 +1017,7 @@ impl<D: Domain> Scheduler<D> {
                     id: id.clone(),
                     reason: FailReason::NoQueueEndpoint,
                 });
-                self.settle(rules, id, out);
+                self.settle(config, id, out);
             }
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older

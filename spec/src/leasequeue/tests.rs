@@ -30,6 +30,7 @@ fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
         wake_every: 1,
         retry_every: 1,
         idle_after: 2,
+        remember_for: None,
     }
 }
 
@@ -191,16 +192,25 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     let before = etcd.rev;
     etcd.revoke(lease);
     assert_eq!(etcd.rev, before + 1, "one revision for every key");
-    let response = etcd.next_response(before + 1).unwrap();
+    let response = etcd.next_response(before + 1, false).unwrap();
     let deleted: Vec<(Key, Option<u8>)> = response.iter().map(|c| (c.key, c.value)).collect();
     let endpoint = |action| (Key::Endpoint(action), None);
     let member = (Key::Member(0), None);
     assert_eq!(deleted, [endpoint(0), endpoint(1), endpoint(2), member]);
     assert!(response.iter().all(|c| c.rev == before + 1));
     assert!(!etcd.is_member(0));
-    assert!(etcd.next_response(before + 2).unwrap().is_empty());
-    let creations = etcd.next_response(1).unwrap();
+    assert!(etcd.next_response(before + 2, false).unwrap().is_empty());
+    let creations = etcd.next_response(1, false).unwrap();
     assert_eq!(creations.len(), 1, "a put is a response of its own");
+    let caught_up = etcd.next_response(1, true).unwrap();
+    let revisions: Vec<u32> = caught_up.iter().map(|c| c.rev).collect();
+    assert_eq!(
+        revisions.first().copied(),
+        creations.first().map(|c| c.rev),
+        "a watcher catching up gets the first revision it wants first"
+    );
+    assert_eq!(revisions.last(), Some(&(before + 1)), "and every later one");
+    assert!(revisions.windows(2).all(|w| w[0] <= w[1]), "in order");
     assert!(!etcd.register(0, lease), "no put under a lease etcd lost");
 }
 
@@ -220,8 +230,7 @@ fn controller_should_apply_every_change_of_one_response() {
         );
         c.step(&config, ControllerInput::WatchStarted { next: 4 });
         let deletions = ControllerInput::Changed {
-            rev: 4,
-            changes: vec![gone(0), gone(1), left(0)],
+            changes: vec![(4, gone(0)), (4, gone(1)), (4, left(0))],
         };
         c.step(&config, deletions);
         assert_eq!(c.route(&0), None, "{variant:?}");
@@ -239,6 +248,43 @@ fn controller_should_apply_every_change_of_one_response() {
             }
         );
     }
+}
+
+#[test]
+fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() {
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![(0, 0), (1, 0)], vec![0, 1], 3);
+    let owner = |action, owner| controller::Change::Endpoint {
+        action,
+        owner: Some(owner),
+    };
+    // A watch resumed from revision 4 catches up on 2 to 6 in one response
+    // (a restarted watch may repeat what it reported): revisions 2 and 3
+    // are old, 4 to 6 new, and the last word on each key counts.
+    let response = vec![
+        (2, owner(0, 1)),
+        (3, gone(1)),
+        (4, owner(1, 1)),
+        (5, left(0)),
+        (6, owner(1, 0)),
+    ];
+    c.step(&config, ControllerInput::Changed { changes: response });
+    assert_eq!(c.route(&0), Some(&0), "revision 2 came before the cache");
+    assert_eq!(c.route(&1), Some(&0), "revision 6 is the last word");
+    assert_eq!(c.members, [1]);
+    assert_eq!(
+        c.watch,
+        Watch::Active {
+            next: 7,
+            probing: false
+        },
+        "it wants the revision after the response's last"
+    );
+    // A response wholly before the revision it wants is an old one.
+    let old = vec![(5, owner(0, 1)), (6, gone(0))];
+    c.step(&config, ControllerInput::Changed { changes: old });
+    assert_eq!(c.route(&0), Some(&0));
+    assert_eq!(c.route(&1), Some(&0));
 }
 
 #[test]
@@ -527,6 +573,34 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
 }
 
 #[test]
+fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
+    let (mut s, mut config) = serving(Variant::Steadfast, 7);
+    config.remember_for = Some(2);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    s.step(&config, 0, Input::Executed { id: 1 });
+    assert_eq!(
+        s.step(&config, 1, activation(1)),
+        [Effect::Ack { id: 1 }],
+        "a copy a tick after it settled is only acknowledged"
+    );
+    assert_eq!(s.settled, [1]);
+    // Two ticks after it settled, its memory is gone: a copy is new.
+    let copy = s.step(&config, 1, activation(1));
+    assert!(!copy.contains(&Effect::Ack { id: 1 }), "{copy:?}");
+    assert!(s.holds(&1), "taken in again: {copy:?}");
+    assert!(s.settled.is_empty());
+    assert!(s.forgetting.is_empty());
+    assert_eq!(s.clock, 2, "its own clock: the spans it was told of");
+    // Without a span, nothing is forgotten and no clock runs.
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, activation(1));
+    s.step(&config, 0, Input::Executed { id: 1 });
+    s.step(&config, 5, Input::Wake);
+    assert_eq!(s.step(&config, 0, activation(1)), [Effect::Ack { id: 1 }]);
+    assert_eq!(s.clock, 0);
+}
+
+#[test]
 fn openwhisk_should_acknowledge_on_receipt_and_execute_every_copy() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     let first = s.step(&config, 0, activation(1));
@@ -772,15 +846,14 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     assert_eq!(place(&mut c, &config)[0], create(1));
     // Scheduler 1's lease goes, and its member key with it: the next queue
     // goes to scheduler 0.
-    let changes = vec![left(1)];
-    c.step(&config, ControllerInput::Changed { rev: 3, changes });
+    let changes = vec![(3, left(1))];
+    c.step(&config, ControllerInput::Changed { changes });
     assert_eq!(place(&mut c, &config)[0], create(0));
     // No member left: steadfast parks the activation until one joins.
     c.step(
         &config,
         ControllerInput::Changed {
-            rev: 4,
-            changes: vec![left(0)],
+            changes: vec![(4, left(0))],
         },
     );
     assert!(place(&mut c, &config).is_empty());
@@ -794,8 +867,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     c.step(
         &config,
         ControllerInput::Changed {
-            rev: 5,
-            changes: vec![joined],
+            changes: vec![(5, joined)],
         },
     );
     assert_eq!(c.step(&config, missing.clone())[0], create(1));
@@ -935,8 +1007,10 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
         (1u32..12).prop_map(|next| C::WatchStarted { next }),
-        (1u32..12, prop::collection::vec(change(), 1..3))
-            .prop_map(|(rev, changes)| C::Changed { rev, changes }),
+        prop::collection::vec((1u32..12, change()), 1..4).prop_map(|mut changes| {
+            changes.sort_by_key(|(rev, _)| *rev);
+            C::Changed { changes }
+        }),
         (1u32..12).prop_map(|rev| C::Progress { rev }),
         (1u32..12).prop_map(|rev| C::Compacted { rev }),
         (
@@ -1029,6 +1103,7 @@ fn runtime_config() -> scheduler::Config<Named> {
         wake_every: 3_000,
         retry_every: 250,
         idle_after: 60_000,
+        remember_for: Some(600_000),
     }
 }
 
@@ -1138,11 +1213,13 @@ fn roles_should_run_on_real_identifiers() {
     c.step(
         &config,
         CI::Changed {
-            rev: 101,
-            changes: vec![controller::Change::Endpoint {
-                action: name("hello"),
-                owner: None,
-            }],
+            changes: vec![(
+                101,
+                controller::Change::Endpoint {
+                    action: name("hello"),
+                    owner: None,
+                },
+            )],
         },
     );
     assert_eq!(

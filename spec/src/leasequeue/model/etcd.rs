@@ -2,7 +2,7 @@
 //! watches delivering, and when the network has done all it must within a
 //! tick.
 
-use super::{Client, LeaseQueueModel, Small, World};
+use super::{Client, LeaseQueueModel, Small, Stream, World};
 use crate::leasequeue::controller::{self, Watch};
 use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused};
 use crate::leasequeue::scheduler::{self, ClaimResult};
@@ -108,7 +108,9 @@ impl LeaseQueueModel {
                 members: w.etcd.members.iter().map(|m| m.scheduler).collect(),
             },
             controller::Effect::Watch { from } => {
-                w.streams[usize::from(c)] = true;
+                w.streams[usize::from(c)] = Stream::Open {
+                    progress_asked: false,
+                };
                 controller::Input::WatchStarted {
                     next: from.unwrap_or(w.etcd.rev + 1),
                 }
@@ -123,21 +125,30 @@ impl LeaseQueueModel {
         self.feed_controller(w, c, input);
     }
 
-    /// What controller `c`'s watch would deliver now, if anything.
-    pub(super) fn watch_response(&self, w: &World, c: u8) -> Option<controller::Input<Small>> {
-        let Watch::Active { next, probing } = w.controllers[usize::from(c)].watch else {
+    /// What controller `c`'s watch would deliver now, if anything: the
+    /// next revision's changes (`batched`: every change not reported yet),
+    /// else the answer to a progress request on the stream.
+    pub(super) fn watch_response(
+        &self,
+        w: &World,
+        c: u8,
+        batched: bool,
+    ) -> Option<controller::Input<Small>> {
+        let Watch::Active { next, .. } = w.controllers[usize::from(c)].watch else {
             return None;
         };
-        if !w.streams[usize::from(c)] || !self.reachable(w, Client::Controller(c)) {
+        let Stream::Open { progress_asked } = w.streams[usize::from(c)] else {
+            return None;
+        };
+        if !self.reachable(w, Client::Controller(c)) {
             return None;
         }
-        match w.etcd.next_response(next) {
+        match w.etcd.next_response(next, batched) {
             Err(_) => Some(controller::Input::Compacted { rev: w.etcd.rev }),
             Ok(response) if !response.is_empty() => Some(controller::Input::Changed {
-                rev: response[0].rev,
-                changes: response.iter().map(change).collect(),
+                changes: response.iter().map(|c| (c.rev, change(c))).collect(),
             }),
-            Ok(_) if probing => Some(controller::Input::Progress { rev: w.etcd.rev }),
+            Ok(_) if progress_asked => Some(controller::Input::Progress { rev: w.etcd.rev }),
             Ok(_) => None,
         }
     }
@@ -151,7 +162,7 @@ impl LeaseQueueModel {
             && w.requests.iter().all(Vec::is_empty)
             && (0..self.bounds.controllers).all(|c| {
                 matches!(
-                    self.watch_response(w, c),
+                    self.watch_response(w, c, false),
                     None | Some(controller::Input::Progress { .. })
                 )
             })

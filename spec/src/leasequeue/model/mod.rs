@@ -38,7 +38,7 @@ use stateright::{Model, Property};
 pub use ghost::Ghost;
 use ghost::{all_submitted_executed, any_pending, probe_state, routing_restored};
 pub(crate) use world::renumber_keepalives;
-pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, World};
+pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Stream, World};
 
 use super::controller::{self, Controller};
 use super::etcd::Etcd;
@@ -121,8 +121,12 @@ pub enum Action {
     Finish(u8),
     /// etcd answers a controller's oldest request.
     ControllerEtcd(u8),
-    /// A controller's watch delivers its next response.
+    /// A controller's watch delivers its next response: one revision.
     WatchDeliver(u8),
+    /// A controller's watch, catching up, delivers every revision it has
+    /// not reported in one response (etcd batches them for a watcher that
+    /// fell behind, as one resumed from a past revision is).
+    WatchCatchUp(u8),
     /// The oldest message for this scheduler arrives.
     Deliver(u8),
     /// The second oldest message for this scheduler arrives first.
@@ -237,6 +241,10 @@ impl LeaseQueueModel {
             wake_every: 1,
             retry_every: 1,
             idle_after: 1,
+            // The model's scenarios are short: a scheduler remembers what
+            // it settled for as long as it runs (docs/leasequeue.md,
+            // "Assumptions").
+            remember_for: None,
         }
     }
 
@@ -275,7 +283,12 @@ impl Model for LeaseQueueModel {
             unacked: vec![Vec::new(); schedulers],
             controllers: Vec::new(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
-            streams: vec![true; usize::from(b.controllers)],
+            streams: vec![
+                Stream::Open {
+                    progress_asked: false
+                };
+                usize::from(b.controllers)
+            ],
             cut: vec![false; schedulers + usize::from(b.controllers)],
             etcd,
             outage: 0,
@@ -384,10 +397,13 @@ impl Model for LeaseQueueModel {
             if !w.requests[usize::from(c)].is_empty() {
                 actions.push(Action::ControllerEtcd(c));
             }
-            if self.watch_response(w, c).is_some() {
+            if let Some(one) = self.watch_response(w, c, false) {
+                if self.watch_response(w, c, true) != Some(one) {
+                    actions.push(Action::WatchCatchUp(c));
+                }
                 actions.push(Action::WatchDeliver(c));
             }
-            if w.left.stalls > 0 && w.streams[usize::from(c)] {
+            if w.left.stalls > 0 && w.streams[usize::from(c)].is_open() {
                 actions.push(Action::WatchStall(c));
             }
         }
@@ -450,7 +466,11 @@ impl Model for LeaseQueueModel {
             Action::ClockTick => {
                 // Progress notifications due arrive within the tick.
                 for c in 0..self.bounds.controllers {
-                    if let Some(progress) = self.watch_response(&w, c) {
+                    let due = self.watch_response(&w, c, false);
+                    if let Some(progress @ controller::Input::Progress { .. }) = due {
+                        w.streams[usize::from(c)] = Stream::Open {
+                            progress_asked: false,
+                        };
                         self.feed_controller(&mut w, c, progress);
                     }
                 }
@@ -487,10 +507,11 @@ impl Model for LeaseQueueModel {
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Executed { id });
             }
             Action::ControllerEtcd(c) => self.controller_etcd(&mut w, c),
-            Action::WatchDeliver(c) => {
-                let input = self.watch_response(&w, c)?;
+            Action::WatchDeliver(c) | Action::WatchCatchUp(c) => {
+                let batched = matches!(action, Action::WatchCatchUp(_));
+                let input = self.watch_response(&w, c, batched)?;
                 if let controller::Input::Compacted { .. } = input {
-                    w.streams[usize::from(c)] = false;
+                    w.streams[usize::from(c)] = Stream::Dead;
                 }
                 self.feed_controller(&mut w, c, input);
             }
@@ -523,7 +544,7 @@ impl Model for LeaseQueueModel {
             }
             Action::WatchStall(c) => {
                 w.left.stalls -= 1;
-                w.streams[usize::from(c)] = false;
+                w.streams[usize::from(c)] = Stream::Dead;
             }
             Action::EtcdCompact => {
                 w.left.compactions -= 1;

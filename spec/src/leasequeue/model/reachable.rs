@@ -22,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 14] = [
+const REACHABLE: [Reachable; 15] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -126,6 +126,20 @@ const REACHABLE: [Reachable; 14] = [
                 }
                 _ => false,
             })
+        },
+    },
+    // A steadfast watch restarted after a stall, or after an outage that
+    // outlasts a lease, resumes from a past revision, and etcd may send it
+    // every revision it missed in one response.
+    Reachable {
+        name: "a watch catches up on several revisions at once",
+        expected: |b| {
+            let expires = b.ttl.max(MIN_TTL) <= b.outage_ticks;
+            b.variant == Variant::Steadfast && (expires || b.faults.stalls > 0)
+        },
+        condition: |m, w| {
+            (0..m.bounds.controllers)
+                .any(|c| m.watch_response(w, c, true) != m.watch_response(w, c, false))
         },
     },
     Reachable {

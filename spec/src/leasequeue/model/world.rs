@@ -94,6 +94,26 @@ pub enum ActivationState {
     Failed(FailReason),
 }
 
+/// A controller's watch stream, as etcd holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Stream {
+    /// Gone (stalled, cut off or cancelled): it delivers nothing more, and
+    /// a progress request on it is lost.
+    Dead,
+    /// Delivering.
+    Open {
+        /// A progress request on it waits for its answer.
+        progress_asked: bool,
+    },
+}
+
+impl Stream {
+    /// Whether it delivers.
+    pub fn is_open(self) -> bool {
+        matches!(self, Stream::Open { .. })
+    }
+}
+
 /// A scheduler request held up in the network.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Late {
@@ -123,8 +143,8 @@ pub struct World {
     pub controllers: Vec<Controller<Small>>,
     /// Per controller, its etcd requests not yet answered, oldest first.
     pub requests: Vec<Vec<controller::Effect<Small>>>,
-    /// Per controller, whether its watch stream is alive.
-    pub streams: Vec<bool>,
+    /// Per controller, its watch stream.
+    pub streams: Vec<Stream>,
     /// Per client (schedulers, then controllers), whether it is cut off.
     pub cut: Vec<bool>,
     /// Ticks of outage left (0: none under way).
@@ -268,7 +288,23 @@ impl LeaseQueueModel {
         let effects = w.controllers[usize::from(c)].step(&config, input);
         for effect in effects {
             match effect {
-                controller::Effect::WakeIn { .. } | controller::Effect::RequestProgress => {}
+                controller::Effect::WakeIn { .. } => {}
+                // etcd 3.4 answers a progress request only on a watcher in
+                // step with it (one catching up gets none), and never on a
+                // stream that is gone.
+                controller::Effect::RequestProgress => {
+                    let behind = matches!(
+                        self.watch_response(w, c, false),
+                        Some(
+                            controller::Input::Changed { .. } | controller::Input::Compacted { .. }
+                        )
+                    );
+                    if let (Stream::Open { progress_asked }, true) =
+                        (&mut w.streams[usize::from(c)], !behind)
+                    {
+                        *progress_asked = true;
+                    }
+                }
                 controller::Effect::Send { id, action, to } => {
                     w.messages.push(Message::Activation {
                         to,
@@ -369,7 +405,7 @@ impl LeaseQueueModel {
         match client {
             Client::Scheduler(s) => w.outbox[usize::from(s)].clear(),
             Client::Controller(c) => {
-                w.streams[usize::from(c)] = false;
+                w.streams[usize::from(c)] = Stream::Dead;
                 w.requests[usize::from(c)].retain(|r| matches!(r, controller::Effect::Get { .. }));
             }
         }
