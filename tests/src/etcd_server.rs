@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions};
 
+use crate::certs::TestCa;
+
 /// How long a member may take to answer after it was started.
 const STARTUP: Duration = Duration::from_secs(20);
 
@@ -70,7 +72,7 @@ fn free_port() -> Result<u16, EtcdError> {
 }
 
 /// TLS on the client port: a certificate for 127.0.0.1 signed by a CA of
-/// the test's own, made with the `openssl` command.
+/// the test's own ([`TestCa`]).
 #[derive(Clone, Debug)]
 struct ServerTls {
     /// The CA's certificate, PEM: what clients trust.
@@ -82,93 +84,15 @@ struct ServerTls {
 impl ServerTls {
     /// Makes a CA and a server certificate for 127.0.0.1 in `dir`.
     fn make(dir: &Path) -> Result<Self, EtcdError> {
-        let run = |args: &[&str]| -> Result<(), EtcdError> {
-            let output = Command::new("openssl")
-                .args(args)
-                .current_dir(dir)
-                .output()
-                .map_err(|source| match source.kind() {
-                    std::io::ErrorKind::NotFound => EtcdError::Process {
-                        what: "make TLS certificates (install Debian's openssl) for",
-                        source,
-                    },
-                    _ => EtcdError::Process {
-                        what: "make TLS certificates for",
-                        source,
-                    },
-                })?;
-            if output.status.success() {
-                return Ok(());
-            }
-            Err(EtcdError::Process {
-                what: "make TLS certificates for",
-                source: std::io::Error::other(format!(
-                    "openssl {} failed: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&output.stderr)
-                )),
-            })
-        };
-        let ext = dir.join("server.ext");
-        std::fs::write(&ext, "subjectAltName=IP:127.0.0.1\n").map_err(|source| {
-            EtcdError::Process {
-                what: "make TLS certificates for",
-                source,
-            }
-        })?;
-        let days = ["-days", "2"];
-        run(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-subj",
-            "/CN=steadfast-test-ca",
-            days[0],
-            days[1],
-        ])?;
-        run(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ])?;
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-extfile",
-            "server.ext",
-            days[0],
-            days[1],
-        ])?;
-        let ca_pem = std::fs::read(dir.join("ca.crt")).map_err(|source| EtcdError::Process {
-            what: "read the TLS CA of",
+        let made = TestCa::make(dir, "ca").and_then(|ca| Ok((ca.issue("server")?, ca.ca_pem)));
+        let (server, ca_pem) = made.map_err(|source| EtcdError::Process {
+            what: "make TLS certificates for",
             source,
         })?;
         Ok(ServerTls {
             ca_pem,
-            cert: dir.join("server.crt"),
-            key: dir.join("server.key"),
+            cert: server.cert,
+            key: server.key,
         })
     }
 }

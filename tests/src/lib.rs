@@ -3,7 +3,8 @@
 //! Kubernetes API server they run against; [`backup`], the example
 //! operator's custom resource; [`kube_target`], it or a real
 //! cluster; [`etcd_server`], real etcd on
-//! loopback with its faults; [`tcp_proxy`], network faults on loopback;
+//! loopback with its faults; [`certs`], a CA and certificates of a test's
+//! own; [`tcp_proxy`], network faults on loopback;
 //! [`leasequeue_nodes`], leasequeue schedulers run as processes would be,
 //! and the replay of their traces; [`scrape`], what a metrics endpoint
 //! serves.
@@ -11,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod backup;
+pub mod certs;
 pub mod etcd_server;
 pub mod kube_target;
 pub mod kube_testserver;

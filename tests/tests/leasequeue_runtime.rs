@@ -964,3 +964,91 @@ async fn a_scheduler_behind_a_proxy_should_be_named_and_reached_by_the_address_i
     drop((c, scheduler, proxy));
     run.replay();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed() {
+    use steadfast::leasequeue::tls::NodeTls;
+    use steadfast_tests::certs::TestCa;
+    use tokio::io::AsyncWriteExt;
+
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::make(dir.path(), "ca").unwrap();
+    let tls = |name: &str| {
+        let (cert, key) = ca.issue(name).unwrap().pems().unwrap();
+        NodeTls::new(&ca.ca_pem, cert, key).unwrap()
+    };
+    let refused = NodeTls::new(&ca.ca_pem, b"not a certificate", b"not a key")
+        .expect_err("a certificate that is not PEM is refused");
+    assert!(refused.to_string().contains("cert_pem"), "{refused}");
+
+    let builder = run
+        .scheduler_builder(&endpoints, "scheduler")
+        .tls(tls("scheduler"));
+    let scheduler = run.scheduler(builder, Duration::ZERO).await;
+    await_members(
+        &options(&endpoints),
+        &[scheduler.address()],
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let c = ControllerBuilder::new(options(&endpoints))
+        .wake_every(Duration::from_millis(300))
+        .redeliver_every(Duration::from_millis(300))
+        .tls(tls("controller"))
+        .trace(run.trace("controller"))
+        .start()
+        .await
+        .unwrap();
+    // Controller and scheduler reach each other over TLS both ways.
+    let results = submit(&[&c], 4, 2, Duration::ZERO, Duration::from_secs(20)).await;
+    run.assert_each_ran_once(&results);
+
+    // Three peers of our own send the scheduler an activation of their own,
+    // each asking for the outcome: one with a certificate the CA signed,
+    // one with a certificate of another CA, and one in plain TCP.
+    let activation = |id: &str, me: &str| Message::Activation {
+        id: id.into(),
+        action: "action-0".into(),
+        payload: json!({ "n": 0 }),
+        forwarded: false,
+        from: me.into(),
+        reply_to: me.into(),
+    };
+    let outcome_of = |wanted: &'static str| move |m: &Message| matches!(m, Message::Outcome { id, .. } if id == wanted);
+    let (inbox, mut trusted) = tokio::sync::mpsc::unbounded_channel();
+    let (peer, serving) = Network::bind_with("127.0.0.1:0", inbox, Some(tls("peer")))
+        .await
+        .unwrap();
+    tokio::spawn(serving);
+    peer.send(scheduler.address(), &activation("trusted", peer.address()));
+    let ran = wait_for(&mut trusted, Duration::from_secs(10), outcome_of("trusted")).await;
+    assert!(ran.is_some(), "a peer the CA signed is served");
+
+    let other = TestCa::make(dir.path(), "other-ca").unwrap();
+    let (cert, key) = other.issue("forger").unwrap().pems().unwrap();
+    let forger_tls = NodeTls::new(&ca.ca_pem, cert, key).unwrap();
+    let (inbox, mut forged) = tokio::sync::mpsc::unbounded_channel();
+    let (forger, serving) = Network::bind_with("127.0.0.1:0", inbox, Some(forger_tls))
+        .await
+        .unwrap();
+    tokio::spawn(serving);
+    forger.send(scheduler.address(), &activation("forged", forger.address()));
+    let mut plain = tokio::net::TcpStream::connect(scheduler.address())
+        .await
+        .unwrap();
+    let line = activation("plain", forger.address()).to_line();
+    // The scheduler closes the connection once the handshake fails: the
+    // write may or may not be refused, and is never read.
+    let _ = plain.write_all(line.as_bytes()).await;
+    let no_reply = wait_for(&mut forged, Duration::from_secs(3), |_| true).await;
+    assert!(no_reply.is_none(), "nothing answers a forger: {no_reply:?}");
+    assert_eq!(run.ledger.runs("trusted"), 1);
+    assert_eq!(run.ledger.runs("forged"), 0, "another CA's certificate");
+    assert_eq!(run.ledger.runs("plain"), 0, "plain TCP");
+    drop((c, scheduler));
+    run.replay();
+}

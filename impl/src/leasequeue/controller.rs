@@ -18,6 +18,7 @@ use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
 use super::metrics::ControllerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Timers, Unacked};
+use super::tls::NodeTls;
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
@@ -81,6 +82,7 @@ pub struct ControllerBuilder {
     wake_every: Duration,
     listen: String,
     advertise: Option<String>,
+    tls: Option<NodeTls>,
     redeliver_every: Duration,
     trace: Option<PathBuf>,
     metrics: Option<String>,
@@ -99,6 +101,7 @@ impl ControllerBuilder {
             wake_every: Duration::from_secs(1),
             listen: "127.0.0.1:0".into(),
             advertise: None,
+            tls: None,
             redeliver_every: Duration::from_secs(1),
             trace: None,
             metrics: None,
@@ -141,6 +144,17 @@ impl ControllerBuilder {
     #[must_use]
     pub fn advertise(mut self, address: impl Into<String>) -> Self {
         self.advertise = Some(address.into());
+        self
+    }
+
+    /// Talks to its peers over TLS with `tls`: it accepts only peers whose
+    /// client certificate `tls`'s CA signed (others are refused, with a
+    /// warning naming them), and sends only to peers whose certificate
+    /// names the host it dials. Every scheduler and controller of a
+    /// deployment must use TLS alike. Plain TCP by default.
+    #[must_use]
+    pub fn tls(mut self, tls: NodeTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -192,6 +206,7 @@ impl ControllerBuilder {
         let opened = node::open(
             &self.listen,
             self.advertise.as_deref(),
+            self.tls.clone(),
             self.trace.as_deref(),
             |_| Header::Controller {
                 keys: listing.keys.clone(),

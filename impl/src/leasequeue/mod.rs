@@ -10,7 +10,8 @@
 //! - [`etcd`]: the etcd adapter, the etcd operations the roles' effects
 //!   name, each under a deadline.
 //! - [`wire`]: the messages between nodes, and [`network`]: how they travel
-//!   (JSON lines over TCP).
+//!   (JSON lines over TCP, or over TLS with client certificates both ways:
+//!   [`tls`]).
 //!
 //! Every protocol decision is the roles' (`steadfast_spec::leasequeue`);
 //! the drivers turn real events into the roles' inputs and carry out their
@@ -22,6 +23,7 @@ mod metrics;
 pub mod network;
 mod node;
 mod scheduler;
+pub mod tls;
 pub mod wire;
 
 use std::time::Duration;

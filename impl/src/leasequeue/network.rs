@@ -1,5 +1,6 @@
 //! The network between nodes: a listener that turns lines into
-//! [`Message`]s, and one outgoing link per peer address.
+//! [`Message`]s, and one outgoing link per peer address; over TLS with
+//! client certificates both ways when the node has a [`NodeTls`].
 //!
 //! The links' tasks end with the network that owns them.
 //!
@@ -13,14 +14,17 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use super::tls::{self, NodeTls};
 use super::wire::Message;
 
-/// How long connecting to a peer may take before the line is dropped.
+/// How long connecting to a peer (its TLS handshake included) may take
+/// before the line is dropped, and how long a peer that connected has to
+/// finish its handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A node's side of the network: its address, and its links to peers.
@@ -42,6 +46,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Network {
     address: String,
     links: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+    tls: Option<NodeTls>,
 }
 
 impl Network {
@@ -57,13 +62,29 @@ impl Network {
         listen: &str,
         inbox: mpsc::UnboundedSender<Message>,
     ) -> std::io::Result<(Self, impl Future<Output = ()> + Send + 'static)> {
+        Self::bind_with(listen, inbox, None).await
+    }
+
+    /// As [`Network::bind`], over TLS with `tls`, when given: it accepts
+    /// only peers whose client certificate its CA signed, and sends only to
+    /// peers whose certificate names the host it dials.
+    ///
+    /// # Errors
+    ///
+    /// If the address cannot be bound.
+    pub async fn bind_with(
+        listen: &str,
+        inbox: mpsc::UnboundedSender<Message>,
+        tls: Option<NodeTls>,
+    ) -> std::io::Result<(Self, impl Future<Output = ()> + Send + 'static)> {
         let listener = TcpListener::bind(listen).await?;
         let address = listener.local_addr()?.to_string();
         let network = Network {
             address,
             links: Mutex::new(HashMap::new()),
+            tls: tls.clone(),
         };
-        Ok((network, serve(listener, inbox)))
+        Ok((network, serve(listener, inbox, tls)))
     }
 
     /// Names it `address` rather than the address it bound: the one its
@@ -92,20 +113,21 @@ impl Network {
         let (link, lines) = mpsc::unbounded_channel();
         // The receiver is alive: the task below holds it.
         let _ = link.send(line);
-        tokio::spawn(carry(to.to_owned(), lines));
+        tokio::spawn(carry(to.to_owned(), lines, self.tls.clone()));
         links.insert(to.to_owned(), link);
     }
 }
 
-/// Accepts connections and reads lines from each; dropped, it stops
-/// listening and closes every incoming connection.
-async fn serve(listener: TcpListener, inbox: mpsc::UnboundedSender<Message>) {
+/// Accepts connections and reads lines from each (once its TLS handshake,
+/// if any, succeeded); dropped, it stops listening and closes every
+/// incoming connection.
+async fn serve(listener: TcpListener, inbox: mpsc::UnboundedSender<Message>, tls: Option<NodeTls>) {
     let mut readers = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    readers.spawn(read(stream, peer.to_string(), inbox.clone()));
+                    readers.spawn(accept(stream, peer.to_string(), inbox.clone(), tls.clone()));
                 }
                 Err(error) => tracing::warn!(%error, "failed to accept a connection"),
             },
@@ -114,8 +136,32 @@ async fn serve(listener: TcpListener, inbox: mpsc::UnboundedSender<Message>) {
     }
 }
 
+/// Reads a connection from `peer`, over TLS when the node has it: a peer
+/// that does not prove a certificate its CA signed is refused.
+async fn accept(
+    stream: TcpStream,
+    peer: String,
+    inbox: mpsc::UnboundedSender<Message>,
+    tls: Option<NodeTls>,
+) {
+    let Some(tls) = tls else {
+        return read(stream, peer, inbox).await;
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, tls.acceptor().accept(stream)).await {
+        Ok(Ok(stream)) => read(stream, peer, inbox).await,
+        Ok(Err(error)) => {
+            tracing::warn!(
+                %peer,
+                %error,
+                "refused a peer without a valid certificate (TLS with client certificates is on)"
+            );
+        }
+        Err(_) => tracing::warn!(%peer, "refused a peer that did not finish its TLS handshake"),
+    }
+}
+
 /// Reads one connection's lines into `inbox`.
-async fn read(stream: TcpStream, peer: String, inbox: mpsc::UnboundedSender<Message>) {
+async fn read(stream: impl AsyncRead + Unpin, peer: String, inbox: mpsc::UnboundedSender<Message>) {
     let mut lines = BufReader::new(stream).lines();
     loop {
         match lines.next_line().await {
@@ -138,17 +184,32 @@ async fn read(stream: TcpStream, peer: String, inbox: mpsc::UnboundedSender<Mess
     }
 }
 
+/// A connection to a peer, plain or TLS.
+type Link = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// Connects to `to`, over TLS with `tls` when given.
+async fn connect(to: &str, tls: Option<&NodeTls>) -> Result<Link, String> {
+    let stream = TcpStream::connect(to).await.map_err(|e| e.to_string())?;
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = tls else {
+        return Ok(Box::new(stream));
+    };
+    let Some(name) = tls::server_name(to) else {
+        return Err("the address has no host to check its certificate against".into());
+    };
+    let stream = tls.connector().connect(name, stream).await;
+    let stream = stream.map_err(|e| format!("TLS handshake failed: {e}"))?;
+    Ok(Box::new(stream))
+}
+
 /// Writes the lines for `to`, connecting (again) when needed; a line that
 /// cannot be written is dropped.
-async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>) {
-    let mut stream: Option<TcpStream> = None;
+async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>, tls: Option<NodeTls>) {
+    let mut stream: Option<Link> = None;
     while let Some(line) = lines.recv().await {
         if stream.is_none() {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&to)).await {
-                Ok(Ok(connected)) => {
-                    let _ = connected.set_nodelay(true);
-                    stream = Some(connected);
-                }
+            match tokio::time::timeout(CONNECT_TIMEOUT, connect(&to, tls.as_ref())).await {
+                Ok(Ok(connected)) => stream = Some(connected),
                 Ok(Err(error)) => {
                     tracing::warn!(%to, %error, "peer unreachable; message dropped");
                     continue;
@@ -160,7 +221,11 @@ async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>) {
             }
         }
         if let Some(connected) = &mut stream {
-            if let Err(error) = connected.write_all(line.as_bytes()).await {
+            let written = async {
+                connected.write_all(line.as_bytes()).await?;
+                connected.flush().await
+            };
+            if let Err(error) = written.await {
                 tracing::debug!(%to, %error, "connection broke; message dropped");
                 stream = None;
             }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::etcd::Etcd;
 use super::network::Network;
+use super::tls::NodeTls;
 use super::wire::Message;
 use super::StartError;
 use crate::trace::Recorder;
@@ -28,12 +29,13 @@ pub(crate) struct Opened<F> {
     pub(crate) recorder: Option<Recorder>,
 }
 
-/// Listens on `listen`, named by `advertise` if given (else by the address
-/// bound), and, given a `trace` path, opens the trace with the header
-/// `header` makes of that name.
+/// Listens on `listen` (over TLS with `tls`, if given), named by
+/// `advertise` if given (else by the address bound), and, given a `trace`
+/// path, opens the trace with the header `header` makes of that name.
 pub(crate) async fn open(
     listen: &str,
     advertise: Option<&str>,
+    tls: Option<NodeTls>,
     trace: Option<&Path>,
     header: impl FnOnce(&str) -> Header,
 ) -> Result<Opened<impl std::future::Future<Output = ()> + Send + 'static>, StartError> {
@@ -41,13 +43,12 @@ pub(crate) async fn open(
         check_advertised(advertised)?;
     }
     let (inbox, messages) = mpsc::unbounded_channel();
-    let (network, serving) =
-        Network::bind(listen, inbox)
-            .await
-            .map_err(|source| StartError::Listen {
-                address: listen.to_owned(),
-                source,
-            })?;
+    let (network, serving) = Network::bind_with(listen, inbox, tls)
+        .await
+        .map_err(|source| StartError::Listen {
+            address: listen.to_owned(),
+            source,
+        })?;
     let network = match advertise {
         Some(advertised) => network.with_address(advertised),
         None => network,

@@ -29,6 +29,7 @@ use super::etcd::{Etcd, EtcdOptions};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Clock, Timers, Unacked};
+use super::tls::NodeTls;
 use super::wire::{Message, Outcome};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
@@ -114,6 +115,7 @@ pub struct SchedulerBuilder {
     idle_after: Duration,
     listen: String,
     advertise: Option<String>,
+    tls: Option<NodeTls>,
     redeliver_every: Duration,
     dedupe_window: Duration,
     trace: Option<PathBuf>,
@@ -137,6 +139,7 @@ impl SchedulerBuilder {
             idle_after: Duration::from_secs(60),
             listen: "127.0.0.1:0".into(),
             advertise: None,
+            tls: None,
             redeliver_every: Duration::from_secs(1),
             dedupe_window: Duration::from_secs(600),
             trace: None,
@@ -216,6 +219,17 @@ impl SchedulerBuilder {
     #[must_use]
     pub fn advertise(mut self, address: impl Into<String>) -> Self {
         self.advertise = Some(address.into());
+        self
+    }
+
+    /// Talks to its peers over TLS with `tls`: it accepts only peers whose
+    /// client certificate `tls`'s CA signed (others are refused, with a
+    /// warning naming them), and sends only to peers whose certificate
+    /// names the host it dials. Every scheduler and controller of a
+    /// deployment must use TLS alike. Plain TCP by default.
+    #[must_use]
+    pub fn tls(mut self, tls: NodeTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -323,6 +337,7 @@ impl SchedulerBuilder {
         let opened = node::open(
             &self.listen,
             self.advertise.as_deref(),
+            self.tls.clone(),
             self.trace.as_deref(),
             |address| Header::Scheduler {
                 id: address.to_owned(),

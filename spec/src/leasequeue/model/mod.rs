@@ -20,8 +20,10 @@
 //! # Time
 //!
 //! A tick is the keepalive period. At every tick every role is woken with
-//! one tick elapsed (the model ignores the roles' `WakeIn`: waking every
-//! tick is the earliest any timer could fire). Absent a fault, etcd answers
+//! one tick elapsed: every period of the roles is one tick here, so that is
+//! exactly when the `WakeIn` each role armed is due, and the wake-up sends
+//! all a retry timer (never due before it) would (docs/leasequeue.md, "Why
+//! waking every role at every tick honours their timers"). Absent a fault, etcd answers
 //! within a tick: the clock waits until every request it can answer has
 //! been answered and every reply delivered. A delay fault lets one request
 //! miss that bound and be applied later, after the requester's retries.
