@@ -461,6 +461,73 @@ async fn the_actions_of_a_scheduler_killed_for_good_should_move_to_live_members(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(5);
+    let two = run.two_schedulers(&endpoints, work, |b| b).await;
+    let c = run
+        .controller(&endpoints, &[&two[0], &two[1]], "controller")
+        .await;
+    let actions = 8;
+    warm(&c, actions).await;
+    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let before = etcd_client.list().await.unwrap().keys;
+    assert_eq!(before.len(), actions);
+
+    // A third scheduler starts while activations of every action flow.
+    let via = [&c];
+    let load = submit(
+        &via,
+        10 * actions,
+        actions,
+        Duration::from_millis(10),
+        Duration::from_secs(30),
+    );
+    let join = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let builder = run.scheduler_builder(&endpoints, "scheduler-3");
+        let third = run.scheduler(builder, work).await;
+        await_members(
+            &options(&endpoints),
+            &[third.address()],
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("the new scheduler registers");
+        third
+    };
+    let (results, third) = tokio::join!(load, join);
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    assert_eq!(failed, 0, "{results:?}");
+    run.assert_each_ran_once(&results);
+    let after = etcd_client.list().await.unwrap().keys;
+    assert_eq!(after, before, "no existing queue moved");
+
+    // New actions are placed among the three: the newcomer takes some.
+    let new_actions = 24;
+    let submissions: Vec<_> = (0..new_actions)
+        .map(|n| c.submit(format!("new-{n}"), json!({ "n": n })))
+        .collect();
+    let placed = tokio::time::timeout(Duration::from_secs(20), join_all(submissions))
+        .await
+        .expect("every new activation ends in time");
+    assert!(placed.iter().all(Result::is_ok), "{placed:?}");
+    let keys = etcd_client.list().await.unwrap().keys;
+    let on_newcomer = keys.iter().filter(|(_, o)| o == third.address()).count();
+    assert!(on_newcomer > 0, "{keys:?}");
+    println!(
+        "scale-out: {} activations under load while a scheduler joined, {failed} failed, \
+         0 of {actions} queues moved; {on_newcomer} of {new_actions} new actions placed on it",
+        results.len()
+    );
+    drop(c);
+    drop((two, third));
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_whose_watch_fell_behind_a_compaction_should_relist() {
     let etcd = EtcdServer::start().await.unwrap();
     let endpoints = [etcd.endpoint()];
