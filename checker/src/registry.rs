@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 13] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 14] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -511,6 +511,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 13] = [
         about: "2 schedulers, 1 controller, 1 action; a message sent twice and a crash",
         by_default: true,
         value: lq_scenarios::duplicate,
+    },
+    Scenario {
+        name: "join",
+        about: "2 schedulers, 1 controller, 2 actions; scheduler 1 joins the running cluster, a queue retiring",
+        by_default: true,
+        value: lq_scenarios::join,
     },
     Scenario {
         name: "general",

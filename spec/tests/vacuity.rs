@@ -134,6 +134,8 @@ mod vacuity {
             a_clock_ahead_fails_without_drift: "etcd's clock runs ahead",
             a_leader_loss_fails_without_one: "etcd loses its leader",
             a_skipped_revision_fails_without_foreign_writes: "a watch skips a revision",
+            a_join_fails_without_joins: "a scheduler joins the cluster",
+            a_placement_on_a_joiner_fails_without_joins: "a queue is placed on a scheduler that joined",
         }
 
         /// In `seed5286` a member leaves and one controller can place the

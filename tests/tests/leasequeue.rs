@@ -1,7 +1,7 @@
 //! The leasequeue protocol model-checked: OpenWhisk's rules show #5286 as a
 //! lasso that tells the report's story; steadfast's rules prove every
-//! property in `seed5286` and in `general`, and every path of interest is
-//! reached there.
+//! property in `seed5286`, in `general` and when a scheduler joins, and
+//! every path of interest is reached there.
 
 use steadfast_checker::{Evidence, Report, Verdict};
 use steadfast_spec::leasequeue::model::{scenarios, ActivationState, LeaseQueueModel, Message};
@@ -44,6 +44,21 @@ fn steadfast_should_prove_every_property_for_general_and_reach_its_paths() {
             "a compaction cancels a watch",
             "a queue retires",
             "the faults come and go",
+        ],
+    );
+}
+
+#[test]
+fn steadfast_should_prove_every_property_when_a_scheduler_joins() {
+    let report = run(&scenarios::join(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "a scheduler joins the cluster",
+            "a queue is placed on a scheduler that joined",
+            "a queue retires",
+            "every activation submitted is executed",
         ],
     );
 }

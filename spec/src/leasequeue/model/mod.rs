@@ -154,6 +154,8 @@ pub enum Action {
     EtcdClockAhead,
     /// A scheduler crashes and restarts with nothing.
     SchedulerCrash(u8),
+    /// The next scheduler not running yet starts, and joins the cluster.
+    SchedulerJoin,
     /// The idle timer of a scheduler's queue fires.
     QueueIdle {
         /// The scheduler.
@@ -308,10 +310,10 @@ impl Model for LeaseQueueModel {
                 displaced: false,
             },
         };
-        // The cluster has started: every scheduler holds a lease and is a
-        // member (etcd answered their requests in turn), and then every
-        // controller listed the keys.
-        for s in 0..b.schedulers {
+        // The cluster has started: every scheduler (but those that join
+        // later) holds a lease and is a member (etcd answered their
+        // requests in turn), and then every controller listed the keys.
+        for s in self.started(&w) {
             self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
         }
         while let Some(s) = (0..b.schedulers).find(|s| !w.outbox[usize::from(*s)].is_empty()) {
@@ -355,7 +357,10 @@ impl Model for LeaseQueueModel {
         if self.quiet(w) {
             actions.push(Action::ClockTick);
         }
-        for s in 0..b.schedulers {
+        if w.left.joins > 0 {
+            actions.push(Action::SchedulerJoin);
+        }
+        for s in self.started(w) {
             let i = usize::from(s);
             let reachable = self.reachable(w, Client::Scheduler(s));
             if reachable && !w.outbox[i].is_empty() {
@@ -453,7 +458,7 @@ impl Model for LeaseQueueModel {
                 w.ghost.failures[i] = 0;
                 w.ghost.executors[i] = 0;
                 w.ghost.excused[i] = false;
-                for s in 0..self.bounds.schedulers {
+                for s in self.started(&w) {
                     self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });
                 }
                 self.feed_controller(&mut w, 0, controller::Input::Submit { id, action: 0 });
@@ -484,7 +489,7 @@ impl Model for LeaseQueueModel {
                     }
                 }
                 let prompt = Self::keepalives_prompt(&w);
-                for s in 0..self.bounds.schedulers {
+                for s in self.started(&w) {
                     self.feed_scheduler(&mut w, s, 1, scheduler::Input::Wake);
                     if prompt {
                         self.keep_alive_now(&mut w, s);
@@ -588,6 +593,11 @@ impl Model for LeaseQueueModel {
                 w.running[i].clear();
                 w.late[i].iter_mut().for_each(|l| l.orphaned = true);
                 w.schedulers[i] = Scheduler::new(s);
+                self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
+            }
+            Action::SchedulerJoin => {
+                let s = self.bounds.schedulers - w.left.joins;
+                w.left.joins -= 1;
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
             }
             Action::QueueIdle { scheduler, action } => {

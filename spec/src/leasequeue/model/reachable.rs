@@ -22,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 15] = [
+const REACHABLE: [Reachable; 17] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -140,6 +140,26 @@ const REACHABLE: [Reachable; 15] = [
         condition: |m, w| {
             (0..m.bounds.controllers)
                 .any(|c| m.watch_response(w, c, true) != m.watch_response(w, c, false))
+        },
+    },
+    Reachable {
+        name: "a scheduler joins the cluster",
+        expected: |b| b.faults.joins > 0,
+        condition: |m, w| w.left.joins < m.bounds.faults.joins,
+    },
+    // Controllers learn of a member that joined from their watch, and place
+    // a new queue on it when it weighs most.
+    Reachable {
+        name: "a queue is placed on a scheduler that joined",
+        expected: |b| {
+            let joiners = b.schedulers - b.faults.joins..b.schedulers;
+            let placed_on_joiner =
+                |&(c, a): &(u8, u8)| first_choice(b, c, a).is_some_and(|s| joiners.contains(&s));
+            b.submissions.iter().any(placed_on_joiner)
+        },
+        condition: |m, w| {
+            let first_joiner = m.bounds.schedulers - m.bounds.faults.joins;
+            w.etcd.keys.iter().any(|k| k.owner >= first_joiner)
         },
     },
     Reachable {

@@ -181,6 +181,23 @@ pub fn duplicate(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// Scale-out: two schedulers, one controller, two actions, but scheduler 1
+/// starts only later and joins the running cluster. The controller places
+/// action 1 on scheduler 1 while it is a member, else on scheduler 0: an
+/// activation of action 1 before the join goes to scheduler 0, and one
+/// after it to whichever the key names by then (no queue moves).
+pub fn join(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 1), (0, 0), (0, 1)],
+        faults: Faults {
+            joins: 1,
+            retirements: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 2)
+    })
+}
+
 /// `seed5286` with etcd's clock running one tick ahead of the
 /// schedulers' once: within the margin the steadfast fence keeps.
 pub fn drift(variant: Variant) -> LeaseQueueModel {

@@ -193,6 +193,11 @@ pub struct Faults {
     /// schedulers and invokers in the same etcd): etcd's revision moves,
     /// and a watch on the endpoint keys sees a gap.
     pub foreign_writes: u8,
+    /// Schedulers that join a running cluster (a scale-out): the last
+    /// `joins` schedulers are not running when the world starts, and each
+    /// may start once, the lowest first. In a [`World`], those not started
+    /// yet.
+    pub joins: u8,
 }
 
 impl Faults {
@@ -203,6 +208,12 @@ impl Faults {
 }
 
 impl LeaseQueueModel {
+    /// The schedulers that have started: all but the joiners yet to start
+    /// ([`Faults::joins`]).
+    pub(super) fn started(&self, w: &World) -> std::ops::Range<u8> {
+        0..self.bounds.schedulers - w.left.joins
+    }
+
     pub(super) fn client_index(&self, client: Client) -> usize {
         match client {
             Client::Scheduler(s) => usize::from(s),
