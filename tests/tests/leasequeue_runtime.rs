@@ -200,9 +200,18 @@ async fn submit(
         submissions.push(via.submit(format!("action-{}", n % actions), json!({ "n": n })));
         tokio::time::sleep(pace).await;
     }
-    tokio::time::timeout(within, join_all(submissions))
+    let ids: Vec<String> = submissions.iter().map(|s| s.id().to_owned()).collect();
+    let results = tokio::time::timeout(within, join_all(submissions))
         .await
-        .expect("every activation ends in time")
+        .expect("every activation ends in time");
+    for (id, result) in ids.iter().zip(&results) {
+        let ended = match result {
+            Ok(value) => id_of(value),
+            Err(SubmitError::Failed { id, .. } | SubmitError::Stopped { id }) => id,
+        };
+        assert_eq!(ended, id, "the handle named its activation when submitted");
+    }
+    results
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1118,4 +1127,30 @@ async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed
     assert_eq!(run.ledger.runs("plain"), 0, "plain TCP");
     drop((c, scheduler));
     run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_pending_when_its_controller_stops_should_end_stopped_under_its_id() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let c = ControllerBuilder::new(options(&endpoints))
+        .start()
+        .await
+        .unwrap();
+    // No scheduler is a member: the steadfast controller parks it.
+    let submitted = c.submit("action-0", json!({}));
+    let id = submitted.id().to_owned();
+    assert!(!id.is_empty(), "named at once");
+    let pending = tokio::spawn(submitted);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!pending.is_finished(), "parked while no scheduler lives");
+    drop(c);
+    let ended = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("a stopped controller's submissions end")
+        .unwrap();
+    assert!(
+        matches!(&ended, Err(SubmitError::Stopped { id: stopped }) if *stopped == id),
+        "{ended:?}"
+    );
 }

@@ -290,15 +290,13 @@ impl Controller {
         self.metrics_address
     }
 
-    /// Submits an activation of `action` with `payload`. The future resolves
-    /// exactly once: with what the action returned, or with why it failed
-    /// for good. An activation that cannot be routed yet (etcd unreachable)
-    /// waits, under the steadfast rules, until it can.
-    pub fn submit(
-        &self,
-        action: impl Into<String>,
-        payload: Value,
-    ) -> impl Future<Output = Result<Value, SubmitError>> + Send + 'static {
+    /// Submits an activation of `action` with `payload`. The handle names
+    /// the activation at once ([`Submitted::id`]), for logs and
+    /// correlation, and, awaited, resolves exactly once: with what the
+    /// action returned, or with why it failed for good. An activation that
+    /// cannot be routed yet (etcd unreachable) waits, under the steadfast
+    /// rules, until it can.
+    pub fn submit(&self, action: impl Into<String>, payload: Value) -> Submitted {
         let id = uuid::Uuid::new_v4().to_string();
         let (reply, outcome) = oneshot::channel();
         let sent = self.submit.send(Submission {
@@ -307,12 +305,63 @@ impl Controller {
             payload,
             reply,
         });
-        async move {
-            if sent.is_err() {
-                return Err(SubmitError::Stopped { id });
-            }
-            outcome.await.unwrap_or(Err(SubmitError::Stopped { id }))
+        Submitted {
+            id,
+            // A stopped controller dropped the receiver's sender with it:
+            // the handle then ends with `Stopped`.
+            outcome: sent.is_ok().then_some(outcome),
         }
+    }
+}
+
+/// An activation submitted ([`Controller::submit`]): its id now, its end
+/// when awaited.
+///
+/// ```no_run
+/// # async fn demo(controller: steadfast::leasequeue::Controller) {
+/// let submitted = controller.submit("greet", serde_json::json!({ "n": 1 }));
+/// println!("submitted {}", submitted.id());
+/// match submitted.await {
+///     Ok(result) => println!("{result}"),
+///     Err(error) => println!("{error}"),
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+#[must_use = "an activation's end is known only by awaiting its handle"]
+pub struct Submitted {
+    id: String,
+    outcome: Option<oneshot::Receiver<Result<Value, SubmitError>>>,
+}
+
+impl Submitted {
+    /// The activation's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Future for Submitted {
+    type Output = Result<Value, SubmitError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let ended = match this.outcome.as_mut() {
+            Some(outcome) => match std::pin::Pin::new(outcome).poll(cx) {
+                Poll::Ready(ended) => ended.ok(),
+                Poll::Pending => return Poll::Pending,
+            },
+            None => None,
+        };
+        Poll::Ready(ended.unwrap_or_else(|| {
+            Err(SubmitError::Stopped {
+                id: this.id.clone(),
+            })
+        }))
     }
 }
 

@@ -29,7 +29,7 @@ pub mod wire;
 use std::time::Duration;
 
 pub use crate::trace::TraceError;
-pub use controller::{Controller, ControllerBuilder, SubmitError};
+pub use controller::{Controller, ControllerBuilder, SubmitError, Submitted};
 pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
 pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
 
