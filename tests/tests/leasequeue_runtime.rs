@@ -476,17 +476,20 @@ async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones()
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(5);
     let two = run.two_schedulers(&endpoints, work, |b| b).await;
-    let c = run
-        .controller(&endpoints, &[&two[0], &two[1]], "controller")
+    let c1 = run
+        .controller(&endpoints, &[&two[0], &two[1]], "controller-1")
+        .await;
+    let c2 = run
+        .controller(&endpoints, &[&two[0], &two[1]], "controller-2")
         .await;
     let actions = 8;
-    warm(&c, actions).await;
+    warm(&c1, actions).await;
     let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
     let before = etcd_client.list().await.unwrap().keys;
     assert_eq!(before.len(), actions);
 
     // A third scheduler starts while activations of every action flow.
-    let via = [&c];
+    let via = [&c1, &c2];
     let load = submit(
         &via,
         10 * actions,
@@ -517,7 +520,7 @@ async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones()
     // New actions are placed among the three: the newcomer takes some.
     let new_actions = 24;
     let submissions: Vec<_> = (0..new_actions)
-        .map(|n| c.submit(format!("new-{n}"), json!({ "n": n })))
+        .map(|n| [&c1, &c2][n % 2].submit(format!("new-{n}"), json!({ "n": n })))
         .collect();
     let placed = tokio::time::timeout(Duration::from_secs(20), join_all(submissions))
         .await
@@ -531,8 +534,7 @@ async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones()
          0 of {actions} queues moved; {on_newcomer} of {new_actions} new actions placed on it",
         results.len()
     );
-    drop(c);
-    drop((two, third));
+    drop((c1, c2, two, third));
     run.replay();
 }
 
