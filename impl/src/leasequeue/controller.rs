@@ -299,18 +299,16 @@ impl Controller {
     pub fn submit(&self, action: impl Into<String>, payload: Value) -> Submitted {
         let id = uuid::Uuid::new_v4().to_string();
         let (reply, outcome) = oneshot::channel();
-        let sent = self.submit.send(Submission {
+        // Sent to a stopped controller, the submission comes back in the
+        // error and is dropped with its `reply`: the handle then ends with
+        // `Stopped`, as it does when the controller stops later.
+        let _ = self.submit.send(Submission {
             id: id.clone(),
             action: action.into(),
             payload,
             reply,
         });
-        Submitted {
-            id,
-            // A stopped controller dropped the receiver's sender with it:
-            // the handle then ends with `Stopped`.
-            outcome: sent.is_ok().then_some(outcome),
-        }
+        Submitted { id, outcome }
     }
 }
 
@@ -331,7 +329,7 @@ impl Controller {
 #[must_use = "an activation's end is known only by awaiting its handle"]
 pub struct Submitted {
     id: String,
-    outcome: Option<oneshot::Receiver<Result<Value, SubmitError>>>,
+    outcome: oneshot::Receiver<Result<Value, SubmitError>>,
 }
 
 impl Submitted {
@@ -348,20 +346,14 @@ impl Future for Submitted {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        use std::task::Poll;
         let this = self.get_mut();
-        let ended = match this.outcome.as_mut() {
-            Some(outcome) => match std::pin::Pin::new(outcome).poll(cx) {
-                Poll::Ready(ended) => ended.ok(),
-                Poll::Pending => return Poll::Pending,
-            },
-            None => None,
-        };
-        Poll::Ready(ended.unwrap_or_else(|| {
-            Err(SubmitError::Stopped {
-                id: this.id.clone(),
+        std::pin::Pin::new(&mut this.outcome).poll(cx).map(|ended| {
+            ended.unwrap_or_else(|_| {
+                Err(SubmitError::Stopped {
+                    id: this.id.clone(),
+                })
             })
-        }))
+        })
     }
 }
 

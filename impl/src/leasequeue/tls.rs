@@ -80,13 +80,13 @@ impl NodeTls {
         cert_pem: impl AsRef<[u8]>,
         key_pem: impl AsRef<[u8]>,
     ) -> Result<Self, TlsError> {
+        let refused = |what| move |source| TlsError::Rustls { what, source };
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = RootCertStore::empty();
         for ca in certificates("the CA certificate (ca_pem)", ca_pem.as_ref())? {
-            roots.add(ca).map_err(|source| TlsError::Rustls {
-                what: "the CA certificate (ca_pem)",
-                source,
-            })?;
+            roots
+                .add(ca)
+                .map_err(refused("the CA certificate (ca_pem)"))?;
         }
         let roots = Arc::new(roots);
         let chain = certificates("the node's certificate (cert_pem)", cert_pem.as_ref())?;
@@ -94,7 +94,6 @@ impl NodeTls {
             what: "the node's private key (key_pem)",
             why: format!("{e}: give the PEM private key that matches cert_pem"),
         })?;
-        let rustls = |what| move |source| TlsError::Rustls { what, source };
         let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
             .build()
             .map_err(|e| TlsError::Pem {
@@ -103,16 +102,20 @@ impl NodeTls {
             })?;
         let server = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(rustls("TLS versions"))?
+            .map_err(refused("TLS versions"))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain.clone(), key.clone_key())
-            .map_err(rustls("the node's certificate and key (cert_pem, key_pem)"))?;
+            .map_err(refused(
+                "the node's certificate and key (cert_pem, key_pem)",
+            ))?;
         let client = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(rustls("TLS versions"))?
+            .map_err(refused("TLS versions"))?
             .with_root_certificates(roots)
             .with_client_auth_cert(chain, key)
-            .map_err(rustls("the node's certificate and key (cert_pem, key_pem)"))?;
+            .map_err(refused(
+                "the node's certificate and key (cert_pem, key_pem)",
+            ))?;
         Ok(NodeTls {
             acceptor: TlsAcceptor::from(Arc::new(server)),
             connector: TlsConnector::from(Arc::new(client)),

@@ -540,9 +540,9 @@ impl<D: Domain> Scheduler<D> {
                     break;
                 }
                 self.forgetting.pop_front();
-                match memory {
-                    Remembered::Settled => self.settled.retain(|s| *s != id),
-                    Remembered::Forwarded => self.forwarded.retain(|f| *f != id),
+                let list = self.memory(memory);
+                if let Ok(at) = list.binary_search(&id) {
+                    list.remove(at);
                 }
             }
         }
@@ -867,13 +867,17 @@ impl<D: Domain> Scheduler<D> {
     /// Remembers that it settled or forwarded activation `id`, until
     /// [`Config::remember_for`] has passed.
     fn remember(&mut self, config: &Config<D>, memory: Remembered, id: D::Activation) {
-        let list = match memory {
-            Remembered::Settled => &mut self.settled,
-            Remembered::Forwarded => &mut self.forwarded,
-        };
-        insert_sorted(list, id.clone());
+        insert_sorted(self.memory(memory), id.clone());
         if let Some(span) = config.remember_for {
             self.forgetting.push_back((self.clock + span, memory, id));
+        }
+    }
+
+    /// The sorted list that keeps `memory`.
+    fn memory(&mut self, memory: Remembered) -> &mut Vec<D::Activation> {
+        match memory {
+            Remembered::Settled => &mut self.settled,
+            Remembered::Forwarded => &mut self.forwarded,
         }
     }
 

@@ -153,6 +153,22 @@ impl LeaseQueueModel {
         }
     }
 
+    /// Whether controller `c`'s watch has more than one revision to report:
+    /// etcd may then send them all in one response ([`super::Action::WatchCatchUp`]).
+    pub(super) fn catches_up(&self, w: &World, c: u8) -> bool {
+        let one = self.watch_response(w, c, false);
+        one.is_some() && self.watch_response(w, c, true) != one
+    }
+
+    /// Whether controller `c`'s watch is in step with etcd: it has no
+    /// change, and no compaction, to report.
+    pub(super) fn in_step(&self, w: &World, c: u8) -> bool {
+        !matches!(
+            self.watch_response(w, c, false),
+            Some(controller::Input::Changed { .. } | controller::Input::Compacted { .. })
+        )
+    }
+
     /// Whether the network has done, within this tick, all it does absent
     /// a fault: every request etcd can answer answered, every watch
     /// response due delivered (but a progress notification, which the tick

@@ -404,11 +404,11 @@ impl Model for LeaseQueueModel {
             if !w.requests[usize::from(c)].is_empty() {
                 actions.push(Action::ControllerEtcd(c));
             }
-            if let Some(one) = self.watch_response(w, c, false) {
-                if self.watch_response(w, c, true) != Some(one) {
-                    actions.push(Action::WatchCatchUp(c));
-                }
+            if self.watch_response(w, c, false).is_some() {
                 actions.push(Action::WatchDeliver(c));
+            }
+            if self.catches_up(w, c) {
+                actions.push(Action::WatchCatchUp(c));
             }
             if w.left.stalls > 0 && w.streams[usize::from(c)].is_open() {
                 actions.push(Action::WatchStall(c));
@@ -596,7 +596,7 @@ impl Model for LeaseQueueModel {
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
             }
             Action::SchedulerJoin => {
-                let s = self.bounds.schedulers - w.left.joins;
+                let s = self.started(&w).end;
                 w.left.joins -= 1;
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
             }

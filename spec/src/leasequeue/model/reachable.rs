@@ -137,10 +137,7 @@ const REACHABLE: [Reachable; 17] = [
             let expires = b.ttl.max(MIN_TTL) <= b.outage_ticks;
             b.variant == Variant::Steadfast && (expires || b.faults.stalls > 0)
         },
-        condition: |m, w| {
-            (0..m.bounds.controllers)
-                .any(|c| m.watch_response(w, c, true) != m.watch_response(w, c, false))
-        },
+        condition: |m, w| (0..m.bounds.controllers).any(|c| m.catches_up(w, c)),
     },
     Reachable {
         name: "a scheduler joins the cluster",

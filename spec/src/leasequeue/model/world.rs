@@ -304,16 +304,9 @@ impl LeaseQueueModel {
                 // step with it (one catching up gets none), and never on a
                 // stream that is gone.
                 controller::Effect::RequestProgress => {
-                    let behind = matches!(
-                        self.watch_response(w, c, false),
-                        Some(
-                            controller::Input::Changed { .. } | controller::Input::Compacted { .. }
-                        )
-                    );
-                    if let (Stream::Open { progress_asked }, true) =
-                        (&mut w.streams[usize::from(c)], !behind)
-                    {
-                        *progress_asked = true;
+                    let in_step = self.in_step(w, c);
+                    if let Stream::Open { progress_asked } = &mut w.streams[usize::from(c)] {
+                        *progress_asked |= in_step;
                     }
                 }
                 controller::Effect::Send { id, action, to } => {
