@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use steadfast_spec::leasequeue::scheduler::{ClaimResult, Effect, Input};
 use steadfast_spec::leasequeue::trace::{Header, Replay, SchedulerRecord, Steps};
-use steadfast_spec::leasequeue::{controller, trace::ControllerRecord};
+use steadfast_spec::leasequeue::{controller, trace::ControllerRecord, Outcome};
 use steadfast_spec::lifecycle;
 
 /// Why a trace could not be read.
@@ -276,15 +276,15 @@ impl std::fmt::Display for At {
 /// A safety property that spans roles, violated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
-    /// Two executions of one activation were both settled and
-    /// acknowledged.
+    /// Two executions of one activation both finished and were reported.
     ExecutedTwice {
         /// The activation.
         id: String,
         /// Where each execution was handed out.
         executions: Vec<At>,
     },
-    /// An activation ended twice: failed and executed, or failed twice.
+    /// An activation ended twice: failed and executed, failed twice, or
+    /// resolved twice by a controller.
     EndedTwice {
         /// The activation.
         id: String,
@@ -336,7 +336,7 @@ impl std::fmt::Display for Violation {
         match self {
             Violation::ExecutedTwice { id, executions } => write!(
                 f,
-                "activation {id} was executed and acknowledged more than once: {}",
+                "activation {id} was executed more than once: {}",
                 list(executions)
             ),
             Violation::EndedTwice { id, ends } => {
@@ -377,6 +377,7 @@ pub const CROSS_ROLE_PROPERTIES: [&str; 4] = [
 pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
     let mut settled: BTreeMap<String, Vec<At>> = BTreeMap::new();
     let mut ends: BTreeMap<String, Vec<At>> = BTreeMap::new();
+    let mut resolved: BTreeMap<String, Vec<At>> = BTreeMap::new();
     let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
     let mut forgotten: BTreeMap<String, usize> = BTreeMap::new();
     for trace in traces {
@@ -401,9 +402,15 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
             });
         }
         for (step, record) in trace.controller().unwrap_or_default().iter().enumerate() {
+            // A failure the controller decided, rather than one a scheduler
+            // reported, is an end of its own.
+            let reported = matches!(record.input, controller::Input::Outcome { .. });
             for effect in &record.effects {
-                if let controller::Effect::Fail { id, .. } = effect {
-                    ends.entry(id.clone()).or_default().push(at(step));
+                if let controller::Effect::Resolve { id, outcome } = effect {
+                    resolved.entry(id.clone()).or_default().push(at(step));
+                    if let (Outcome::Failed(_), false) = (outcome, reported) {
+                        ends.entry(id.clone()).or_default().push(at(step));
+                    }
                 }
             }
         }
@@ -418,6 +425,10 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
         .into_iter()
         .filter(|(id, places)| twice(id, places))
         .map(|(id, ends)| Violation::EndedTwice { id, ends });
+    let resolved_twice = resolved
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .map(|(id, ends)| Violation::EndedTwice { id, ends });
     let shared = owners
         .into_iter()
         .filter(|(_, schedulers)| schedulers.len() > 1)
@@ -427,7 +438,12 @@ pub fn cross_role(traces: &[Trace]) -> Vec<Violation> {
             schedulers: schedulers.into_iter().collect(),
         });
     let reruns = traces.iter().flat_map(reruns);
-    executed.chain(ended).chain(shared).chain(reruns).collect()
+    executed
+        .chain(ended)
+        .chain(resolved_twice)
+        .chain(shared)
+        .chain(reruns)
+        .collect()
 }
 
 /// The runs of a lifecycle engine's trace that repeat a success: a run of a
@@ -496,7 +512,7 @@ fn reruns(trace: &Trace) -> Vec<Violation> {
 
 /// What a scheduler's trace says that a cross-role property reads.
 enum Fact {
-    /// An execution of this activation was settled and acknowledged: it
+    /// An execution of this activation finished and was reported: it
     /// ended, executed.
     Settled(String),
     /// This activation failed for good.
@@ -533,8 +549,6 @@ fn scheduler_facts(
     // The key each (action, lease) queue was opened on, from the replies
     // that open queues.
     let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
-    // Activations whose execution finished and is not acknowledged yet.
-    let mut finished: BTreeSet<String> = BTreeSet::new();
     for (step, record) in records.iter().enumerate() {
         clock += record.elapsed;
         match &record.input {
@@ -559,9 +573,6 @@ fn scheduler_facts(
             } if key.owner == me => {
                 keys.insert((action.clone(), key.lease), key.created);
             }
-            Input::Executed { id } => {
-                finished.insert(id.clone());
-            }
             Input::Forget { id } => report(Fact::Forgotten(id.clone()), step),
             _ => {}
         }
@@ -572,13 +583,15 @@ fn scheduler_facts(
                         report(Fact::Served(action.clone(), *created), step);
                     }
                 }
-                Effect::Ack { id } if finished.remove(id) => {
+                Effect::Report { id, outcome } => {
                     settle(id, clock, step, &mut report);
-                    report(Fact::Settled(id.clone()), step);
-                }
-                Effect::Fail { id, .. } => {
-                    settle(id, clock, step, &mut report);
-                    report(Fact::Failed(id.clone()), step);
+                    report(
+                        match outcome {
+                            Outcome::Executed => Fact::Settled(id.clone()),
+                            Outcome::Failed(_) => Fact::Failed(id.clone()),
+                        },
+                        step,
+                    );
                 }
                 _ => {}
             }

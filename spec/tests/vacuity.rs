@@ -66,9 +66,9 @@ mod vacuity {
         }
 
         #[test]
-        fn activations_end_fails_when_acknowledged_on_receipt() {
+        fn every_submission_resolves_fails_when_acknowledged_on_receipt() {
             let model = steadfast(scenarios::duplicate).without(Rule::AckAtSettlement);
-            assert_violated(&model, "activations end");
+            assert_violated(&model, "every submission resolves");
         }
 
         #[test]

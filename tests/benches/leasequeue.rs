@@ -311,7 +311,11 @@ async fn start_baseline() -> Arc<StaticSender> {
                         from: network.address().to_owned(),
                     };
                     network.send(&reply_to, &outcome);
-                    network.send(&from, &Message::Ack { id });
+                    let ack = Message::Ack {
+                        id,
+                        from: network.address().to_owned(),
+                    };
+                    network.send(&from, &ack);
                 }
             }
         });

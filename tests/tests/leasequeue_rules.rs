@@ -65,7 +65,7 @@ fn an_activation_must_be_acknowledged_only_once_settled() {
     assert_needed(
         Rule::AckAtSettlement,
         scenarios::duplicate,
-        "activations end",
+        "every submission resolves",
     );
 }
 

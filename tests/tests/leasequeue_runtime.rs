@@ -104,7 +104,6 @@ impl Run {
         ControllerBuilder::new(options(endpoints))
             .variant(self.variant)
             .wake_every(Duration::from_millis(300))
-            .redeliver_every(Duration::from_millis(300))
             .trace(self.trace(name))
             .start()
             .await
@@ -792,7 +791,7 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
         reply_to: me,
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "copy");
-    let ack = |m: &Message| matches!(m, Message::Ack { id } if id == "copy");
+    let ack = |m: &Message| matches!(m, Message::Ack { id, .. } if id == "copy");
     let second = Duration::from_secs(1);
 
     network.send(scheduler.address(), &activation);
@@ -842,7 +841,6 @@ async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lea
     let at = scheduler.metrics_address().expect("metrics asked for");
     let controller = ControllerBuilder::new(options(&endpoints))
         .wake_every(Duration::from_millis(300))
-        .redeliver_every(Duration::from_millis(300))
         .trace(run.trace("controller-1"))
         .metrics("127.0.0.1:0")
         .start()
@@ -1075,7 +1073,6 @@ async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed
     .unwrap();
     let c = ControllerBuilder::new(options(&endpoints))
         .wake_every(Duration::from_millis(300))
-        .redeliver_every(Duration::from_millis(300))
         .tls(tls("controller"))
         .trace(run.trace("controller"))
         .start()

@@ -1,6 +1,8 @@
 //! The controller's driver: it runs the spec's
 //! [`controller::Controller`](steadfast_spec::leasequeue::controller::Controller)
-//! against etcd and the network, and resolves each submission exactly once.
+//! against etcd and the network, and hands each submission the end the role
+//! resolves it with. The role decides what is sent again, to whom, and how
+//! a submission ends; the driver carries payloads and results alongside.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,16 +12,16 @@ use std::time::Duration;
 use serde_json::Value;
 use steadfast_spec::leasequeue::controller::{self, Config, Effect, Input};
 use steadfast_spec::leasequeue::trace::{Header, Named};
-use steadfast_spec::leasequeue::{FailReason, Rules, Variant};
+use steadfast_spec::leasequeue::{FailReason, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
 use super::metrics::ControllerMetrics;
 use super::network::Network;
-use super::node::{self, sleep_until, Timers, Unacked};
+use super::node::{self, sleep_until, Timers};
 use super::tls::NodeTls;
-use super::wire::{Message, Outcome};
+use super::wire::{self, Message};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
@@ -83,7 +85,6 @@ pub struct ControllerBuilder {
     listen: String,
     advertise: Option<String>,
     tls: Option<NodeTls>,
-    redeliver_every: Duration,
     trace: Option<PathBuf>,
     metrics: Option<String>,
 }
@@ -102,7 +103,6 @@ impl ControllerBuilder {
             listen: "127.0.0.1:0".into(),
             advertise: None,
             tls: None,
-            redeliver_every: Duration::from_secs(1),
             trace: None,
             metrics: None,
         }
@@ -121,8 +121,9 @@ impl ControllerBuilder {
         self
     }
 
-    /// How often it wakes up: to look up parked activations again and to
-    /// check that its watch still answers.
+    /// How often it wakes up: to send again the activations no scheduler
+    /// has acknowledged, to look up parked ones again, and to check that
+    /// its watch still answers.
     #[must_use]
     pub fn wake_every(mut self, every: Duration) -> Self {
         self.wake_every = every;
@@ -158,13 +159,6 @@ impl ControllerBuilder {
         self
     }
 
-    /// How often activations not acknowledged yet are sent again.
-    #[must_use]
-    pub fn redeliver_every(mut self, every: Duration) -> Self {
-        self.redeliver_every = every;
-        self
-    }
-
     /// Records its trace to `path` (JSON lines, for `steadfast replay`).
     #[must_use]
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
@@ -190,9 +184,9 @@ impl ControllerBuilder {
     /// A period of zero, etcd unreachable, the address not bindable, the
     /// trace not writable.
     pub async fn start(self) -> Result<Controller, StartError> {
-        if self.wake_every.is_zero() || self.redeliver_every.is_zero() {
+        if self.wake_every.is_zero() {
             return Err(StartError::Config(
-                "wake_every and redeliver_every must be above zero".into(),
+                "wake_every is zero: set how often the controller wakes up, such as 1 s".into(),
             ));
         }
         let config = Config {
@@ -234,11 +228,10 @@ impl ControllerBuilder {
             timers: Timers::new(),
             events,
             pending: HashMap::new(),
-            sends: Unacked::new(),
             watches: 0,
             progress: None,
             recorder: opened.recorder,
-            redeliver_every: millis(self.redeliver_every),
+            arriving: None,
         };
         let task = tokio::spawn(driver.run(
             opened.serving,
@@ -307,6 +300,7 @@ impl Controller {
             action: action.into(),
             payload,
             reply,
+            sent: false,
         });
         Submitted { id, outcome }
     }
@@ -369,6 +363,9 @@ struct Submission {
     action: String,
     payload: Value,
     reply: oneshot::Sender<Result<Value, SubmitError>>,
+    /// Whether it was sent to a scheduler already: a send after that is a
+    /// redelivery.
+    sent: bool,
 }
 
 /// What the driver's loop reacts to, besides messages, submissions and
@@ -391,12 +388,9 @@ enum Event {
     },
 }
 
-/// The driver's timers.
+/// The driver's timer: the role's wake-up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Timer {
-    Wake,
-    Redeliver,
-}
+struct Wake;
 
 /// What `/readyz` says a controller waits for.
 const WAITING: &str = "its watch of the endpoint and member keys";
@@ -410,18 +404,19 @@ struct Driver {
     config: Config<Named>,
     etcd: Etcd,
     network: Network,
-    timers: Timers<Timer>,
+    timers: Timers<Wake>,
     events: mpsc::UnboundedSender<Event>,
     /// Submissions not ended yet, by id.
     pending: HashMap<String, Submission>,
-    sends: Unacked,
     /// The watch reports are taken from: reports of older ones are dropped
     /// (a new watch replaces the one before).
     watches: u64,
     /// Asks the current watch for progress.
     progress: Option<mpsc::UnboundedSender<()>>,
     recorder: Option<Recorder>,
-    redeliver_every: u64,
+    /// While an outcome is fed to the role: its activation, and what the
+    /// action returned, for the submission the role resolves with it.
+    arriving: Option<(String, Value)>,
 }
 
 impl Driver {
@@ -438,7 +433,6 @@ impl Driver {
         tokio::pin!(serving);
         // The role starts watching from after its first listing.
         self.open_watch(Some(from));
-        self.timers.set(Timer::Redeliver, self.redeliver_every);
         self.feed(Input::Wake);
         loop {
             tokio::select! {
@@ -455,15 +449,8 @@ impl Driver {
                     self.feed(input);
                 }
                 () = sleep_until(self.timers.next()) => {
-                    for timer in self.timers.take_due() {
-                        match timer {
-                            Timer::Wake => self.feed(Input::Wake),
-                            Timer::Redeliver => {
-                                let resent = self.sends.resend(&self.network);
-                                self.metrics.resent(resent);
-                                self.timers.set(Timer::Redeliver, self.redeliver_every);
-                            }
-                        }
+                    for Wake in self.timers.take_due() {
+                        self.feed(Input::Wake);
                     }
                 }
             }
@@ -497,19 +484,21 @@ impl Driver {
 
     fn message(&mut self, message: Message) {
         match message {
-            Message::Ack { id } => self.sends.acked(&id),
+            Message::Ack { id, from } => self.feed(Input::Acked { id, from }),
             Message::Outcome { id, outcome, from } => {
+                // The report arrived: its sender stops sending it, whatever
+                // the role makes of it.
                 self.network
                     .send(&from, &Message::OutcomeAck { id: id.clone() });
-                self.sends.acked(&id);
-                let result = match outcome {
-                    Outcome::Executed { result } => Ok(result),
-                    Outcome::Failed { reason } => Err(SubmitError::Failed {
-                        id: id.clone(),
-                        reason,
-                    }),
+                let outcome = match outcome {
+                    wire::Outcome::Executed { result } => {
+                        self.arriving = Some((id.clone(), result));
+                        Outcome::Executed
+                    }
+                    wire::Outcome::Failed { reason } => Outcome::Failed(reason),
                 };
-                self.end(&id, result);
+                self.feed(Input::Outcome { id, outcome });
+                self.arriving = None;
             }
             Message::Activation { id, .. } | Message::OutcomeAck { id } => {
                 tracing::warn!(%id, "a controller was sent a scheduler's message; dropped");
@@ -589,7 +578,7 @@ impl Driver {
 
     fn perform(&mut self, effect: Effect<Named>) {
         match effect {
-            Effect::WakeIn { after } => self.timers.set(Timer::Wake, after),
+            Effect::WakeIn { after } => self.timers.set(Wake, after),
             Effect::Get { id, action } => self.ask(move |mut etcd| async move {
                 let input = match etcd.lookup(&action).await {
                     Ok(key) => Input::Got {
@@ -624,31 +613,46 @@ impl Driver {
                 }
             }
             Effect::Send { id, action, to } => {
-                let Some(submission) = self.pending.get(&id) else {
+                let Some(submission) = self.pending.get_mut(&id) else {
                     tracing::error!(%id, "the role sent an activation nobody submitted");
                     return;
                 };
+                if std::mem::replace(&mut submission.sent, true) {
+                    self.metrics.resent(1);
+                }
                 let address = self.network.address().to_owned();
                 let message = Message::Activation {
-                    id: id.clone(),
+                    id,
                     action,
                     payload: submission.payload.clone(),
                     forwarded: false,
                     from: address.clone(),
                     reply_to: address,
                 };
-                self.sends.send(&self.network, id, to, message);
+                self.network.send(&to, &message);
             }
             Effect::CreateQueue { action, to } => {
                 self.network.send(&to, &Message::CreateQueue { action });
             }
-            Effect::Fail { id, reason } => {
-                tracing::warn!(%id, %reason, "activation failed");
-                let error = SubmitError::Failed {
-                    id: id.clone(),
-                    reason,
+            Effect::Resolve { id, outcome } => {
+                let result = match outcome {
+                    Outcome::Executed => match self.arriving.take() {
+                        Some((arrived, result)) if arrived == id => Ok(result),
+                        _ => {
+                            tracing::error!(%id, "the role resolved an activation as executed \
+                                without its report; its result is lost");
+                            Ok(Value::Null)
+                        }
+                    },
+                    Outcome::Failed(reason) => {
+                        tracing::warn!(%id, %reason, "activation failed");
+                        Err(SubmitError::Failed {
+                            id: id.clone(),
+                            reason,
+                        })
+                    }
                 };
-                self.end(&id, Err(error));
+                self.end(&id, result);
             }
         }
     }

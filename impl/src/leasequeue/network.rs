@@ -38,8 +38,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
 /// let (network, serving) = Network::bind("127.0.0.1:0", inbox).await?;
 /// tokio::spawn(serving);
-/// network.send(network.address(), &Message::Ack { id: "a-1".into() });
-/// assert_eq!(messages.recv().await, Some(Message::Ack { id: "a-1".into() }));
+/// let ack = Message::Ack { id: "a-1".into(), from: network.address().into() };
+/// network.send(network.address(), &ack);
+/// assert_eq!(messages.recv().await, Some(ack));
 /// # Ok(())
 /// # }
 /// ```

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input};
 use steadfast_spec::leasequeue::trace::{Header, Named};
-use steadfast_spec::leasequeue::{Rules, Variant};
+use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::Instrument;
@@ -30,7 +30,7 @@ use super::metrics::SchedulerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Clock, Timers, Unacked};
 use super::tls::NodeTls;
-use super::wire::{Message, Outcome};
+use super::wire::{self, Message};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
@@ -371,6 +371,7 @@ impl SchedulerBuilder {
             ttls: HashMap::new(),
             recorder: opened.recorder,
             redeliver_every: millis(self.redeliver_every),
+            arriving: None,
         };
         let task = tokio::spawn(driver.run(opened.serving, inputs, opened.messages));
         tracing::info!(%address, "scheduler started");
@@ -445,11 +446,7 @@ enum Event {
         alive: bool,
     },
     /// An activation finished running.
-    Executed {
-        id: String,
-        reply_to: String,
-        result: Value,
-    },
+    Executed { id: String, result: Value },
 }
 
 /// The driver's timers.
@@ -501,6 +498,9 @@ struct Driver<E> {
     ttls: HashMap<i64, u64>,
     recorder: Option<Recorder>,
     redeliver_every: u64,
+    /// While a finished execution is fed to the role: its activation, and
+    /// what the action returned, for the report the role makes of it.
+    arriving: Option<(String, Value)>,
 }
 
 impl<E: Executor> Driver<E> {
@@ -561,15 +561,10 @@ impl<E: Executor> Driver<E> {
                     ttl,
                 });
             }
-            Event::Executed {
-                id,
-                reply_to,
-                result,
-            } => {
-                let outcome = Outcome::Executed { result };
-                self.metrics.settled("executed", None);
-                self.report(id.clone(), reply_to, outcome);
+            Event::Executed { id, result } => {
+                self.arriving = Some((id.clone(), result));
                 self.feed(Input::Executed { id });
+                self.arriving = None;
             }
         }
     }
@@ -600,7 +595,7 @@ impl<E: Executor> Driver<E> {
                 });
             }
             Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
-            Message::Ack { id } => self.forwards.acked(&id),
+            Message::Ack { id, .. } => self.forwards.acked(&id),
             Message::OutcomeAck { id } => self.outcomes.acked(&id),
             Message::Outcome { id, .. } => {
                 tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
@@ -735,18 +730,15 @@ impl<E: Executor> Driver<E> {
                 self.metrics.settled("forwarded", None);
                 self.forwards.send(&self.network, id, to, message);
             }
-            Effect::Fail { id, reason } => {
-                let Some(held) = self.held_or_log(&id) else {
-                    return;
-                };
-                let reply_to = held.reply_to.clone();
-                tracing::warn!(%id, %reason, "activation failed");
-                self.metrics.settled("failed", Some(reason));
-                self.report(id, reply_to, Outcome::Failed { reason });
-            }
+            Effect::Report { id, outcome } => self.report(id, outcome),
             Effect::Ack { id } => {
+                let from = self.network.address().to_owned();
                 for sender in self.senders.remove(&id).unwrap_or_default() {
-                    self.network.send(&sender, &Message::Ack { id: id.clone() });
+                    let ack = Message::Ack {
+                        id: id.clone(),
+                        from: from.clone(),
+                    };
+                    self.network.send(&sender, &ack);
                 }
             }
         }
@@ -762,18 +754,13 @@ impl<E: Executor> Driver<E> {
             action: held.action.clone(),
             payload: held.payload.clone(),
         };
-        let reply_to = held.reply_to.clone();
         let executor = Arc::clone(&self.executor);
         let events = self.events.clone();
         // Everything the executor logs names its activation.
         let span = tracing::info_span!("activation", %id, action = %invocation.action);
         let run = async move {
             let result = executor.execute(invocation).await;
-            let _ = events.send(Event::Executed {
-                id,
-                reply_to,
-                result,
-            });
+            let _ = events.send(Event::Executed { id, result });
         };
         self.executions.spawn(run.instrument(span));
     }
@@ -788,9 +775,33 @@ impl<E: Executor> Driver<E> {
         held
     }
 
-    /// Tells the controller at `reply_to` how activation `id` ended, until
-    /// it acknowledges.
-    fn report(&mut self, id: String, reply_to: String, outcome: Outcome) {
+    /// Tells the controller that submitted activation `id` how it ended
+    /// (with what the action returned, if it ran), until that controller
+    /// confirms.
+    fn report(&mut self, id: String, outcome: Outcome) {
+        let Some(held) = self.held_or_log(&id) else {
+            return;
+        };
+        let reply_to = held.reply_to.clone();
+        let outcome = match outcome {
+            Outcome::Executed => {
+                self.metrics.settled("executed", None);
+                let result = match self.arriving.take() {
+                    Some((finished, result)) if finished == id => result,
+                    _ => {
+                        tracing::error!(%id, "the role reported an execution that did not \
+                            finish; its result is lost");
+                        Value::Null
+                    }
+                };
+                wire::Outcome::Executed { result }
+            }
+            Outcome::Failed(reason) => {
+                tracing::warn!(%id, %reason, "activation failed");
+                self.metrics.settled("failed", Some(reason));
+                wire::Outcome::Failed { reason }
+            }
+        };
         let message = Message::Outcome {
             id: id.clone(),
             outcome,

@@ -24,9 +24,10 @@ use steadfast_spec::leasequeue::FailReason;
 /// ```
 /// use steadfast::leasequeue::wire::Message;
 ///
-/// let ack = Message::Ack { id: "5f0c".into() };
-/// assert_eq!(ack.to_line(), "{\"kind\":\"ack\",\"id\":\"5f0c\"}\n");
-/// assert_eq!(Message::from_line(r#"{"kind":"ack","id":"5f0c"}"#).unwrap(), ack);
+/// let ack = Message::Ack { id: "5f0c".into(), from: "10.0.0.7:8081".into() };
+/// let line = r#"{"kind":"ack","id":"5f0c","from":"10.0.0.7:8081"}"#;
+/// assert_eq!(ack.to_line(), format!("{line}\n"));
+/// assert_eq!(Message::from_line(line).unwrap(), ack);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -52,10 +53,14 @@ pub enum Message {
         /// The action.
         action: String,
     },
-    /// Activation `id` is settled by the node it was sent to: stop sending it.
+    /// Activation `id` is settled by the node it was sent to (under
+    /// OpenWhisk's rules: taken in): stop sending it.
     Ack {
         /// The activation.
         id: String,
+        /// The scheduler that acknowledges it, by the address it advertises:
+        /// only the one it was sent to stops its sender.
+        from: String,
     },
     /// How activation `id` ended, for the controller that submitted it; sent
     /// again until [`Message::OutcomeAck`] comes back.
@@ -135,7 +140,10 @@ mod tests {
             Message::CreateQueue {
                 action: "hello".into(),
             },
-            Message::Ack { id: "a-1".into() },
+            Message::Ack {
+                id: "a-1".into(),
+                from: "127.0.0.1:1".into(),
+            },
             Message::Outcome {
                 id: "a-1".into(),
                 outcome: Outcome::Failed {

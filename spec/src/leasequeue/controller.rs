@@ -1,19 +1,23 @@
 //! The controller: it routes each activation to the scheduler that owns its
 //! action's queue, through an endpoint cache fed by a watch on the endpoint
 //! keys, and places a new queue among the schedulers whose member keys the
-//! same watch shows live. A sans-I/O state machine.
+//! same watch shows live. It sends each activation again at every wake-up
+//! until the scheduler it was sent to acknowledges it, and resolves each
+//! submission exactly once: with the outcome a scheduler reports, or with
+//! its own failure to route it. A sans-I/O state machine.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Rule, Rules};
+use super::{Domain, FailReason, Outcome, Rule, Rules};
 
 /// How a controller is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Config<D: Domain> {
     /// The rules it follows: a [`super::Variant`]'s, or fewer.
     pub rules: Rules,
-    /// How often it wakes up: to look up parked activations again, to ask
-    /// its watch for progress, and to restart a watch that gave none.
+    /// How often it wakes up: to send again the activations not
+    /// acknowledged, to look up parked ones again, to ask its watch for
+    /// progress, and to restart a watch that gave none.
     pub wake_every: D::Duration,
     /// Mixed into the placement weights ([`Domain::placement`]). Every
     /// controller of a deployment uses the same (a runtime's is 0), so
@@ -68,7 +72,8 @@ pub enum Watch<R> {
 pub enum Input<D: Domain> {
     /// A wake-up it asked for (or the first one, which starts it).
     Wake,
-    /// A user submitted an activation.
+    /// A user submitted an activation; one submitted again under an id
+    /// not resolved yet joins the submission pending.
     Submit {
         /// Its id.
         id: D::Activation,
@@ -119,6 +124,25 @@ pub enum Input<D: Domain> {
         /// etcd's current revision.
         rev: D::Revision,
     },
+    /// Scheduler `from` acknowledged activation `id`: it settled it
+    /// (executed, forwarded or failed it), or, under OpenWhisk's rules,
+    /// took it in. An acknowledgement from another scheduler than the one
+    /// it was last sent to changes nothing.
+    Acked {
+        /// The activation.
+        id: D::Activation,
+        /// The scheduler that acknowledges it.
+        from: D::Scheduler,
+    },
+    /// A scheduler reported how activation `id` ended (whichever scheduler
+    /// settled it: the one it was sent to, or a peer that one forwarded it
+    /// to). Reports are delivered at least once.
+    Outcome {
+        /// The activation.
+        id: D::Activation,
+        /// How it ended.
+        outcome: Outcome,
+    },
     /// A listing of every endpoint and member key, at revision `rev`.
     Listed {
         /// The revision of the listing.
@@ -158,7 +182,8 @@ pub enum Effect<D: Domain> {
     /// Ask the watch for a progress notification; answer with
     /// [`Input::Progress`] (or changes).
     RequestProgress,
-    /// Send activation `id` to scheduler `to`.
+    /// Send activation `id` to scheduler `to` (again at every wake-up
+    /// until `to` acknowledges it).
     Send {
         /// The activation.
         id: D::Activation,
@@ -174,13 +199,24 @@ pub enum Effect<D: Domain> {
         /// The scheduler.
         to: D::Scheduler,
     },
-    /// Fail activation `id` for good.
-    Fail {
+    /// End submission `id` with `outcome`: given once per submission.
+    Resolve {
         /// The activation.
         id: D::Activation,
-        /// Why.
-        reason: FailReason,
+        /// How it ended.
+        outcome: Outcome,
     },
+}
+
+/// An activation sent to a scheduler that has not acknowledged it yet.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Sent<D: Domain> {
+    /// The activation.
+    pub id: D::Activation,
+    /// Its action.
+    pub action: D::Action,
+    /// The scheduler it was sent to.
+    pub to: D::Scheduler,
 }
 
 /// One controller.
@@ -197,6 +233,11 @@ pub struct Controller<D: Domain> {
     pub lookups: Vec<(D::Activation, D::Action)>,
     /// The live members: the schedulers whose member keys exist, sorted.
     pub members: Vec<D::Scheduler>,
+    /// The submissions not resolved yet, sorted.
+    pub submitted: Vec<D::Activation>,
+    /// The activations sent and not acknowledged yet, sorted: each sent
+    /// again at every wake-up.
+    pub sent: Vec<Sent<D>>,
 }
 
 impl<D: Domain> Controller<D> {
@@ -215,6 +256,8 @@ impl<D: Domain> Controller<D> {
             },
             lookups: Vec::new(),
             members: Vec::new(),
+            submitted: Vec::new(),
+            sent: Vec::new(),
         };
         controller.adopt(keys, members);
         controller
@@ -267,6 +310,32 @@ impl<D: Domain> Controller<D> {
         }
     }
 
+    /// Sends activation `id` to `to`, until `to` acknowledges it.
+    fn send(&mut self, id: D::Activation, action: D::Action, to: D::Scheduler) -> Effect<D> {
+        let sent = Sent { id, action, to };
+        match self.sent.binary_search_by(|s| s.id.cmp(&sent.id)) {
+            Ok(at) => self.sent[at] = sent.clone(),
+            Err(at) => self.sent.insert(at, sent.clone()),
+        }
+        Effect::Send {
+            id: sent.id,
+            action: sent.action,
+            to: sent.to,
+        }
+    }
+
+    /// Ends submission `id` with `outcome`, unless it ended already: it is
+    /// neither sent nor looked up any more.
+    fn resolve(&mut self, id: D::Activation, outcome: Outcome) -> Vec<Effect<D>> {
+        let Ok(at) = self.submitted.binary_search(&id) else {
+            return Vec::new();
+        };
+        self.submitted.remove(at);
+        self.sent.retain(|s| s.id != id);
+        self.lookups.retain(|(i, _)| *i != id);
+        vec![Effect::Resolve { id, outcome }]
+    }
+
     /// Takes activation `id` off the lookups; whether it was there.
     fn answered(&mut self, id: &D::Activation) -> bool {
         let before = self.lookups.len();
@@ -279,20 +348,31 @@ impl<D: Domain> Controller<D> {
         let rules = config.rules;
         match input {
             Input::Wake => self.wake(rules, config.wake_every),
-            Input::Submit { id, action } => match self.route(&action).cloned() {
-                Some(to) => vec![Effect::Send { id, action, to }],
-                None => {
-                    self.lookups.push((id.clone(), action.clone()));
-                    vec![Effect::Get { id, action }]
+            Input::Submit { id, action } => {
+                let Err(at) = self.submitted.binary_search(&id) else {
+                    return Vec::new();
+                };
+                self.submitted.insert(at, id.clone());
+                match self.route(&action).cloned() {
+                    Some(to) => vec![self.send(id, action, to)],
+                    None => {
+                        self.lookups.push((id.clone(), action.clone()));
+                        vec![Effect::Get { id, action }]
+                    }
                 }
-            },
+            }
+            Input::Acked { id, from } => {
+                self.sent.retain(|s| s.id != id || s.to != from);
+                Vec::new()
+            }
+            Input::Outcome { id, outcome } => self.resolve(id, outcome),
             Input::Got { id, action, owner } => {
                 if !self.answered(&id) {
                     return Vec::new();
                 }
                 self.remember(action.clone(), owner.clone());
                 match owner {
-                    Some(to) => vec![Effect::Send { id, action, to }],
+                    Some(to) => vec![self.send(id, action, to)],
                     // No key: the member it places the queue on is asked to
                     // create it, and sent the activation.
                     None => match self.place(config.seed, &action) {
@@ -301,7 +381,7 @@ impl<D: Domain> Controller<D> {
                                 action: action.clone(),
                                 to: to.clone(),
                             },
-                            Effect::Send { id, action, to },
+                            self.send(id, action, to),
                         ],
                         // No live member: steadfast looks it up again at its
                         // next wake-up, by when one may have joined.
@@ -309,10 +389,7 @@ impl<D: Domain> Controller<D> {
                             self.lookups.push((id, action));
                             Vec::new()
                         }
-                        None => vec![Effect::Fail {
-                            id,
-                            reason: FailReason::NoSchedulerEndpoint,
-                        }],
+                        None => self.resolve(id, Outcome::Failed(FailReason::NoSchedulerEndpoint)),
                     },
                 }
             }
@@ -322,10 +399,7 @@ impl<D: Domain> Controller<D> {
                 if !self.answered(&id) {
                     return Vec::new();
                 }
-                vec![Effect::Fail {
-                    id,
-                    reason: FailReason::NoSchedulerEndpoint,
-                }]
+                self.resolve(id, Outcome::Failed(FailReason::NoSchedulerEndpoint))
             }
             Input::WatchStarted { next } => {
                 if let Watch::Starting { .. } = self.watch {
@@ -395,18 +469,21 @@ impl<D: Domain> Controller<D> {
         }
     }
 
-    /// Looks up every activation not answered yet, and keeps the watch
-    /// going: a progress request, or a new watch when the last request got
-    /// no answer (a watch can stall without an error).
+    /// Sends again every activation not acknowledged, looks up every
+    /// activation not answered yet, and keeps the watch going: a progress
+    /// request, or a new watch when the last request got no answer (a watch
+    /// can stall without an error).
     fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
-        let mut effects: Vec<Effect<D>> = self
-            .lookups
-            .iter()
-            .map(|(id, action)| Effect::Get {
-                id: id.clone(),
-                action: action.clone(),
-            })
-            .collect();
+        let sends = self.sent.iter().map(|s| Effect::Send {
+            id: s.id.clone(),
+            action: s.action.clone(),
+            to: s.to.clone(),
+        });
+        let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
+            id: id.clone(),
+            action: action.clone(),
+        });
+        let mut effects: Vec<Effect<D>> = sends.chain(gets).collect();
         let watch = match self.watch {
             Watch::Active {
                 next,

@@ -84,7 +84,7 @@ pub trait Domain:
 
 /// Why an activation failed for good: a named reason a caller can match on,
 /// which reads as the words OpenWhisk's users see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum FailReason {
     /// A controller could not reach etcd to route the activation, or knew
     /// no live scheduler to place its queue on (OpenWhisk: "no scheduler
@@ -109,6 +109,18 @@ impl std::fmt::Display for FailReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.message())
     }
+}
+
+/// How an activation ended, as its caller is told: the scheduler that
+/// settled it reports this to the controller it was submitted to, and the
+/// controller resolves the submission with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    /// It was executed (a runtime carries what the action returned
+    /// alongside).
+    Executed,
+    /// It failed for good, for this reason.
+    Failed(FailReason),
 }
 
 /// One rule the roles may follow, by name, so that a test can take one

@@ -33,7 +33,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Rule, Rules};
+use super::{Domain, FailReason, Outcome, Rule, Rules};
 
 /// How a scheduler is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -334,15 +334,17 @@ pub enum Effect<D: Domain> {
         /// The scheduler.
         to: D::Scheduler,
     },
-    /// Fail activation `id` for good.
-    Fail {
+    /// Tell the controller that submitted activation `id` how it ended
+    /// (sent again by the runtime until that controller confirms it); the
+    /// controller resolves the submission with it.
+    Report {
         /// The activation.
         id: D::Activation,
-        /// Why.
-        reason: FailReason,
+        /// How it ended.
+        outcome: Outcome,
     },
-    /// Acknowledge activation `id` to the queue it came from: it is not
-    /// delivered again.
+    /// Acknowledge activation `id` to the node it came from (a controller,
+    /// or a peer that forwarded it): it stops sending it.
     Ack {
         /// The activation.
         id: D::Activation,
@@ -511,7 +513,7 @@ impl<D: Domain> Scheduler<D> {
             Input::Executed { id } => {
                 if let Some(at) = self.running.iter().position(|r| *r == id) {
                     self.running.remove(at);
-                    self.settle(config, id, &mut out);
+                    self.settle(config, id, Outcome::Executed, &mut out);
                 }
             }
             Input::CreateQueue { action } => {
@@ -855,9 +857,19 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
-    /// Activation `id` is done with here: remembered, and acknowledged if
-    /// it was not on receipt.
-    fn settle(&mut self, config: &Config<D>, id: D::Activation, out: &mut Vec<Effect<D>>) {
+    /// Activation `id` ended here with `outcome`: reported to its
+    /// controller, remembered, and acknowledged if it was not on receipt.
+    fn settle(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        outcome: Outcome,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        out.push(Effect::Report {
+            id: id.clone(),
+            outcome,
+        });
         if config.rules.has(Rule::Deduplicate) {
             self.remember(config, Remembered::Settled, id.clone());
         }
@@ -1017,11 +1029,8 @@ impl<D: Domain> Scheduler<D> {
                 self.resolve(id, action, out);
             }
             (false, None) => {
-                out.push(Effect::Fail {
-                    id: id.clone(),
-                    reason: FailReason::NoQueueEndpoint,
-                });
-                self.settle(config, id, out);
+                let outcome = Outcome::Failed(FailReason::NoQueueEndpoint);
+                self.settle(config, id, outcome, out);
             }
             // steadfast elects itself by create-if-absent and serves, or
             // forwards to whoever won; a key of its own under an older

@@ -8,7 +8,7 @@ use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState};
 use super::trace::{Header, Named, Record, Replay, SchedulerRecord, Steps};
-use super::{Domain, FailReason, Rule, Rules, Variant};
+use super::{Domain, FailReason, Outcome, Rule, Rules, Variant};
 use crate::trace_json::round_trip;
 
 /// The roles as the model instantiates them.
@@ -561,7 +561,13 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
     );
     assert_eq!(
         s.step(&config, 0, Input::Executed { id: 1 }),
-        [Effect::Ack { id: 1 }]
+        [
+            Effect::Report {
+                id: 1,
+                outcome: Outcome::Executed
+            },
+            Effect::Ack { id: 1 }
+        ]
     );
     assert_eq!(
         s.step(&config, 0, activation(1)),
@@ -630,9 +636,9 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
     );
     assert_eq!(
         s.step(&config, 0, resolved.clone()),
-        [Effect::Fail {
+        [Effect::Report {
             id: 1,
-            reason: FailReason::NoQueueEndpoint
+            outcome: Outcome::Failed(FailReason::NoQueueEndpoint)
         }]
     );
     let (mut s, config) = serving(Variant::Steadfast, 7);
@@ -828,9 +834,8 @@ fn compacted_watch_should_relist_under_steadfast() {
 
 #[test]
 fn a_controller_should_place_new_queues_only_on_live_members() {
-    let submit = ControllerInput::Submit { id: 1, action: 0 };
-    let missing = ControllerInput::Got {
-        id: 1,
+    let missing = |id| ControllerInput::Got {
+        id,
         action: 0,
         owner: None,
     };
@@ -838,17 +843,18 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     // Seed 1 puts action 0 first on scheduler 1 (`Small::placement`).
     config.seed = 1;
     let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
-    let place = |c: &mut Controller, config: &controller::Config<Small>| {
-        c.step(config, submit.clone());
-        c.step(config, missing.clone())
+    // Submits activation `id`, whose lookup finds no key.
+    let place = |c: &mut Controller, config: &controller::Config<Small>, id| {
+        c.step(config, ControllerInput::Submit { id, action: 0 });
+        c.step(config, missing(id))
     };
     let create = |to| ControllerEffect::CreateQueue { action: 0, to };
-    assert_eq!(place(&mut c, &config)[0], create(1));
+    assert_eq!(place(&mut c, &config, 1)[0], create(1));
     // Scheduler 1's lease goes, and its member key with it: the next queue
     // goes to scheduler 0.
     let changes = vec![(3, left(1))];
     c.step(&config, ControllerInput::Changed { changes });
-    assert_eq!(place(&mut c, &config)[0], create(0));
+    assert_eq!(place(&mut c, &config, 2)[0], create(0));
     // No member left: steadfast parks the activation until one joins.
     c.step(
         &config,
@@ -856,10 +862,10 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
             changes: vec![(4, left(0))],
         },
     );
-    assert!(place(&mut c, &config).is_empty());
+    assert!(place(&mut c, &config, 3).is_empty());
     assert!(c
         .step(&config, ControllerInput::Wake)
-        .contains(&ControllerEffect::Get { id: 1, action: 0 }));
+        .contains(&ControllerEffect::Get { id: 3, action: 0 }));
     let joined = controller::Change::Member {
         scheduler: 1,
         live: true,
@@ -870,17 +876,66 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
             changes: vec![(5, joined)],
         },
     );
-    assert_eq!(c.step(&config, missing.clone())[0], create(1));
+    assert_eq!(c.step(&config, missing(3))[0], create(1));
     // OpenWhisk fails it: "no scheduler endpoint available".
     let config = controller_config(Variant::OpenWhisk);
     let mut c = Controller::new(Vec::new(), Vec::new(), 2);
     assert_eq!(
-        place(&mut c, &config),
-        [ControllerEffect::Fail {
+        place(&mut c, &config, 1),
+        [ControllerEffect::Resolve {
             id: 1,
-            reason: FailReason::NoSchedulerEndpoint
+            outcome: Outcome::Failed(FailReason::NoSchedulerEndpoint)
         }]
     );
+}
+
+#[test]
+fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_once() {
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![(0, 1)], vec![0, 1], 2);
+    let send = ControllerEffect::Send {
+        id: 1,
+        action: 0,
+        to: 1,
+    };
+    let submit = ControllerInput::Submit { id: 1, action: 0 };
+    let sent = c.step(&config, submit.clone());
+    assert_eq!(sent, std::slice::from_ref(&send));
+    assert!(
+        c.step(&config, submit).is_empty(),
+        "a resubmission joins the pending one"
+    );
+    assert!(c.step(&config, ControllerInput::Wake).contains(&send));
+    // Only the scheduler it was sent to can stop the resends.
+    c.step(&config, ControllerInput::Acked { id: 1, from: 0 });
+    assert!(c.step(&config, ControllerInput::Wake).contains(&send));
+    c.step(&config, ControllerInput::Acked { id: 1, from: 1 });
+    assert!(!c.step(&config, ControllerInput::Wake).contains(&send));
+    let reported = ControllerInput::Outcome {
+        id: 1,
+        outcome: Outcome::Executed,
+    };
+    assert_eq!(
+        c.step(&config, reported.clone()),
+        [ControllerEffect::Resolve {
+            id: 1,
+            outcome: Outcome::Executed
+        }]
+    );
+    assert!(
+        c.step(&config, reported).is_empty(),
+        "a report delivered again"
+    );
+    // Resolved before any acknowledgement: nothing is sent again.
+    c.step(&config, ControllerInput::Submit { id: 2, action: 0 });
+    c.step(
+        &config,
+        ControllerInput::Outcome {
+            id: 2,
+            outcome: Outcome::Executed,
+        },
+    );
+    assert!(c.sent.is_empty() && c.submitted.is_empty());
 }
 
 #[test]
@@ -892,9 +947,9 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
     c.step(&config, submit.clone());
     assert_eq!(
         c.step(&config, failed.clone()),
-        [ControllerEffect::Fail {
+        [ControllerEffect::Resolve {
             id: 1,
-            reason: FailReason::NoSchedulerEndpoint
+            outcome: Outcome::Failed(FailReason::NoSchedulerEndpoint)
         }]
     );
     let config = controller_config(Variant::Steadfast);
@@ -1006,6 +1061,15 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
             owner
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
+        (0u8..4, 0u8..2).prop_map(|(id, from)| C::Acked { id, from }),
+        (0u8..4, any::<bool>()).prop_map(|(id, executed)| C::Outcome {
+            id,
+            outcome: if executed {
+                Outcome::Executed
+            } else {
+                Outcome::Failed(FailReason::NoQueueEndpoint)
+            }
+        }),
         (1u32..12).prop_map(|next| C::WatchStarted { next }),
         prop::collection::vec((1u32..12, change()), 1..4).prop_map(|mut changes| {
             changes.sort_by_key(|(rev, _)| *rev);
@@ -1025,26 +1089,48 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
 
 proptest! {
     #[test]
-    fn controller_should_route_only_to_schedulers_and_never_lose_an_activation(
+    fn controller_should_route_only_to_schedulers_and_resolve_each_submission_once(
         inputs in controller_inputs(),
         steadfast in any::<bool>(),
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
         let config = controller_config(variant);
         let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+        // The submissions not resolved yet, by the inputs alone.
+        let mut pending = std::collections::BTreeSet::new();
         for input in inputs {
             let lookups_before = c.lookups.len();
             let failed = matches!(input, ControllerInput::GetFailed { .. });
+            let reported = match &input {
+                ControllerInput::Outcome { id, outcome } => Some((*id, *outcome)),
+                _ => None,
+            };
+            if let ControllerInput::Submit { id, .. } = input {
+                pending.insert(id);
+            }
             let effects = c.step(&config, input);
             for effect in &effects {
                 match *effect {
                     ControllerEffect::Send { to, .. } | ControllerEffect::CreateQueue { to, .. } => {
                         prop_assert!(to < 2, "routed to scheduler {}, which does not exist", to);
                     }
-                    ControllerEffect::Fail { .. } => prop_assert!(variant == Variant::OpenWhisk),
+                    ControllerEffect::Resolve { id, outcome } => {
+                        prop_assert!(pending.remove(&id), "resolved {} twice or unsubmitted", id);
+                        match reported {
+                            Some(report) => prop_assert_eq!(report, (id, outcome)),
+                            None => prop_assert!(
+                                variant == Variant::OpenWhisk,
+                                "steadfast failed {} itself", id
+                            ),
+                        }
+                    }
                     _ => {}
                 }
             }
+            let submitted: Vec<u8> = pending.iter().copied().collect();
+            prop_assert_eq!(&c.submitted, &submitted, "every submission kept until resolved");
+            prop_assert!(c.sent.iter().all(|s| pending.contains(&s.id)));
+            prop_assert!(c.lookups.iter().all(|(id, _)| pending.contains(id)));
             prop_assert!(c.cache.windows(2).all(|e| e[0].0 < e[1].0), "one cache entry per action");
             prop_assert!(c.members.windows(2).all(|m| m[0] < m[1]), "members sorted, once each");
             if failed && steadfast {

@@ -85,7 +85,7 @@ impl LeaseQueueModel {
             | E::IdleTimer { .. }
             | E::Execute { .. }
             | E::Forward { .. }
-            | E::Fail { .. }
+            | E::Report { .. }
             | E::Ack { .. } => return None,
         })
     }
@@ -120,7 +120,7 @@ impl LeaseQueueModel {
             | controller::Effect::RequestProgress
             | controller::Effect::Send { .. }
             | controller::Effect::CreateQueue { .. }
-            | controller::Effect::Fail { .. } => return,
+            | controller::Effect::Resolve { .. } => return,
         };
         self.feed_controller(w, c, input);
     }

@@ -8,10 +8,15 @@ use super::{ActivationState, World};
 /// What the properties need beyond the world itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ghost {
-    /// Per activation, executions since it was submitted.
+    /// Per activation, executions since it was submitted (counted up to
+    /// 2, as the two counts below: more reads as 2).
     pub executions: Vec<u8>,
-    /// Per activation, failures since it was submitted.
+    /// Per activation, failures decided since it was submitted (by a
+    /// scheduler, or by a controller that could not route it).
     pub failures: Vec<u8>,
+    /// Per activation, times a controller resolved it since it was
+    /// submitted.
+    pub resolutions: Vec<u8>,
     /// Per activation, the schedulers that executed it (a bit each).
     pub executors: Vec<u8>,
     /// Per activation, whether a scheduler that executed it crashed

@@ -232,7 +232,7 @@ impl LeaseQueueModel {
     }
 
     /// The rules the roles follow.
-    fn rules(&self) -> Rules {
+    pub(super) fn rules(&self) -> Rules {
         let rules = Rules::from(self.bounds.variant);
         self.without.map_or(rules, |rule| rules.without(rule))
     }
@@ -303,6 +303,7 @@ impl Model for LeaseQueueModel {
             ghost: Ghost {
                 executions: vec![0; total],
                 failures: vec![0; total],
+                resolutions: vec![0; total],
                 executors: vec![0; total],
                 excused: vec![false; total],
                 unfenced: false,
@@ -456,6 +457,7 @@ impl Model for LeaseQueueModel {
                 w.activations[i] = ActivationState::Pending;
                 w.ghost.executions[i] = 0;
                 w.ghost.failures[i] = 0;
+                w.ghost.resolutions[i] = 0;
                 w.ghost.executors[i] = 0;
                 w.ghost.excused[i] = false;
                 for s in self.started(&w) {
@@ -584,9 +586,22 @@ impl Model for LeaseQueueModel {
                         w.ghost.excused[id] = true;
                     }
                 }
-                // What it had taken in and not acknowledged is delivered to
-                // it again (its consumer restarts from the last commit).
-                let mut redelivered = std::mem::take(&mut w.unacked[i]);
+                // What a peer forwarded to it and it did not acknowledge
+                // is delivered to it again (the peer sends it until it is
+                // acknowledged); what a controller sent, the controller
+                // sends again at its next wake-up.
+                let mut redelivered: Vec<Message> = std::mem::take(&mut w.unacked[i])
+                    .into_iter()
+                    .filter(|m| {
+                        matches!(
+                            m,
+                            Message::Activation {
+                                forwarded: true,
+                                ..
+                            }
+                        )
+                    })
+                    .collect();
                 redelivered.append(&mut w.messages);
                 w.messages = redelivered;
                 w.outbox[i].clear();
@@ -633,13 +648,16 @@ impl Model for LeaseQueueModel {
                     .zip(&w.ghost.excused)
                     .all(|(n, excused)| *n <= 1 || *excused)
             }),
-            // □(∀a: failures(a) = 0 ∨ (failures(a) = 1 ∧ executions(a) = 0)).
+            // □(∀a: resolutions(a) ≤ 1 ∧ (failures(a) = 0 ∨ (failures(a) = 1 ∧
+            // executions(a) = 0))): a submission resolves at most once, and
+            // fails at most once and only if it never ran.
             Property::always("at most one outcome", |_, w: &World| {
-                w.ghost
-                    .failures
-                    .iter()
-                    .zip(&w.ghost.executions)
-                    .all(|(f, e)| *f == 0 || (*f == 1 && *e == 0))
+                let g = &w.ghost;
+                g.resolutions.iter().all(|r| *r <= 1)
+                    && g.failures
+                        .iter()
+                        .zip(&g.executions)
+                        .all(|(f, e)| *f == 0 || (*f == 1 && *e == 0))
             }),
             // □¬unfenced: work is handed out only under the owner's live
             // lease.
@@ -727,9 +745,10 @@ impl TemporalModel for LeaseQueueModel {
 
     fn liveness(&self) -> Vec<Liveness<Self>> {
         let mut properties = vec![
-            // pending ~> ¬pending: every activation reaches its outcome.
+            // pending ~> ¬pending: every submission is resolved, with its
+            // outcome, by the controller it was submitted to.
             Liveness::leads_to(
-                "activations end",
+                "every submission resolves",
                 |_, w: &World| any_pending(w),
                 |_, w: &World| !any_pending(w),
             ),

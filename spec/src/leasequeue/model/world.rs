@@ -7,7 +7,7 @@ use super::{first_choice, Ghost, LeaseQueueModel, Small};
 use crate::leasequeue::controller::{self, Controller};
 use crate::leasequeue::etcd::Etcd;
 use crate::leasequeue::scheduler::{self, ClaimResult, LeaseState, Scheduler};
-use crate::leasequeue::{FailReason, Variant};
+use crate::leasequeue::{FailReason, Outcome, Rule, Variant};
 
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,11 +86,11 @@ impl Message {
 pub enum ActivationState {
     /// Not submitted yet.
     Unsubmitted,
-    /// Submitted, not ended.
+    /// Submitted, not resolved.
     Pending,
-    /// Executed.
+    /// Resolved as executed.
     Executed,
-    /// Failed, for this reason.
+    /// Resolved as failed, for this reason.
     Failed(FailReason),
 }
 
@@ -136,8 +136,10 @@ pub struct World {
     pub late: Vec<Vec<Late>>,
     /// Per scheduler, activations it is executing.
     pub running: Vec<Vec<u8>>,
-    /// Per scheduler, activations delivered to it and not acknowledged:
-    /// delivered again after a crash.
+    /// Per scheduler, activations delivered to it and not acknowledged,
+    /// each once: those a peer forwarded are delivered again after a crash
+    /// (the peer sends them until acknowledged); those a controller sent,
+    /// the controller sends again.
     pub unacked: Vec<Vec<Message>>,
     /// The controllers.
     pub controllers: Vec<Controller<Small>>,
@@ -151,7 +153,7 @@ pub struct World {
     pub outage: u8,
     /// Outages left to start.
     pub outages_left: u8,
-    /// Messages in flight, oldest first.
+    /// Messages to schedulers in flight, oldest first.
     pub messages: Vec<Message>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
@@ -258,8 +260,10 @@ impl LeaseQueueModel {
                         .is_some_and(|k| k.owner == s && k.lease == lease);
                     w.ghost.unfenced |= !(owned && w.etcd.is_live(lease));
                     w.ghost.executors[usize::from(id)] |= 1 << s;
-                    w.running[i].push(id);
-                    self.end(w, id, ActivationState::Executed);
+                    count(&mut w.ghost.executions[usize::from(id)]);
+                    // A second execution of one running here (a design
+                    // that runs every copy) finishes with the first.
+                    push_once(&mut w.running[i], id);
                 }
                 scheduler::Effect::Forward { id, action, to } => {
                     w.ghost.contested |= lost;
@@ -270,12 +274,36 @@ impl LeaseQueueModel {
                         forwarded: true,
                     });
                 }
-                scheduler::Effect::Fail { id, reason } => {
-                    self.end(w, id, ActivationState::Failed(reason));
+                // Replies reach the controller at once (docs/leasequeue.md,
+                // "Assumptions").
+                scheduler::Effect::Report { id, outcome } => {
+                    if let Outcome::Failed(_) = outcome {
+                        count(&mut w.ghost.failures[usize::from(id)]);
+                    }
+                    let input = controller::Input::Outcome { id, outcome };
+                    self.feed_controller(w, self.submitter(id), input);
                 }
                 scheduler::Effect::Ack { id } => {
-                    w.unacked[i]
-                        .retain(|m| !matches!(m, Message::Activation { id: a, .. } if *a == id));
+                    let of =
+                        |m: &Message| matches!(m, Message::Activation { id: a, .. } if *a == id);
+                    let sent = |m: &Message| {
+                        matches!(
+                            m,
+                            Message::Activation {
+                                forwarded: false,
+                                ..
+                            }
+                        )
+                    };
+                    // A controller that sent it is told; a peer that
+                    // forwarded it stops sending it (the world holds no
+                    // copy for it).
+                    let from_controller = w.unacked[i].iter().any(|m| of(m) && sent(m));
+                    w.unacked[i].retain(|m| !of(m));
+                    if from_controller {
+                        let input = controller::Input::Acked { id, from: s };
+                        self.feed_controller(w, self.submitter(id), input);
+                    }
                 }
                 request @ (scheduler::Effect::Grant { .. }
                 | scheduler::Effect::KeepAlive { .. }
@@ -296,6 +324,7 @@ impl LeaseQueueModel {
 
     pub(super) fn feed_controller(&self, w: &mut World, c: u8, input: controller::Input<Small>) {
         let config = self.controller_config(c);
+        let reported = matches!(input, controller::Input::Outcome { .. });
         let effects = w.controllers[usize::from(c)].step(&config, input);
         for effect in effects {
             match effect {
@@ -309,20 +338,33 @@ impl LeaseQueueModel {
                         *progress_asked |= in_step;
                     }
                 }
+                // A copy sent again while one is in flight merges with it
+                // (two copies delivered are the duplicates fault's); one
+                // sent to a scheduler that holds the activation and ignores
+                // copies of what it holds changes nothing, and is left out.
                 controller::Effect::Send { id, action, to } => {
-                    w.messages.push(Message::Activation {
+                    let ignored = self.rules().has(Rule::Deduplicate)
+                        && w.schedulers[usize::from(to)].holds(&id);
+                    let message = Message::Activation {
                         to,
                         id,
                         action,
                         forwarded: false,
-                    });
+                    };
+                    if !ignored {
+                        push_once(&mut w.messages, message);
+                    }
                 }
                 controller::Effect::CreateQueue { action, to } => {
                     w.ghost.displaced |= Some(to) != first_choice(&self.bounds, c, action);
                     w.messages.push(Message::CreateQueue { to, action });
                 }
-                controller::Effect::Fail { id, reason } => {
-                    self.end(w, id, ActivationState::Failed(reason));
+                controller::Effect::Resolve { id, outcome } => {
+                    // A failure the controller decided itself counts as one.
+                    if let (Outcome::Failed(_), false) = (outcome, reported) {
+                        count(&mut w.ghost.failures[usize::from(id)]);
+                    }
+                    self.resolve(w, id, outcome);
                 }
                 // A lookup of an unreachable etcd fails (its deadline);
                 // a listing or a watch is lost and asked for again.
@@ -338,18 +380,24 @@ impl LeaseQueueModel {
         }
     }
 
-    pub(super) fn end(&self, w: &mut World, id: u8, state: ActivationState) {
+    /// A controller resolved submission `id` with `outcome`: its user sees
+    /// it end.
+    fn resolve(&self, w: &mut World, id: u8, outcome: Outcome) {
         let i = usize::from(id);
-        match state {
-            ActivationState::Executed => w.ghost.executions[i] += 1,
-            ActivationState::Failed(_) => w.ghost.failures[i] += 1,
-            ActivationState::Unsubmitted | ActivationState::Pending => {
-                unreachable!("an activation ends executed or failed")
-            }
-        }
+        count(&mut w.ghost.resolutions[i]);
         if w.activations[i] == ActivationState::Pending {
-            w.activations[i] = state;
+            w.activations[i] = match outcome {
+                Outcome::Executed => ActivationState::Executed,
+                Outcome::Failed(reason) => ActivationState::Failed(reason),
+            };
         }
+    }
+
+    /// The controller activation `id` was submitted to (the probe's is
+    /// controller 0).
+    pub(super) fn submitter(&self, id: u8) -> u8 {
+        let submissions = &self.bounds.submissions;
+        submissions.get(usize::from(id)).map_or(0, |(c, _)| *c)
     }
 
     /// Whether no fault can happen any more.
@@ -387,7 +435,7 @@ impl LeaseQueueModel {
                 action,
                 forwarded,
             } => {
-                w.unacked[usize::from(to)].push(message);
+                push_once(&mut w.unacked[usize::from(to)], message);
                 let input = scheduler::Input::Activation {
                     id,
                     action,
@@ -413,6 +461,23 @@ impl LeaseQueueModel {
                 w.requests[usize::from(c)].retain(|r| matches!(r, controller::Effect::Get { .. }));
             }
         }
+    }
+}
+
+/// Counts one more in a ghost count, up to 2: the properties tell apart
+/// none, one and more, and a design that runs an activation at every copy
+/// would otherwise count without end.
+fn count(n: &mut u8) {
+    *n = (*n + 1).min(2);
+}
+
+/// Adds `item` to the end of `list` unless an equal one is there: a
+/// message sent again while a copy is in flight, or delivered again while
+/// one waits for its acknowledgement, is the same message (a copy
+/// delivered twice is the duplicates fault's).
+fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
     }
 }
 
