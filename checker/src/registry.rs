@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 14] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 15] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -517,6 +517,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 14] = [
         about: "2 schedulers, 1 controller, 2 actions; scheduler 1 joins the running cluster, a queue retiring",
         by_default: true,
         value: lq_scenarios::join,
+    },
+    Scenario {
+        name: "departure",
+        about: "2 schedulers, 1 controller, 2 actions; a scheduler stops for good, with what it holds",
+        by_default: true,
+        value: lq_scenarios::departure,
     },
     Scenario {
         name: "general",

@@ -135,6 +135,8 @@ mod vacuity {
             a_leader_loss_fails_without_one: "etcd loses its leader",
             a_skipped_revision_fails_without_foreign_writes: "a watch skips a revision",
             a_join_fails_without_joins: "a scheduler joins the cluster",
+            a_departure_fails_without_departures: "a scheduler leaves for good",
+            a_bounce_fails_without_departures: "a send to a scheduler that left bounces",
             a_placement_on_a_joiner_fails_without_joins: "a queue is placed on a scheduler that joined",
         }
 

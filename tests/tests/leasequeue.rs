@@ -1,6 +1,7 @@
 //! The leasequeue protocol model-checked: OpenWhisk's rules show #5286 as a
 //! lasso that tells the report's story; steadfast's rules prove every
-//! property in `seed5286`, in `general` and when a scheduler joins, and
+//! property in `seed5286`, in `general` and when a scheduler joins or
+//! leaves, and
 //! every path of interest is reached there.
 
 use steadfast_checker::{Evidence, Report, Verdict};
@@ -61,6 +62,27 @@ fn steadfast_should_prove_every_property_when_a_scheduler_joins() {
             "every activation submitted is executed",
         ],
     );
+}
+
+#[test]
+fn steadfast_should_route_again_what_a_scheduler_that_left_held() {
+    let report = run(&scenarios::departure(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "a scheduler leaves for good",
+            "a send to a scheduler that left bounces",
+            "every submission resolves",
+        ],
+    );
+    // OpenWhisk sends to the gone scheduler's address for ever.
+    let report = run(&scenarios::departure(Variant::OpenWhisk));
+    let verdict = report
+        .property("every submission resolves")
+        .unwrap()
+        .verdict;
+    assert_eq!(verdict, Verdict::Violated);
 }
 
 #[test]

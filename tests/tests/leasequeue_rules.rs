@@ -103,6 +103,15 @@ fn a_controller_must_take_in_every_event_of_a_watch_response() {
 }
 
 #[test]
+fn a_send_that_bounced_must_be_routed_again() {
+    assert_needed(
+        Rule::Reroute,
+        scenarios::departure,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

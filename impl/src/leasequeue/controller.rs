@@ -238,6 +238,7 @@ impl ControllerBuilder {
             rev + 1,
             inputs,
             opened.messages,
+            opened.bounced,
             submissions,
         ));
         tracing::info!(%address, "controller started");
@@ -428,6 +429,7 @@ impl Driver {
         from: i64,
         mut inputs: mpsc::UnboundedReceiver<Event>,
         mut messages: mpsc::UnboundedReceiver<Message>,
+        mut bounced: mpsc::UnboundedReceiver<(String, Message)>,
         mut submissions: mpsc::UnboundedReceiver<Submission>,
     ) {
         tokio::pin!(serving);
@@ -439,6 +441,14 @@ impl Driver {
                 () = &mut serving => return,
                 Some(event) = inputs.recv() => self.event(event),
                 Some(message) = messages.recv() => self.message(message),
+                // An activation sent where nothing listens any more; a
+                // queue asked of such a scheduler is asked again elsewhere
+                // once the role routes the activation again.
+                Some((to, message)) = bounced.recv() => {
+                    if let Message::Activation { id, .. } = message {
+                        self.feed(Input::Bounced { id, to });
+                    }
+                }
                 Some(submission) = submissions.recv() => {
                     let input = Input::Submit {
                         id: submission.id.clone(),

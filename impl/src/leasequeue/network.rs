@@ -7,7 +7,9 @@
 //! Sending never blocks and never fails: a line that cannot be written (the
 //! peer is down, the connection broke) is dropped and logged. Delivery
 //! guarantees are the drivers': what must arrive is sent again until
-//! acknowledged.
+//! acknowledged. A message to an address where nothing listens (the
+//! connection refused: the node there is gone) is handed back to the
+//! sender's driver ([`Network::with_bounces`]), whose role routes it again.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -46,9 +48,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// ```
 pub struct Network {
     address: String,
-    links: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+    links: Mutex<HashMap<String, mpsc::UnboundedSender<Message>>>,
     tls: Option<NodeTls>,
+    bounces: Option<Bounces>,
 }
+
+/// Where messages that bounced go: each with the address it was sent to.
+pub type Bounces = mpsc::UnboundedSender<(String, Message)>;
 
 impl Network {
     /// Binds `listen` (`host:port`; port 0 picks a free one). Returns the
@@ -84,6 +90,7 @@ impl Network {
             address,
             links: Mutex::new(HashMap::new()),
             tls: tls.clone(),
+            bounces: None,
         };
         Ok((network, serve(listener, inbox, tls)))
     }
@@ -96,6 +103,15 @@ impl Network {
         self
     }
 
+    /// Hands every message that bounces (nothing listens at its address:
+    /// the connection was refused) to `bounces`, with that address; without
+    /// it, such a message is dropped like any other that cannot be written.
+    #[must_use]
+    pub fn with_bounces(mut self, bounces: Bounces) -> Self {
+        self.bounces = Some(bounces);
+        self
+    }
+
     /// The node's name: the address its peers reach it at (the one it
     /// listens on, unless [`Network::with_address`] named another).
     pub fn address(&self) -> &str {
@@ -104,17 +120,22 @@ impl Network {
 
     /// Sends `message` to the node at `to`, if it can be reached.
     pub fn send(&self, to: &str, message: &Message) {
-        let line = message.to_line();
         let mut links = self.links.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(link) = links.get(to) {
-            if link.send(line.clone()).is_ok() {
+            if link.send(message.clone()).is_ok() {
                 return;
             }
         }
-        let (link, lines) = mpsc::unbounded_channel();
+        let (link, messages) = mpsc::unbounded_channel();
         // The receiver is alive: the task below holds it.
-        let _ = link.send(line);
-        tokio::spawn(carry(to.to_owned(), lines, self.tls.clone()));
+        let _ = link.send(message.clone());
+        let carrying = carry(
+            to.to_owned(),
+            messages,
+            self.tls.clone(),
+            self.bounces.clone(),
+        );
+        tokio::spawn(carrying);
         links.insert(to.to_owned(), link);
     }
 }
@@ -188,30 +209,57 @@ async fn read(stream: impl AsyncRead + Unpin, peer: String, inbox: mpsc::Unbound
 /// A connection to a peer, plain or TLS.
 type Link = Box<dyn AsyncWrite + Unpin + Send>;
 
+/// Why a peer could not be reached.
+enum Unreachable {
+    /// Nothing listens at its address: the node there is gone.
+    Refused,
+    /// Anything else (no route, a failed handshake), which says nothing
+    /// of whether the node is there.
+    Failed(String),
+}
+
 /// Connects to `to`, over TLS with `tls` when given.
-async fn connect(to: &str, tls: Option<&NodeTls>) -> Result<Link, String> {
-    let stream = TcpStream::connect(to).await.map_err(|e| e.to_string())?;
+async fn connect(to: &str, tls: Option<&NodeTls>) -> Result<Link, Unreachable> {
+    let stream = TcpStream::connect(to).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => Unreachable::Refused,
+        _ => Unreachable::Failed(e.to_string()),
+    })?;
     let _ = stream.set_nodelay(true);
     let Some(tls) = tls else {
         return Ok(Box::new(stream));
     };
     let Some(name) = tls::server_name(to) else {
-        return Err("the address has no host to check its certificate against".into());
+        return Err(Unreachable::Failed(
+            "the address has no host to check its certificate against".into(),
+        ));
     };
     let stream = tls.connector().connect(name, stream).await;
-    let stream = stream.map_err(|e| format!("TLS handshake failed: {e}"))?;
+    let stream = stream.map_err(|e| Unreachable::Failed(format!("TLS handshake failed: {e}")))?;
     Ok(Box::new(stream))
 }
 
-/// Writes the lines for `to`, connecting (again) when needed; a line that
-/// cannot be written is dropped.
-async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>, tls: Option<NodeTls>) {
+/// Writes the messages for `to`, connecting (again) when needed; one that
+/// cannot be written is dropped, or handed to `bounces` if nothing listens
+/// at `to`.
+async fn carry(
+    to: String,
+    mut messages: mpsc::UnboundedReceiver<Message>,
+    tls: Option<NodeTls>,
+    bounces: Option<Bounces>,
+) {
     let mut stream: Option<Link> = None;
-    while let Some(line) = lines.recv().await {
+    while let Some(message) = messages.recv().await {
         if stream.is_none() {
             match tokio::time::timeout(CONNECT_TIMEOUT, connect(&to, tls.as_ref())).await {
                 Ok(Ok(connected)) => stream = Some(connected),
-                Ok(Err(error)) => {
+                Ok(Err(Unreachable::Refused)) => {
+                    tracing::warn!(%to, "nothing listens at the peer's address; message returned");
+                    if let Some(bounces) = &bounces {
+                        let _ = bounces.send((to.clone(), message));
+                    }
+                    continue;
+                }
+                Ok(Err(Unreachable::Failed(error))) => {
                     tracing::warn!(%to, %error, "peer unreachable; message dropped");
                     continue;
                 }
@@ -222,6 +270,7 @@ async fn carry(to: String, mut lines: mpsc::UnboundedReceiver<String>, tls: Opti
             }
         }
         if let Some(connected) = &mut stream {
+            let line = message.to_line();
             let written = async {
                 connected.write_all(line.as_bytes()).await?;
                 connected.flush().await

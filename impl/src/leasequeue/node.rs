@@ -26,6 +26,9 @@ pub(crate) struct Opened<F> {
     pub(crate) serving: F,
     /// The messages that arrive.
     pub(crate) messages: mpsc::UnboundedReceiver<Message>,
+    /// The messages it sent that bounced, each with the address it was
+    /// sent to.
+    pub(crate) bounced: mpsc::UnboundedReceiver<(String, Message)>,
     pub(crate) recorder: Option<Recorder>,
 }
 
@@ -49,6 +52,8 @@ pub(crate) async fn open(
             address: listen.to_owned(),
             source,
         })?;
+    let (bounces, bounced) = mpsc::unbounded_channel();
+    let network = network.with_bounces(bounces);
     let network = match advertise {
         Some(advertised) => network.with_address(advertised),
         None => network,
@@ -61,6 +66,7 @@ pub(crate) async fn open(
         network,
         serving,
         messages,
+        bounced,
         recorder,
     })
 }

@@ -373,7 +373,8 @@ impl SchedulerBuilder {
             redeliver_every: millis(self.redeliver_every),
             arriving: None,
         };
-        let task = tokio::spawn(driver.run(opened.serving, inputs, opened.messages));
+        let task =
+            tokio::spawn(driver.run(opened.serving, inputs, opened.messages, opened.bounced));
         tracing::info!(%address, "scheduler started");
         Ok(Scheduler {
             address,
@@ -511,6 +512,7 @@ impl<E: Executor> Driver<E> {
         serving: impl Future<Output = ()>,
         mut inputs: mpsc::UnboundedReceiver<Event>,
         mut messages: mpsc::UnboundedReceiver<Message>,
+        mut bounced: mpsc::UnboundedReceiver<(String, Message)>,
     ) {
         tokio::pin!(serving);
         self.timers.set(Timer::Redeliver, self.redeliver_every);
@@ -520,6 +522,7 @@ impl<E: Executor> Driver<E> {
                 () = &mut serving => return,
                 Some(event) = inputs.recv() => self.event(event),
                 Some(message) = messages.recv() => self.message(message),
+                Some((_, message)) = bounced.recv() => self.bounced(message),
                 // A finished execution has said so with an event already.
                 Some(_) = self.executions.join_next() => {}
                 () = sleep_until(self.timers.next()) => {
@@ -600,6 +603,36 @@ impl<E: Executor> Driver<E> {
             Message::Outcome { id, .. } => {
                 tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
             }
+        }
+    }
+
+    /// A message it sent bounced: nothing listens at the peer's address.
+    /// A forward is the role's to route again; if the role takes it back,
+    /// it is no longer sent to the gone peer. Anything else (an outcome
+    /// for a controller that is gone) is sent again as before, to no avail.
+    fn bounced(&mut self, message: Message) {
+        let Message::Activation {
+            id,
+            action,
+            payload,
+            forwarded: true,
+            reply_to,
+            ..
+        } = message
+        else {
+            return;
+        };
+        self.held.entry(id.clone()).or_insert(Held {
+            action: action.clone(),
+            payload,
+            reply_to,
+        });
+        self.feed(Input::Bounced {
+            id: id.clone(),
+            action,
+        });
+        if self.role.holds(&id) {
+            self.forwards.acked(&id);
         }
     }
 

@@ -134,6 +134,15 @@ pub enum Input<D: Domain> {
         /// The scheduler that acknowledges it.
         from: D::Scheduler,
     },
+    /// Activation `id` could not be sent to `to`: nothing listens at its
+    /// address any more (the scheduler is gone, for good or until it
+    /// starts again there).
+    Bounced {
+        /// The activation.
+        id: D::Activation,
+        /// The scheduler it was sent to.
+        to: D::Scheduler,
+    },
     /// A scheduler reported how activation `id` ended (whichever scheduler
     /// settled it: the one it was sent to, or a peer that one forwarded it
     /// to). Reports are delivered at least once.
@@ -366,6 +375,19 @@ impl<D: Domain> Controller<D> {
                 Vec::new()
             }
             Input::Outcome { id, outcome } => self.resolve(id, outcome),
+            // steadfast looks the action up again at its next wake-up (by
+            // then the gone scheduler's keys may have expired and its
+            // actions been placed anew); OpenWhisk sends to the same
+            // address again.
+            Input::Bounced { id, to } if rules.has(Rule::Reroute) => {
+                let at = self.sent.iter().position(|s| s.id == id && s.to == to);
+                if let Some(at) = at {
+                    let Sent { id, action, .. } = self.sent.remove(at);
+                    self.lookups.push((id, action));
+                }
+                Vec::new()
+            }
+            Input::Bounced { .. } => Vec::new(),
             Input::Got { id, action, owner } => {
                 if !self.answered(&id) {
                     return Vec::new();

@@ -160,6 +160,12 @@ pub enum Rule {
     /// A controller takes in every event of a watch response (a lease's
     /// loss deletes all its keys in one revision).
     WholeResponses,
+    /// An activation that bounced (nothing listens at its scheduler's
+    /// address any more: the scheduler is gone) is routed again, from a
+    /// fresh lookup at the next wake-up, by the controller that sent it or
+    /// the scheduler that forwarded it, instead of being sent to the same
+    /// address again.
+    Reroute,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -174,6 +180,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::ResumeWatch,
         Rule::Relist,
         Rule::WholeResponses,
+        Rule::Reroute,
     ];
 }
 
@@ -209,6 +216,7 @@ pub enum Variant {
     /// conditioned on ownership; duplicates ignored and activations
     /// acknowledged at settlement; controllers park what they cannot route,
     /// resume watches from the next revision, re-list after compaction and
-    /// take in whole watch responses.
+    /// take in whole watch responses; activations sent to a scheduler that
+    /// is gone are routed again.
     Steadfast,
 }

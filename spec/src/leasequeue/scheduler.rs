@@ -225,6 +225,14 @@ pub enum Input<D: Domain> {
         /// controller: one this scheduler forwarded may come back so.
         forwarded: bool,
     },
+    /// Activation `id`, which it forwarded, could not be sent on: nothing
+    /// listens at the peer's address any more (the peer is gone).
+    Bounced {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+    },
     /// An activation it handed out finished executing.
     Executed {
         /// The activation.
@@ -522,6 +530,7 @@ impl<D: Domain> Scheduler<D> {
                 }
             }
             Input::Idle { action } => self.retire(config, action, &mut out),
+            Input::Bounced { id, action } => self.bounced(config, id, action),
             Input::Forget { id } => self.forget(&id),
         }
         // Activations now wait on a request: retried a span from now.
@@ -992,6 +1001,23 @@ impl<D: Domain> Scheduler<D> {
             out.push(Effect::Ack { id: id.clone() });
         }
         self.take_in(rules, id, action, out);
+    }
+
+    /// A forward bounced: under [`Rule::Reroute`] it holds the activation
+    /// again and looks its action's key up at its next wake-up or retry
+    /// (the gone peer's key may have expired by then); without it, its
+    /// runtime sends the forward to the same address again.
+    fn bounced(&mut self, config: &Config<D>, id: D::Activation, action: D::Action) {
+        if !config.rules.has(Rule::Reroute) || self.holds(&id) {
+            return;
+        }
+        let Ok(at) = self.forwarded.binary_search(&id) else {
+            return;
+        };
+        self.forwarded.remove(at);
+        self.forgetting
+            .retain(|(_, memory, i)| (*memory, i) != (Remembered::Forwarded, &id));
+        self.resolving.push((id, action));
     }
 
     fn resolved(

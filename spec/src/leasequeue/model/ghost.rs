@@ -28,6 +28,8 @@ pub struct Ghost {
     /// A scheduler once lost an election to another and forwarded work to
     /// the winner.
     pub contested: bool,
+    /// A message to a scheduler that had left bounced back to its sender.
+    pub bounced: bool,
     /// A controller once placed a queue on another member than it would
     /// with every scheduler a member: its first choice had left.
     pub displaced: bool,

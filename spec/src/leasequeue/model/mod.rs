@@ -156,6 +156,8 @@ pub enum Action {
     SchedulerCrash(u8),
     /// The next scheduler not running yet starts, and joins the cluster.
     SchedulerJoin,
+    /// A scheduler stops for good.
+    SchedulerDepart(u8),
     /// The idle timer of a scheduler's queue fires.
     QueueIdle {
         /// The scheduler.
@@ -298,6 +300,7 @@ impl Model for LeaseQueueModel {
             outage: 0,
             outages_left: u8::from(b.outage_ticks > 0),
             messages: Vec::new(),
+            gone: vec![false; schedulers],
             activations: vec![ActivationState::Unsubmitted; total],
             left: b.faults.clone(),
             ghost: Ghost {
@@ -308,6 +311,7 @@ impl Model for LeaseQueueModel {
                 excused: vec![false; total],
                 unfenced: false,
                 contested: false,
+                bounced: false,
                 displaced: false,
             },
         };
@@ -361,7 +365,18 @@ impl Model for LeaseQueueModel {
         if w.left.joins > 0 {
             actions.push(Action::SchedulerJoin);
         }
+        // A request held up in the network applies even once its sender
+        // is gone.
         for s in self.started(w) {
+            if w.etcd.leader && !w.late[usize::from(s)].is_empty() {
+                actions.push(Action::SchedulerLate(s));
+            }
+        }
+        let up = self.up(w);
+        if w.left.departures > 0 && up.len() > 1 {
+            actions.extend(up.iter().map(|s| Action::SchedulerDepart(*s)));
+        }
+        for s in up {
             let i = usize::from(s);
             let reachable = self.reachable(w, Client::Scheduler(s));
             if reachable && !w.outbox[i].is_empty() {
@@ -372,9 +387,6 @@ impl Model for LeaseQueueModel {
                 if w.left.lost_replies > 0 {
                     actions.push(Action::LoseReply(s));
                 }
-            }
-            if w.etcd.leader && !w.late[i].is_empty() {
-                actions.push(Action::SchedulerLate(s));
             }
             if !w.running[i].is_empty() {
                 actions.push(Action::Finish(s));
@@ -460,7 +472,7 @@ impl Model for LeaseQueueModel {
                 w.ghost.resolutions[i] = 0;
                 w.ghost.executors[i] = 0;
                 w.ghost.excused[i] = false;
-                for s in self.started(&w) {
+                for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });
                 }
                 self.feed_controller(&mut w, 0, controller::Input::Submit { id, action: 0 });
@@ -491,7 +503,7 @@ impl Model for LeaseQueueModel {
                     }
                 }
                 let prompt = Self::keepalives_prompt(&w);
-                for s in self.started(&w) {
+                for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 1, scheduler::Input::Wake);
                     if prompt {
                         self.keep_alive_now(&mut w, s);
@@ -596,7 +608,7 @@ impl Model for LeaseQueueModel {
                         matches!(
                             m,
                             Message::Activation {
-                                forwarded: true,
+                                forwarder: Some(_),
                                 ..
                             }
                         )
@@ -609,6 +621,41 @@ impl Model for LeaseQueueModel {
                 w.late[i].iter_mut().for_each(|l| l.orphaned = true);
                 w.schedulers[i] = Scheduler::new(s);
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
+            }
+            Action::SchedulerDepart(s) => {
+                w.left.departures -= 1;
+                let i = usize::from(s);
+                // What it ran and did not acknowledge may run again
+                // elsewhere: the controller that sent it routes it again.
+                let unacknowledged =
+                    w.running[i]
+                        .iter()
+                        .copied()
+                        .chain(w.unacked[i].iter().filter_map(|m| match m {
+                            Message::Activation { id, .. } => Some(*id),
+                            Message::CreateQueue { .. } => None,
+                        }));
+                for id in unacknowledged.collect::<Vec<_>>() {
+                    let id = usize::from(id);
+                    if w.ghost.executors[id] & (1 << s) != 0 {
+                        w.ghost.excused[id] = true;
+                    }
+                }
+                // A process gone holds nothing; its requests held up in the
+                // network may still apply, to no one's reply.
+                w.gone[i] = true;
+                w.schedulers[i] = Scheduler::new(s);
+                w.outbox[i].clear();
+                w.running[i].clear();
+                w.unacked[i].clear();
+                w.late[i].iter_mut().for_each(|l| l.orphaned = true);
+                let (bounced, kept): (Vec<Message>, _) = std::mem::take(&mut w.messages)
+                    .into_iter()
+                    .partition(|m| m.to() == s);
+                w.messages = kept;
+                for message in bounced {
+                    self.send(&mut w, message);
+                }
             }
             Action::SchedulerJoin => {
                 let s = self.started(&w).end;

@@ -22,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 17] = [
+const REACHABLE: [Reachable; 19] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -158,6 +158,18 @@ const REACHABLE: [Reachable; 17] = [
             let first_joiner = m.bounds.schedulers - m.bounds.faults.joins;
             w.etcd.keys.iter().any(|k| k.owner >= first_joiner)
         },
+    },
+    Reachable {
+        name: "a scheduler leaves for good",
+        expected: |b| b.faults.departures > 0,
+        condition: |m, w| w.left.departures < m.bounds.faults.departures,
+    },
+    // A controller (or a peer) sends to a scheduler that has left: it
+    // learns so only by the send bouncing.
+    Reachable {
+        name: "a send to a scheduler that left bounces",
+        expected: |b| b.faults.departures > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.bounced,
     },
     Reachable {
         name: "etcd loses its leader",

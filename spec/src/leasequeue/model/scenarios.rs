@@ -198,6 +198,21 @@ pub fn join(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// Scale-in by loss: two schedulers, one controller, two actions, one
+/// activation of each (placed on schedulers 0 and 1), and one scheduler
+/// that stops for good at any time, with what it holds: its lease is left
+/// to expire, and what the controller sends it bounces.
+pub fn departure(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 1)],
+        faults: Faults {
+            departures: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 2)
+    })
+}
+
 /// `seed5286` with etcd's clock running one tick ahead of the
 /// schedulers' once: within the margin the steadfast fence keeps.
 pub fn drift(variant: Variant) -> LeaseQueueModel {

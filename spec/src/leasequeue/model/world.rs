@@ -60,8 +60,9 @@ pub enum Message {
         id: u8,
         /// Its action.
         action: u8,
-        /// Sent on by a peer scheduler rather than a controller.
-        forwarded: bool,
+        /// The peer scheduler that forwarded it; `None`: a controller sent
+        /// it.
+        forwarder: Option<u8>,
     },
     /// A request that scheduler `to` create a queue for `action`.
     CreateQueue {
@@ -155,6 +156,8 @@ pub struct World {
     pub outages_left: u8,
     /// Messages to schedulers in flight, oldest first.
     pub messages: Vec<Message>,
+    /// Per scheduler, whether it left for good ([`Faults::departures`]).
+    pub gone: Vec<bool>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
     /// What is left of each fault budget.
@@ -195,6 +198,11 @@ pub struct Faults {
     /// schedulers and invokers in the same etcd): etcd's revision moves,
     /// and a watch on the endpoint keys sees a gap.
     pub foreign_writes: u8,
+    /// Schedulers that stop for good (a node lost, a scale-down without
+    /// draining): what they ran and did not acknowledge is lost with them,
+    /// their lease is left to expire, and messages to them bounce. One
+    /// leaves only while another runs.
+    pub departures: u8,
     /// Schedulers that join a running cluster (a scale-out): the last
     /// `joins` schedulers are not running when the world starts, and each
     /// may start once, the lowest first. In a [`World`], those not started
@@ -214,6 +222,13 @@ impl LeaseQueueModel {
     /// ([`Faults::joins`]).
     pub(super) fn started(&self, w: &World) -> std::ops::Range<u8> {
         0..self.bounds.schedulers - w.left.joins
+    }
+
+    /// The schedulers running now: started, and not gone.
+    pub(super) fn up(&self, w: &World) -> Vec<u8> {
+        self.started(w)
+            .filter(|s| !w.gone[usize::from(*s)])
+            .collect()
     }
 
     pub(super) fn client_index(&self, client: Client) -> usize {
@@ -267,12 +282,13 @@ impl LeaseQueueModel {
                 }
                 scheduler::Effect::Forward { id, action, to } => {
                     w.ghost.contested |= lost;
-                    w.messages.push(Message::Activation {
+                    let message = Message::Activation {
                         to,
                         id,
                         action,
-                        forwarded: true,
-                    });
+                        forwarder: Some(s),
+                    };
+                    self.send(w, message);
                 }
                 // Replies reach the controller at once (docs/leasequeue.md,
                 // "Assumptions").
@@ -290,7 +306,7 @@ impl LeaseQueueModel {
                         matches!(
                             m,
                             Message::Activation {
-                                forwarded: false,
+                                forwarder: None,
                                 ..
                             }
                         )
@@ -349,15 +365,15 @@ impl LeaseQueueModel {
                         to,
                         id,
                         action,
-                        forwarded: false,
+                        forwarder: None,
                     };
                     if !ignored {
-                        push_once(&mut w.messages, message);
+                        self.send(w, message);
                     }
                 }
                 controller::Effect::CreateQueue { action, to } => {
                     w.ghost.displaced |= Some(to) != first_choice(&self.bounds, c, action);
-                    w.messages.push(Message::CreateQueue { to, action });
+                    self.send(w, Message::CreateQueue { to, action });
                 }
                 controller::Effect::Resolve { id, outcome } => {
                     // A failure the controller decided itself counts as one.
@@ -433,18 +449,49 @@ impl LeaseQueueModel {
                 to,
                 id,
                 action,
-                forwarded,
+                forwarder,
             } => {
                 push_once(&mut w.unacked[usize::from(to)], message);
                 let input = scheduler::Input::Activation {
                     id,
                     action,
-                    forwarded,
+                    forwarded: forwarder.is_some(),
                 };
                 self.feed_scheduler(w, to, 0, input);
             }
             Message::CreateQueue { to, action } => {
                 self.feed_scheduler(w, to, 0, scheduler::Input::CreateQueue { action })
+            }
+        }
+    }
+
+    /// Puts `message` in flight (merged with an equal one in flight), or,
+    /// its scheduler gone, bounces it back to its sender at once: nothing
+    /// listens at the address.
+    pub(super) fn send(&self, w: &mut World, message: Message) {
+        if !w.gone[usize::from(message.to())] {
+            push_once(&mut w.messages, message);
+            return;
+        }
+        let Message::Activation {
+            to,
+            id,
+            action,
+            forwarder,
+        } = message
+        else {
+            return;
+        };
+        w.ghost.bounced = true;
+        match forwarder {
+            // A peer gone too hears nothing.
+            Some(peer) if w.gone[usize::from(peer)] => {}
+            Some(peer) => {
+                self.feed_scheduler(w, peer, 0, scheduler::Input::Bounced { id, action });
+            }
+            None => {
+                let input = controller::Input::Bounced { id, to };
+                self.feed_controller(w, self.submitter(id), input);
             }
         }
     }
