@@ -206,7 +206,11 @@ async fn submit(
     for (id, result) in ids.iter().zip(&results) {
         let ended = match result {
             Ok(value) => id_of(value),
-            Err(SubmitError::Failed { id, .. } | SubmitError::Stopped { id }) => id,
+            Err(
+                SubmitError::Failed { id, .. }
+                | SubmitError::Stopped { id }
+                | SubmitError::InvalidId { id, .. },
+            ) => id,
         };
         assert_eq!(ended, id, "the handle named its activation when submitted");
     }
@@ -1175,4 +1179,41 @@ async fn a_submission_pending_when_its_controller_stops_should_end_stopped_under
         matches!(&ended, Err(SubmitError::Stopped { id: stopped }) if *stopped == id),
         "{ended:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resubmission_under_a_pending_id_should_join_it_and_run_once() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let [s1, s2] = run
+        .two_schedulers(&endpoints, Duration::from_millis(300), |b| b)
+        .await;
+    let c = run.controller(&endpoints, &[&s1, &s2], "controller").await;
+    // A caller retries while its first submission runs; the second one's
+    // payload differs, and the first's runs.
+    let first = c.submit_as("invoice-42", "bill", json!({ "n": 1 }));
+    let retry = c.submit_as("invoice-42", "bill", json!({ "n": 2 }));
+    assert_eq!((first.id(), retry.id()), ("invoice-42", "invoice-42"));
+    let (first, retry) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(first, retry)
+    })
+    .await
+    .expect("both handles end");
+    let result = first.expect("it ran");
+    assert_eq!(
+        retry.as_ref(),
+        Ok(&result),
+        "the retry ends as the first did"
+    );
+    assert_eq!(result["payload"]["n"], json!(1), "{result}");
+    assert_eq!(run.ledger.runs("invoice-42"), 1);
+    // An empty id names nothing: refused at once.
+    let invalid = c.submit_as("", "bill", json!({})).await;
+    assert!(
+        matches!(&invalid, Err(SubmitError::InvalidId { id, .. }) if id.is_empty()),
+        "{invalid:?}"
+    );
+    drop((c, s1, s2));
+    run.replay();
 }

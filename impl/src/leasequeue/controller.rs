@@ -59,6 +59,17 @@ pub enum SubmitError {
         /// The activation.
         id: String,
     },
+    /// The id given to [`Controller::submit_as`] cannot name an activation;
+    /// nothing was submitted.
+    #[error(
+        "activation id {id:?} cannot be used: {reason}; give a non-empty id, unique per activation"
+    )]
+    InvalidId {
+        /// The id given.
+        id: String,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
 }
 
 /// Sets a controller up; [`ControllerBuilder::start`] runs it.
@@ -291,8 +302,42 @@ impl Controller {
     /// cannot be routed yet (etcd unreachable) waits, under the steadfast
     /// rules, until it can.
     pub fn submit(&self, action: impl Into<String>, payload: Value) -> Submitted {
-        let id = uuid::Uuid::new_v4().to_string();
+        self.submit_as(uuid::Uuid::new_v4().to_string(), action, payload)
+    }
+
+    /// Submits an activation of `action` with `payload` under the caller's
+    /// `id` (an idempotency key: a request id, a job name), as
+    /// [`Controller::submit`] does otherwise. Submitted again under an id
+    /// that is still pending, it joins that submission, whose action and
+    /// payload run: both handles end alike, and it runs once. Once the
+    /// submission has ended, the id is free for a new one (a scheduler that
+    /// ran it ignores copies of it for its dedupe window). An empty id ends
+    /// the handle at once with [`SubmitError::InvalidId`].
+    ///
+    /// ```no_run
+    /// # async fn demo(controller: steadfast::leasequeue::Controller) {
+    /// let payload = serde_json::json!({ "invoice": 42 });
+    /// let first = controller.submit_as("invoice-42", "bill", payload.clone());
+    /// // A retry of the caller's own, while the first is pending, joins it.
+    /// let retry = controller.submit_as("invoice-42", "bill", payload);
+    /// assert_eq!(first.await, retry.await);
+    /// # }
+    /// ```
+    pub fn submit_as(
+        &self,
+        id: impl Into<String>,
+        action: impl Into<String>,
+        payload: Value,
+    ) -> Submitted {
+        let id = id.into();
         let (reply, outcome) = oneshot::channel();
+        if id.is_empty() {
+            let _ = reply.send(Err(SubmitError::InvalidId {
+                id: id.clone(),
+                reason: "it is empty",
+            }));
+            return Submitted { id, outcome };
+        }
         // Sent to a stopped controller, the submission comes back in the
         // error and is dropped with its `reply`: the handle then ends with
         // `Stopped`, as it does when the controller stops later.
@@ -300,7 +345,7 @@ impl Controller {
             id: id.clone(),
             action: action.into(),
             payload,
-            reply,
+            replies: vec![reply],
             sent: false,
         });
         Submitted { id, outcome }
@@ -363,7 +408,8 @@ struct Submission {
     id: String,
     action: String,
     payload: Value,
-    reply: oneshot::Sender<Result<Value, SubmitError>>,
+    /// Every handle submitted under its id while it was pending.
+    replies: Vec<oneshot::Sender<Result<Value, SubmitError>>>,
     /// Whether it was sent to a scheduler already: a send after that is a
     /// redelivery.
     sent: bool,
@@ -449,15 +495,7 @@ impl Driver {
                         self.feed(Input::Bounced { id, to });
                     }
                 }
-                Some(submission) = submissions.recv() => {
-                    let input = Input::Submit {
-                        id: submission.id.clone(),
-                        action: submission.action.clone(),
-                    };
-                    self.pending.insert(submission.id.clone(), submission);
-                    self.metrics.in_flight(self.pending.len());
-                    self.feed(input);
-                }
+                Some(submission) = submissions.recv() => self.submitted(submission),
                 () = sleep_until(self.timers.next()) => {
                     for Wake in self.timers.take_due() {
                         self.feed(Input::Wake);
@@ -519,17 +557,48 @@ impl Driver {
         }
     }
 
+    /// Takes a submission to the role; one under an id still pending joins
+    /// it (the role ignores it; its handle ends with the first).
+    fn submitted(&mut self, mut submission: Submission) {
+        let input = Input::Submit {
+            id: submission.id.clone(),
+            action: submission.action.clone(),
+        };
+        match self.pending.get_mut(&submission.id) {
+            Some(pending) => {
+                if (&pending.action, &pending.payload) != (&submission.action, &submission.payload)
+                {
+                    tracing::warn!(
+                        id = %submission.id,
+                        "resubmitted under a pending id with another action or payload: \
+                         it joins the pending submission, whose action and payload run"
+                    );
+                }
+                pending.replies.append(&mut submission.replies);
+            }
+            None => {
+                self.pending.insert(submission.id.clone(), submission);
+                self.metrics.in_flight(self.pending.len());
+            }
+        }
+        self.feed(input);
+    }
+
     /// Ends submission `id` with `result`, unless it ended already (an
-    /// outcome delivered again).
+    /// outcome delivered again): every handle submitted under it.
     fn end(&mut self, id: &str, result: Result<Value, SubmitError>) {
         if let Some(submission) = self.pending.remove(id) {
             let (outcome, reason) = match &result {
                 Ok(_) => ("executed", None),
                 Err(SubmitError::Failed { reason, .. }) => ("failed", Some(*reason)),
                 Err(SubmitError::Stopped { .. }) => ("stopped", None),
+                // Refused before it reaches the driver; named if it ever did.
+                Err(SubmitError::InvalidId { .. }) => ("invalid", None),
             };
             self.metrics.ended(outcome, reason, self.pending.len());
-            let _ = submission.reply.send(result);
+            for reply in submission.replies {
+                let _ = reply.send(result.clone());
+            }
         }
     }
 

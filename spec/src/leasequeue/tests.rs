@@ -693,6 +693,57 @@ fn lost_election_should_forward_to_the_winner() {
         ]
     );
     assert!(s.queue(&1).is_none());
+    // The winner is gone: the forward bounces, and steadfast looks the key
+    // up again at its next retry.
+    let bounced = Input::Bounced { id: 1, action: 1 };
+    let mut openwhisk = s.clone();
+    assert_eq!(
+        s.step(&config, 0, bounced.clone()),
+        [Effect::RetryIn { after: 1 }]
+    );
+    assert!(s.holds(&1) && s.forwarded.is_empty());
+    assert!(s
+        .step(&config, 0, Input::Retry)
+        .contains(&Effect::Resolve { id: 1, action: 1 }));
+    assert!(
+        s.step(&config, 0, bounced.clone()).is_empty(),
+        "a bounce of a copy it holds again"
+    );
+    // Without the rule, its runtime sends the forward to the same address.
+    let without = scheduler::Config {
+        rules: config.rules.without(Rule::Reroute),
+        ..config
+    };
+    assert!(openwhisk.step(&without, 0, bounced).is_empty());
+    assert!(!openwhisk.holds(&1));
+}
+
+#[test]
+fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
+    let bounced = ControllerInput::Bounced { id: 1, to: 1 };
+    let get = ControllerEffect::Get { id: 1, action: 0 };
+    let send = ControllerEffect::Send {
+        id: 1,
+        action: 0,
+        to: 1,
+    };
+    for variant in [Variant::Steadfast, Variant::OpenWhisk] {
+        let config = controller_config(variant);
+        let mut c = Controller::new(vec![(0, 1)], vec![0, 1], 2);
+        c.step(&config, ControllerInput::Submit { id: 1, action: 0 });
+        // A bounce from another scheduler than the one it was sent to.
+        c.step(&config, ControllerInput::Bounced { id: 1, to: 0 });
+        assert!(c.step(&config, ControllerInput::Wake).contains(&send));
+        assert!(
+            c.step(&config, bounced.clone()).is_empty(),
+            "looked up at the next wake-up, not at once"
+        );
+        let woken = c.step(&config, ControllerInput::Wake);
+        match variant {
+            Variant::Steadfast => assert!(woken.contains(&get) && !woken.contains(&send)),
+            Variant::OpenWhisk => assert!(woken.contains(&send) && !woken.contains(&get)),
+        }
+    }
 }
 
 #[test]
@@ -1002,6 +1053,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         }),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
+        (0u8..4, 0u8..2).prop_map(|(id, action)| Input::Bounced { id, action }),
     ];
     prop::collection::vec((0u8..2, input), 0..40)
 }
@@ -1062,6 +1114,7 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
         (0u8..4, 0u8..2).prop_map(|(id, from)| C::Acked { id, from }),
+        (0u8..4, 0u8..2).prop_map(|(id, to)| C::Bounced { id, to }),
         (0u8..4, any::<bool>()).prop_map(|(id, executed)| C::Outcome {
             id,
             outcome: if executed {
