@@ -228,6 +228,17 @@ pub struct Sent<D: Domain> {
     pub to: D::Scheduler,
 }
 
+impl<D: Domain> Sent<D> {
+    /// Its send, again.
+    fn effect(&self) -> Effect<D> {
+        Effect::Send {
+            id: self.id.clone(),
+            action: self.action.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
 /// One controller.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Controller<D: Domain> {
@@ -322,15 +333,12 @@ impl<D: Domain> Controller<D> {
     /// Sends activation `id` to `to`, until `to` acknowledges it.
     fn send(&mut self, id: D::Activation, action: D::Action, to: D::Scheduler) -> Effect<D> {
         let sent = Sent { id, action, to };
+        let effect = sent.effect();
         match self.sent.binary_search_by(|s| s.id.cmp(&sent.id)) {
-            Ok(at) => self.sent[at] = sent.clone(),
-            Err(at) => self.sent.insert(at, sent.clone()),
+            Ok(at) => self.sent[at] = sent,
+            Err(at) => self.sent.insert(at, sent),
         }
-        Effect::Send {
-            id: sent.id,
-            action: sent.action,
-            to: sent.to,
-        }
+        effect
     }
 
     /// Ends submission `id` with `outcome`, unless it ended already: it is
@@ -496,11 +504,7 @@ impl<D: Domain> Controller<D> {
     /// request, or a new watch when the last request got no answer (a watch
     /// can stall without an error).
     fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
-        let sends = self.sent.iter().map(|s| Effect::Send {
-            id: s.id.clone(),
-            action: s.action.clone(),
-            to: s.to.clone(),
-        });
+        let sends = self.sent.iter().map(Sent::effect);
         let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
             id: id.clone(),
             action: action.clone(),

@@ -302,19 +302,12 @@ impl LeaseQueueModel {
                 scheduler::Effect::Ack { id } => {
                     let of =
                         |m: &Message| matches!(m, Message::Activation { id: a, .. } if *a == id);
-                    let sent = |m: &Message| {
-                        matches!(
-                            m,
-                            Message::Activation {
-                                forwarder: None,
-                                ..
-                            }
-                        )
-                    };
                     // A controller that sent it is told; a peer that
                     // forwarded it stops sending it (the world holds no
                     // copy for it).
-                    let from_controller = w.unacked[i].iter().any(|m| of(m) && sent(m));
+                    let from_controller = w.unacked[i].iter().any(|m| {
+                        matches!(m, Message::Activation { id: a, forwarder: None, .. } if *a == id)
+                    });
                     w.unacked[i].retain(|m| !of(m));
                     if from_controller {
                         let input = controller::Input::Acked { id, from: s };
