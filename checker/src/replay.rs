@@ -549,9 +549,15 @@ fn scheduler_facts(
     // The key each (action, lease) queue was opened on, from the replies
     // that open queues.
     let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
+    // Reports not confirmed yet: one of these reported again is a resend,
+    // not another settlement.
+    let mut reporting: BTreeSet<String> = BTreeSet::new();
     for (step, record) in records.iter().enumerate() {
         clock += record.elapsed;
         match &record.input {
+            Input::ReportAcked { id } | Input::ReportBounced { id } => {
+                reporting.remove(id);
+            }
             Input::Claimed {
                 action,
                 lease,
@@ -573,7 +579,10 @@ fn scheduler_facts(
             } if key.owner == me => {
                 keys.insert((action.clone(), key.lease), key.created);
             }
-            Input::Forget { id } => report(Fact::Forgotten(id.clone()), step),
+            Input::Forget { id } => {
+                reporting.remove(id);
+                report(Fact::Forgotten(id.clone()), step);
+            }
             _ => {}
         }
         for effect in &record.effects {
@@ -584,6 +593,9 @@ fn scheduler_facts(
                     }
                 }
                 Effect::Report { id, outcome } => {
+                    if !reporting.insert(id.clone()) {
+                        continue;
+                    }
                     settle(id, clock, step, &mut report);
                     report(
                         match outcome {

@@ -137,6 +137,8 @@ mod vacuity {
             a_join_fails_without_joins: "a scheduler joins the cluster",
             a_departure_fails_without_departures: "a scheduler leaves for good",
             a_bounce_fails_without_departures: "a send to a scheduler that left bounces",
+            a_drain_fails_without_drains: "a scheduler drains and leaves",
+            a_busy_drain_fails_without_drains: "a scheduler is told to drain while it runs an activation",
             a_placement_on_a_joiner_fails_without_joins: "a queue is placed on a scheduler that joined",
         }
 

@@ -8,6 +8,11 @@
 //!   printed beside it). Repeated over OUTAGES outages: min, median, max.
 //! - **quorum loss**: a 3-member cluster with two members frozen for 5 s,
 //!   at TTL 3 s and 10 s: the same time, over OUTAGES outages each.
+//! - **drain**: a third scheduler joins and takes queues of new actions,
+//!   then is drained (`Scheduler::drain`) while a round of activations of
+//!   those actions flows; how long `drain` took, and how long from its
+//!   return until that round and then a round of the same actions (on the
+//!   schedulers left) completed. Repeated OUTAGES times: min, median, max.
 //! - **throughput**: one controller and two schedulers with warm endpoint
 //!   caches, ACTIVATIONS activations of 4 actions with 64 in flight:
 //!   activations per second and p50/p99 latency; beside a baseline of the
@@ -31,7 +36,7 @@ use steadfast::leasequeue::network::Network;
 use steadfast::leasequeue::wire::{Message, Outcome};
 use steadfast::leasequeue::{Controller, ControllerBuilder, SchedulerBuilder};
 use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer};
-use steadfast_tests::leasequeue_nodes::{Ledger, SchedulerProcess};
+use steadfast_tests::leasequeue_nodes::{await_members, Ledger, SchedulerProcess};
 use tokio::sync::{mpsc, oneshot};
 
 const ACTIONS: usize = 4;
@@ -106,7 +111,24 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     println!("  every lease expired and was replaced in {replaced} of {outages} outages");
-    summarize(recoveries);
+    summarize("after etcd's first answer", recoveries);
+
+    println!("drain: TTL {TTL:?}, a third scheduler drained {outages} times");
+    let mut drains = Vec::new();
+    let mut replaced = Vec::new();
+    for n in 0..outages {
+        let (took, placed) = drain(&[etcd.endpoint()], &ledger, &controller, n).await;
+        println!(
+            "  drain {}: drained in {} ms; its actions ran on the others {} ms later",
+            n + 1,
+            took.as_millis(),
+            placed.as_millis()
+        );
+        drains.push(took);
+        replaced.push(placed);
+    }
+    summarize("drain", drains);
+    summarize("its actions running elsewhere after the drain", replaced);
     drop((controller, s1, s2));
 
     for ttl in [Duration::from_secs(3), Duration::from_secs(10)] {
@@ -146,8 +168,55 @@ async fn quorum_loss(ttl: Duration, outages: usize) {
         recoveries.push(recovery);
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
-    summarize(recoveries);
+    summarize("after etcd's first answer", recoveries);
     drop((controller, s1, s2));
+}
+
+/// A third scheduler joins the cluster at `endpoints`, and `controller`
+/// places queues of 8 new actions (`drain-{n}-{a}`) among the three; it is
+/// then drained while a round of them flows. Returns how long the drain
+/// took, and how long from its return until a round of the same actions
+/// completed on the schedulers left.
+async fn drain(
+    endpoints: &[String],
+    ledger: &Ledger,
+    controller: &Controller,
+    n: usize,
+) -> (Duration, Duration) {
+    let options = EtcdOptions::new(endpoints.iter().cloned())
+        .with_request_timeout(Duration::from_millis(500));
+    let builder = SchedulerBuilder::new(options.clone()).ttl(TTL);
+    let third = SchedulerProcess::start(builder, ledger.executor())
+        .await
+        .unwrap();
+    await_members(&options, &[third.address()], Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    // The controller learns the new member from its watch.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let actions: Vec<String> = (0..8).map(|a| format!("drain-{n}-{a}")).collect();
+    let submit_round = || {
+        let submissions = actions
+            .iter()
+            .map(|a| controller.submit(a.clone(), json!({})));
+        async move {
+            let results = tokio::time::timeout(Duration::from_secs(30), join_all(submissions))
+                .await
+                .expect("a round ends within 30 s");
+            for result in results {
+                result.expect("every activation of a round is executed");
+            }
+        }
+    };
+    submit_round().await;
+    let draining = async {
+        let asked = Instant::now();
+        third.drain().await;
+        (asked.elapsed(), Instant::now())
+    };
+    let ((), (took, drained)) = tokio::join!(submit_round(), draining);
+    submit_round().await;
+    (took, drained.elapsed())
 }
 
 /// Two schedulers of lease TTL `ttl` and a controller on the etcd at
@@ -176,12 +245,12 @@ async fn nodes(
     (s1, s2, controller)
 }
 
-/// Prints the least, the median and the most of `recoveries`.
-fn summarize(mut recoveries: Vec<Duration>) {
+/// Prints the least, the median and the most of `recoveries`, as `what`.
+fn summarize(what: &str, mut recoveries: Vec<Duration>) {
     recoveries.sort();
     if let (Some(min), Some(max)) = (recoveries.first(), recoveries.last()) {
         println!(
-            "  after etcd's first answer: min {} ms, median {} ms, max {} ms",
+            "  {what}: min {} ms, median {} ms, max {} ms",
             min.as_millis(),
             recoveries[recoveries.len() / 2].as_millis(),
             max.as_millis()

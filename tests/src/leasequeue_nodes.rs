@@ -63,8 +63,16 @@ pub async fn await_members(
 pub struct SchedulerProcess {
     address: String,
     metrics_address: Option<std::net::SocketAddr>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<Stop>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How a [`SchedulerProcess`] is stopped.
+enum Stop {
+    /// As SIGKILL would.
+    Kill,
+    /// Gracefully ([`steadfast::leasequeue::Scheduler::drain`]).
+    Drain,
 }
 
 impl SchedulerProcess {
@@ -79,7 +87,7 @@ impl SchedulerProcess {
         executor: impl Executor,
     ) -> Result<Self, StartError> {
         let (started, address) = oneshot::channel();
-        let (stop, stopped) = oneshot::channel::<()>();
+        let (stop, stopped) = oneshot::channel::<Stop>();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
@@ -92,8 +100,10 @@ impl SchedulerProcess {
                         let addresses =
                             (scheduler.address().to_owned(), scheduler.metrics_address());
                         let _ = started.send(Ok(addresses));
-                        let _ = stopped.await;
-                        scheduler.kill().await;
+                        match stopped.await {
+                            Ok(Stop::Drain) => scheduler.drain().await,
+                            Ok(Stop::Kill) | Err(_) => scheduler.kill().await,
+                        }
                     }
                     Err(error) => {
                         let _ = started.send(Err(error));
@@ -127,9 +137,20 @@ impl SchedulerProcess {
         self.stop_now();
     }
 
+    /// Drains it ([`steadfast::leasequeue::Scheduler::drain`]) and returns
+    /// once it has stopped.
+    pub async fn drain(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(Stop::Drain);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+
     fn stop_now(&mut self) {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(Stop::Kill);
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

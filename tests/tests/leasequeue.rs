@@ -86,6 +86,29 @@ fn steadfast_should_route_again_what_a_scheduler_that_left_held() {
 }
 
 #[test]
+fn a_draining_scheduler_should_settle_what_it_runs_and_what_reaches_it_should_run_elsewhere() {
+    let report = run(&scenarios::drain(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "a scheduler is told to drain while it runs an activation",
+            "a scheduler drains and leaves",
+            "a send to a scheduler that left bounces",
+            "every activation submitted is executed",
+        ],
+    );
+    // OpenWhisk sends what bounced to the drained scheduler's address for
+    // ever.
+    let report = run(&scenarios::drain(Variant::OpenWhisk));
+    let verdict = report
+        .property("every submission resolves")
+        .unwrap()
+        .verdict;
+    assert_eq!(verdict, Verdict::Violated);
+}
+
+#[test]
 fn steadfast_should_win_or_forward_in_a_contested_election() {
     let report = run(&scenarios::contest(Variant::Steadfast));
     assert_all_hold(&report);

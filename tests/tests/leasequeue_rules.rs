@@ -109,6 +109,7 @@ fn a_send_that_bounced_must_be_routed_again() {
         scenarios::departure,
         "every submission resolves",
     );
+    assert_needed(Rule::Reroute, scenarios::drain, "every submission resolves");
 }
 
 #[test]

@@ -64,7 +64,6 @@ impl Run {
         SchedulerBuilder::new(options(endpoints))
             .variant(self.variant)
             .ttl(TTL)
-            .redeliver_every(Duration::from_millis(300))
             .trace(self.trace(name))
     }
 
@@ -154,6 +153,95 @@ impl Drop for Run {
     /// directory under `DIR`, for `steadfast replay` or a reader.
     fn drop(&mut self) {
         steadfast_tests::keep_traces(self.traces.path(), "leasequeue-run-");
+    }
+}
+
+/// Three schedulers and two controllers of a run, warm on every action, and
+/// the scheduler that owns action-0's queue.
+struct Cluster {
+    schedulers: Vec<SchedulerProcess>,
+    controllers: [Controller; 2],
+    etcd: Etcd,
+    /// The owner of action-0's queue.
+    owner: String,
+    /// Every action whose queue it owns.
+    owned: Vec<String>,
+}
+
+impl Run {
+    /// Schedulers `scheduler-1` to `scheduler-3`, whose activations take
+    /// `work`, and controllers `controller-1` and `controller-2`, with one
+    /// activation of each of `actions` actions run.
+    async fn three_schedulers(
+        &self,
+        endpoints: &[String],
+        work: Duration,
+        actions: usize,
+    ) -> Cluster {
+        let mut schedulers = Vec::new();
+        for name in ["scheduler-1", "scheduler-2", "scheduler-3"] {
+            let builder = self.scheduler_builder(endpoints, name);
+            schedulers.push(self.scheduler(builder, work).await);
+        }
+        let all: Vec<&SchedulerProcess> = schedulers.iter().collect();
+        let controllers = [
+            self.controller(endpoints, &all, "controller-1").await,
+            self.controller(endpoints, &all, "controller-2").await,
+        ];
+        warm(&controllers[0], actions).await;
+        let mut etcd = Etcd::connect(&options(endpoints)).await.unwrap();
+        let owner = etcd.lookup("action-0").await.unwrap().unwrap().owner;
+        let owned = etcd
+            .list()
+            .await
+            .unwrap()
+            .keys
+            .into_iter()
+            .filter(|(_, o)| *o == owner)
+            .map(|(action, _)| action)
+            .collect();
+        Cluster {
+            schedulers,
+            controllers,
+            etcd,
+            owner,
+            owned,
+        }
+    }
+}
+
+impl Cluster {
+    /// Submits 15 activations of each of `actions` actions (payload `{"n":
+    /// n}`), 10 ms apart, through both controllers in turn, and a third of
+    /// the way in hands the owner of action-0 to `midway`. Each task ends
+    /// with how its submission ended, and when.
+    async fn load(
+        &mut self,
+        actions: usize,
+        midway: impl FnOnce(SchedulerProcess),
+    ) -> Vec<tokio::task::JoinHandle<(Result<Value, SubmitError>, Instant)>> {
+        let count = 15 * actions;
+        let mut midway = Some(midway);
+        let mut ends = Vec::new();
+        for n in 0..count {
+            let via = &self.controllers[n % 2];
+            let submitted = via.submit(format!("action-{}", n % actions), json!({ "n": n }));
+            ends.push(tokio::spawn(async move {
+                let result = submitted.await;
+                (result, Instant::now())
+            }));
+            if n == count / 3 {
+                let at = self
+                    .schedulers
+                    .iter()
+                    .position(|s| s.address() == self.owner)
+                    .unwrap();
+                let owner = self.schedulers.remove(at);
+                midway.take().expect("called once")(owner);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        ends
     }
 }
 
@@ -405,50 +493,20 @@ async fn a_scheduler_killed_for_good_under_load_should_leave_no_submission_unres
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(5);
-    let mut schedulers = Vec::new();
-    for name in ["scheduler-1", "scheduler-2", "scheduler-3"] {
-        let builder = run.scheduler_builder(&endpoints, name);
-        schedulers.push(run.scheduler(builder, work).await);
-    }
-    let all: Vec<&SchedulerProcess> = schedulers.iter().collect();
-    let c1 = run.controller(&endpoints, &all, "controller-1").await;
-    let c2 = run.controller(&endpoints, &all, "controller-2").await;
     let actions = 8;
-    warm(&c1, actions).await;
-    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
-    let owner = etcd_client.lookup("action-0").await.unwrap().unwrap().owner;
-    let owned: Vec<String> = etcd_client
-        .list()
-        .await
-        .unwrap()
-        .keys
-        .into_iter()
-        .filter(|(_, o)| *o == owner)
-        .map(|(action, _)| action)
-        .collect();
+    let mut cluster = run.three_schedulers(&endpoints, work, actions).await;
+    let (owner, owned) = (cluster.owner.clone(), cluster.owned.clone());
 
-    // Activations of every action flow through both controllers; a third
-    // of the way in, the owner of action-0 dies and never comes back.
-    let count = 15 * actions;
-    let mut ends = Vec::new();
+    // A third of the way in, the owner of action-0 dies and never comes
+    // back.
     let mut killed_at = None;
-    for n in 0..count {
-        let submitted =
-            [&c1, &c2][n % 2].submit(format!("action-{}", n % actions), json!({ "n": n }));
-        ends.push(tokio::spawn(async move {
-            let result = submitted.await;
-            (result, Instant::now())
-        }));
-        if n == count / 3 {
-            let at = schedulers
-                .iter()
-                .position(|s| s.address() == owner)
-                .unwrap();
+    let ends = cluster
+        .load(actions, |owner| {
             killed_at = Some(Instant::now());
-            schedulers.remove(at).kill();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+            owner.kill();
+        })
+        .await;
+    let count = ends.len();
     let killed_at = killed_at.unwrap();
     let ended = tokio::time::timeout(Duration::from_secs(30), join_all(ends))
         .await
@@ -472,7 +530,7 @@ async fn a_scheduler_killed_for_good_under_load_should_leave_no_submission_unres
         last <= 2 * TTL + work,
         "the last submission resolved {last:?} after the kill"
     );
-    let listing = etcd_client.list().await.unwrap();
+    let listing = cluster.etcd.list().await.unwrap();
     assert!(!listing.members.contains(&owner));
     for action in &owned {
         if let Some((_, now)) = listing.keys.iter().find(|(a, _)| a == action) {
@@ -490,8 +548,59 @@ async fn a_scheduler_killed_for_good_under_load_should_leave_no_submission_unres
         2 * TTL + work,
         run.ledger.ran_twice().len()
     );
-    drop((c1, c2));
-    drop(schedulers);
+    drop(cluster);
+    run.replay();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_drained_under_load_should_fail_nothing_and_run_everything_once() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(20);
+    let actions = 8;
+    let mut cluster = run.three_schedulers(&endpoints, work, actions).await;
+    let owner = cluster.owner.clone();
+    let owned = cluster.owned.len();
+
+    // A third of the way in, the owner of action-0 is drained.
+    let mut draining = None;
+    let ends = cluster
+        .load(actions, |leaving| {
+            draining = Some(tokio::spawn(async move {
+                let asked = Instant::now();
+                leaving.drain().await;
+                asked.elapsed()
+            }));
+        })
+        .await;
+    let count = ends.len();
+    let drain_took = tokio::time::timeout(Duration::from_secs(30), draining.unwrap())
+        .await
+        .expect("the drain returns")
+        .unwrap();
+    let results: Vec<_> = tokio::time::timeout(Duration::from_secs(30), join_all(ends))
+        .await
+        .expect("every submission resolves")
+        .into_iter()
+        .map(|ended| ended.unwrap().0)
+        .collect();
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    assert_eq!(failed, 0, "{results:?}");
+    run.assert_each_ran_once(&results);
+    // Its lease went with every key under it; nothing listens at its
+    // address any more.
+    let listing = cluster.etcd.list().await.unwrap();
+    assert!(!listing.members.contains(&owner), "{listing:?}");
+    assert!(listing.keys.iter().all(|(_, o)| *o != owner), "{listing:?}");
+    assert!(tokio::net::TcpStream::connect(&owner).await.is_err());
+    println!(
+        "drain under load: {owned} of {actions} actions were on the scheduler drained; \
+         {count} submitted, {} resolved, {failed} failed, 0 unresolved, 0 ran twice; \
+         the drain took {drain_took:?}",
+        results.len()
+    );
+    drop(cluster);
     run.replay();
 }
 

@@ -1,6 +1,5 @@
 //! What the scheduler's and the controller's drivers share: the time between
-//! steps, timers the roles arm, messages sent until acknowledged, and the
-//! trace a driver records.
+//! steps, timers the roles arm, and the trace a driver records.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -172,38 +171,5 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Messages sent again until acknowledged, by activation id.
-pub(crate) struct Unacked {
-    pending: HashMap<String, (String, Message)>,
-}
-
-impl Unacked {
-    pub(crate) fn new() -> Self {
-        Unacked {
-            pending: HashMap::new(),
-        }
-    }
-
-    /// Sends `message` about activation `id` to `to` now, and again at every
-    /// [`Unacked::resend`] until [`Unacked::acked`].
-    pub(crate) fn send(&mut self, network: &Network, id: String, to: String, message: Message) {
-        network.send(&to, &message);
-        self.pending.insert(id, (to, message));
-    }
-
-    /// The message about `id` arrived.
-    pub(crate) fn acked(&mut self, id: &str) {
-        self.pending.remove(id);
-    }
-
-    /// Sends every message not acknowledged yet again; returns how many.
-    pub(crate) fn resend(&self, network: &Network) -> usize {
-        for (to, message) in self.pending.values() {
-            network.send(to, message);
-        }
-        self.pending.len()
     }
 }

@@ -18,17 +18,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input};
+use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input, Phase};
 use steadfast_spec::leasequeue::trace::{Header, Named};
 use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::Instrument;
 
 use super::etcd::{Etcd, EtcdOptions};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
-use super::node::{self, sleep_until, Clock, Timers, Unacked};
+use super::node::{self, sleep_until, Clock, Timers};
 use super::tls::NodeTls;
 use super::wire::{self, Message};
 use super::{millis, StartError};
@@ -116,7 +116,6 @@ pub struct SchedulerBuilder {
     listen: String,
     advertise: Option<String>,
     tls: Option<NodeTls>,
-    redeliver_every: Duration,
     dedupe_window: Duration,
     trace: Option<PathBuf>,
     metrics: Option<String>,
@@ -140,7 +139,6 @@ impl SchedulerBuilder {
             listen: "127.0.0.1:0".into(),
             advertise: None,
             tls: None,
-            redeliver_every: Duration::from_secs(1),
             dedupe_window: Duration::from_secs(600),
             trace: None,
             metrics: None,
@@ -185,9 +183,10 @@ impl SchedulerBuilder {
     }
 
     /// How soon its lease's requests (a grant, a keepalive, a revoke) are
-    /// sent again while it cannot serve (250 ms, or `wake_every` if
-    /// shorter, unless set): after an etcd outage it serves again within
-    /// about this long of etcd answering, whatever the TTL.
+    /// sent again while it cannot serve, and forwards and outcomes not
+    /// acknowledged yet are sent again (250 ms, or `wake_every` if shorter,
+    /// unless set): after an etcd outage it serves again within about this
+    /// long of etcd answering, whatever the TTL.
     #[must_use]
     pub fn retry_every(mut self, every: Duration) -> Self {
         self.retry_every = Some(every);
@@ -230,14 +229,6 @@ impl SchedulerBuilder {
     #[must_use]
     pub fn tls(mut self, tls: NodeTls) -> Self {
         self.tls = Some(tls);
-        self
-    }
-
-    /// How often forwarded activations and outcomes not acknowledged yet
-    /// are sent again.
-    #[must_use]
-    pub fn redeliver_every(mut self, every: Duration) -> Self {
-        self.redeliver_every = every;
         self
     }
 
@@ -307,12 +298,6 @@ impl SchedulerBuilder {
                     .into(),
             ));
         }
-        if self.redeliver_every.is_zero() {
-            return Err(StartError::Config(
-                "redeliver_every is zero: set how often unacknowledged messages are sent again"
-                    .into(),
-            ));
-        }
         Ok(Config {
             rules: self.rules,
             ttl,
@@ -351,6 +336,7 @@ impl SchedulerBuilder {
         let serving = super::serve_metrics(self.metrics.as_deref(), registry, &readiness).await?;
         let metrics_address = serving.as_ref().map(|(bound, _)| *bound);
         let (events, inputs) = mpsc::unbounded_channel();
+        let (drain, drain_asked) = oneshot::channel();
         let driver = Driver {
             role: scheduler::Scheduler::new(address.clone()),
             metrics,
@@ -366,19 +352,22 @@ impl SchedulerBuilder {
             events,
             held: HashMap::new(),
             senders: HashMap::new(),
-            forwards: Unacked::new(),
-            outcomes: Unacked::new(),
             ttls: HashMap::new(),
             recorder: opened.recorder,
-            redeliver_every: millis(self.redeliver_every),
-            arriving: None,
+            leaving: None,
         };
-        let task =
-            tokio::spawn(driver.run(opened.serving, inputs, opened.messages, opened.bounced));
+        let channels = Channels {
+            inputs,
+            messages: opened.messages,
+            bounced: opened.bounced,
+            drain_asked,
+        };
+        let task = tokio::spawn(driver.run(opened.serving, channels));
         tracing::info!(%address, "scheduler started");
         Ok(Scheduler {
             address,
             metrics_address,
+            drain: Some(drain),
             task,
         })
     }
@@ -388,7 +377,7 @@ impl SchedulerBuilder {
 /// once, as a crash would: the executions it started stop where they are,
 /// its lease is left to expire, and what it held unacknowledged is
 /// delivered again by its senders (to the scheduler that starts on its
-/// address next).
+/// address next). [`Scheduler::drain`] stops it gracefully.
 ///
 /// ```no_run
 /// # async fn demo(builder: steadfast::leasequeue::SchedulerBuilder) -> Result<(), steadfast::leasequeue::StartError> {
@@ -404,6 +393,8 @@ impl SchedulerBuilder {
 pub struct Scheduler {
     address: String,
     metrics_address: Option<std::net::SocketAddr>,
+    /// Asks the driver to drain; it answers once it has.
+    drain: Option<oneshot::Sender<oneshot::Sender<()>>>,
     task: JoinHandle<()>,
 }
 
@@ -417,6 +408,46 @@ impl Scheduler {
     /// [`SchedulerBuilder::metrics`] asked for them.
     pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
         self.metrics_address
+    }
+
+    /// Leaves the cluster gracefully (a scale-down, a rolling update) and
+    /// returns once it has stopped:
+    ///
+    /// - it takes no new work: an activation sent to it from now on is not
+    ///   acknowledged, so its sender sends it again, and once this
+    ///   scheduler has stopped listening, routes it elsewhere;
+    /// - what it holds already settles as it would have (runs, or is
+    ///   forwarded to the action's owner), and its outcomes are reported;
+    /// - then it revokes its lease, so that its member key and every
+    ///   endpoint key go at one revision and controllers place its actions
+    ///   on the members left at once;
+    /// - once every outcome and forward it sent is acknowledged, it stops
+    ///   listening and returns (the role says when: `Effect::Drained`).
+    ///
+    /// `/readyz` answers "draining" from the start. Draining waits on etcd
+    /// (the revoke) and on the controllers it reports to; to bound it, race
+    /// it against a timer: dropping the future stops the scheduler as
+    /// [`Scheduler::kill`] does.
+    ///
+    /// ```no_run
+    /// # async fn demo(scheduler: steadfast::leasequeue::Scheduler) {
+    /// use std::time::Duration;
+    ///
+    /// let drained = tokio::time::timeout(Duration::from_secs(60), scheduler.drain()).await;
+    /// if drained.is_err() {
+    ///     eprintln!("not drained within a minute: stopped as a crash would");
+    /// }
+    /// # }
+    /// ```
+    pub async fn drain(mut self) {
+        let (done, drained) = oneshot::channel();
+        if let Some(drain) = self.drain.take() {
+            let _ = drain.send(done);
+        }
+        // The driver answers once drained; it ends without answering only
+        // if its listener failed, when there is nothing left to drain.
+        let _ = drained.await;
+        let _ = (&mut self.task).await;
     }
 
     /// Stops it at once, as a crash would, its executions with it, and
@@ -456,19 +487,51 @@ enum Timer {
     Wake,
     Retry,
     Idle(String),
-    Redeliver,
 }
 
 /// An activation the scheduler was sent and may still have to run,
-/// forward or fail.
+/// forward, fail or report: what its messages carry.
 struct Held {
     action: String,
     payload: Value,
     reply_to: String,
+    /// What the action returned, once it ran: its report carries it.
+    result: Option<Value>,
+    /// The peer it was last forwarded to, if any.
+    forwarded_to: Option<String>,
+    /// Whether its outcome was reported already (a report now is sent
+    /// again).
+    reported: bool,
+}
+
+impl Held {
+    fn new(action: String, payload: Value, reply_to: String) -> Self {
+        Held {
+            action,
+            payload,
+            reply_to,
+            result: None,
+            forwarded_to: None,
+            reported: false,
+        }
+    }
 }
 
 /// What `/readyz` says a scheduler waits for.
 const WAITING: &str = "a valid lease";
+
+/// What `/readyz` says of a scheduler that drains: it will not be ready
+/// again.
+const DRAINING: &str = "nothing: draining";
+
+/// Where the driver's events come from, besides its timers.
+struct Channels {
+    inputs: mpsc::UnboundedReceiver<Event>,
+    messages: mpsc::UnboundedReceiver<Message>,
+    bounced: mpsc::UnboundedReceiver<(String, Message)>,
+    /// [`Scheduler::drain`] asking, with where to say it is done.
+    drain_asked: oneshot::Receiver<oneshot::Sender<()>>,
+}
 
 struct Driver<E> {
     role: scheduler::Scheduler<Named>,
@@ -487,42 +550,44 @@ struct Driver<E> {
     timers: Timers<Timer>,
     events: mpsc::UnboundedSender<Event>,
     /// The payload and reply address of every activation the role may
-    /// still hand out, forward or fail.
+    /// still hand out, forward, fail or report.
     held: HashMap<String, Held>,
     /// Per activation, the nodes that sent it and are owed an
     /// acknowledgement.
     senders: HashMap<String, Vec<String>>,
-    forwards: Unacked,
-    outcomes: Unacked,
     /// The TTL etcd granted each lease with, in milliseconds: what a
     /// keepalive renews it to.
     ttls: HashMap<i64, u64>,
     recorder: Option<Recorder>,
-    redeliver_every: u64,
-    /// While a finished execution is fed to the role: its activation, and
-    /// what the action returned, for the report the role makes of it.
-    arriving: Option<(String, Value)>,
+    /// Once asked to drain: where to say it is done.
+    leaving: Option<oneshot::Sender<()>>,
 }
 
 impl<E: Executor> Driver<E> {
-    /// Runs until the task is aborted, `serving` (the network's listener)
-    /// alongside, so that the port is free once the task is gone.
-    async fn run(
-        mut self,
-        serving: impl Future<Output = ()>,
-        mut inputs: mpsc::UnboundedReceiver<Event>,
-        mut messages: mpsc::UnboundedReceiver<Message>,
-        mut bounced: mpsc::UnboundedReceiver<(String, Message)>,
-    ) {
+    /// Runs until the task is aborted, or until it has drained, `serving`
+    /// (the network's listener) alongside, so that the port is free once
+    /// the task is gone.
+    async fn run(mut self, serving: impl Future<Output = ()>, mut channels: Channels) {
         tokio::pin!(serving);
-        self.timers.set(Timer::Redeliver, self.redeliver_every);
         self.feed(Input::Wake);
         loop {
+            if self.role.phase == Phase::Drained {
+                tracing::info!(address = %self.network.address(), "scheduler drained");
+                if let Some(done) = self.leaving.take() {
+                    let _ = done.send(());
+                }
+                return;
+            }
             tokio::select! {
                 () = &mut serving => return,
-                Some(event) = inputs.recv() => self.event(event),
-                Some(message) = messages.recv() => self.message(message),
-                Some((_, message)) = bounced.recv() => self.bounced(message),
+                Ok(done) = &mut channels.drain_asked, if self.leaving.is_none() => {
+                    tracing::info!(address = %self.network.address(), "scheduler draining");
+                    self.leaving = Some(done);
+                    self.feed(Input::Drain);
+                }
+                Some(event) = channels.inputs.recv() => self.event(event),
+                Some(message) = channels.messages.recv() => self.message(message),
+                Some((to, message)) = channels.bounced.recv() => self.bounced(to, message),
                 // A finished execution has said so with an event already.
                 Some(_) = self.executions.join_next() => {}
                 () = sleep_until(self.timers.next()) => {
@@ -565,9 +630,10 @@ impl<E: Executor> Driver<E> {
                 });
             }
             Event::Executed { id, result } => {
-                self.arriving = Some((id.clone(), result));
+                if let Some(held) = self.held.get_mut(&id) {
+                    held.result = Some(result);
+                }
                 self.feed(Input::Executed { id });
-                self.arriving = None;
             }
         }
     }
@@ -586,11 +652,9 @@ impl<E: Executor> Driver<E> {
                 if !senders.contains(&from) {
                     senders.push(from);
                 }
-                self.held.entry(id.clone()).or_insert(Held {
-                    action: action.clone(),
-                    payload,
-                    reply_to,
-                });
+                self.held
+                    .entry(id.clone())
+                    .or_insert_with(|| Held::new(action.clone(), payload, reply_to));
                 self.feed(Input::Activation {
                     id,
                     action,
@@ -598,64 +662,53 @@ impl<E: Executor> Driver<E> {
                 });
             }
             Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
-            Message::Ack { id, .. } => self.forwards.acked(&id),
-            Message::OutcomeAck { id } => self.outcomes.acked(&id),
+            Message::Ack { id, from } => self.feed(Input::ForwardAcked { id, from }),
+            Message::OutcomeAck { id } => self.feed(Input::ReportAcked { id }),
             Message::Outcome { id, .. } => {
                 tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
             }
         }
     }
 
-    /// A message it sent bounced: nothing listens at the peer's address.
-    /// A forward is the role's to route again; if the role takes it back,
-    /// it is no longer sent to the gone peer. Anything else (an outcome
-    /// for a controller that is gone) is sent again as before, to no avail.
-    fn bounced(&mut self, message: Message) {
-        let Message::Activation {
-            id,
-            action,
-            payload,
-            forwarded: true,
-            reply_to,
-            ..
-        } = message
-        else {
-            return;
-        };
-        self.held.entry(id.clone()).or_insert(Held {
-            action: action.clone(),
-            payload,
-            reply_to,
-        });
-        self.feed(Input::Bounced {
-            id: id.clone(),
-            action,
-        });
-        if self.role.holds(&id) {
-            self.forwards.acked(&id);
+    /// A message it sent to `to` bounced: nothing listens at that address.
+    /// The role decides what becomes of a forward or a report that did.
+    fn bounced(&mut self, to: String, message: Message) {
+        match message {
+            Message::Activation {
+                id,
+                action,
+                forwarded: true,
+                ..
+            } => self.feed(Input::Bounced { id, action, to }),
+            Message::Outcome { id, .. } => self.feed(Input::ReportBounced { id }),
+            Message::Activation { .. }
+            | Message::CreateQueue { .. }
+            | Message::Ack { .. }
+            | Message::OutcomeAck { .. } => {}
         }
     }
 
     fn timer(&mut self, timer: Timer) {
         match timer {
-            Timer::Wake => self.feed(Input::Wake),
+            Timer::Wake => {
+                self.feed(Input::Wake);
+                self.forget_released();
+            }
             Timer::Retry => self.feed(Input::Retry),
             Timer::Idle(action) => self.feed(Input::Idle { action }),
-            Timer::Redeliver => {
-                let resent =
-                    self.forwards.resend(&self.network) + self.outcomes.resend(&self.network);
-                self.metrics.resent(resent);
-                self.forget_released();
-                self.timers.set(Timer::Redeliver, self.redeliver_every);
-            }
         }
     }
 
-    /// Drops the payloads of activations the role no longer holds: it
-    /// settled them, or ignored a copy of one it had settled.
+    /// Drops the payloads of activations the role no longer holds, sends
+    /// or reports: it settled them and its reports were confirmed, or
+    /// ignored a copy of one it had settled.
     fn forget_released(&mut self) {
         let role = &self.role;
-        self.held.retain(|id, _| role.holds(id));
+        self.held.retain(|id, _| {
+            role.holds(id)
+                || role.forwarding.iter().any(|f| f.id == *id)
+                || role.reporting.iter().any(|(r, _)| r == id)
+        });
     }
 
     /// One step of the role, recorded, and its effects carried out.
@@ -675,8 +728,11 @@ impl<E: Executor> Driver<E> {
             self.perform(effect);
         }
         self.metrics.observe(&self.role);
-        let acting = self.role.valid_lease().is_some();
-        self.readiness.set((!acting).then_some(WAITING));
+        let waiting = match self.role.phase {
+            Phase::Serving => self.role.valid_lease().is_none().then_some(WAITING),
+            Phase::Draining | Phase::Drained => Some(DRAINING),
+        };
+        self.readiness.set(waiting);
     }
 
     /// Runs `call` against etcd as a task of its own; its answer, if it
@@ -749,21 +805,29 @@ impl<E: Executor> Driver<E> {
             }),
             Effect::Execute { id, .. } => self.execute(id),
             Effect::Forward { id, action, to } => {
+                let from = self.network.address().to_owned();
                 let Some(held) = self.held_or_log(&id) else {
                     return;
                 };
+                let again = held.forwarded_to.replace(to.clone()).as_ref() == Some(&to);
                 let message = Message::Activation {
-                    id: id.clone(),
+                    id,
                     action,
                     payload: held.payload.clone(),
                     forwarded: true,
-                    from: self.network.address().to_owned(),
+                    from,
                     reply_to: held.reply_to.clone(),
                 };
-                self.metrics.settled("forwarded", None);
-                self.forwards.send(&self.network, id, to, message);
+                if again {
+                    self.metrics.resent(1);
+                } else {
+                    self.metrics.settled("forwarded", None);
+                }
+                self.network.send(&to, &message);
             }
             Effect::Report { id, outcome } => self.report(id, outcome),
+            // The loop stops once what it sent is acknowledged.
+            Effect::Drained => {}
             Effect::Ack { id } => {
                 let from = self.network.address().to_owned();
                 for sender in self.senders.remove(&id).unwrap_or_default() {
@@ -800,8 +864,8 @@ impl<E: Executor> Driver<E> {
 
     /// What activation `id` was sent with; the role never names one it was
     /// not sent, so a miss is a bug, logged.
-    fn held_or_log(&self, id: &str) -> Option<&Held> {
-        let held = self.held.get(id);
+    fn held_or_log(&mut self, id: &str) -> Option<&mut Held> {
+        let held = self.held.get_mut(id);
         if held.is_none() {
             tracing::error!(%id, "the role named an activation the driver holds no payload for");
         }
@@ -809,38 +873,40 @@ impl<E: Executor> Driver<E> {
     }
 
     /// Tells the controller that submitted activation `id` how it ended
-    /// (with what the action returned, if it ran), until that controller
-    /// confirms.
+    /// (with what the action returned, if it ran).
     fn report(&mut self, id: String, outcome: Outcome) {
-        let Some(held) = self.held_or_log(&id) else {
+        let from = self.network.address().to_owned();
+        let metrics = &self.metrics;
+        let Some(held) = self.held.get_mut(&id) else {
+            tracing::error!(%id, "the role reported an activation the driver holds nothing for");
             return;
         };
-        let reply_to = held.reply_to.clone();
+        let first = !std::mem::replace(&mut held.reported, true);
         let outcome = match outcome {
             Outcome::Executed => {
-                self.metrics.settled("executed", None);
-                let result = match self.arriving.take() {
-                    Some((finished, result)) if finished == id => result,
-                    _ => {
-                        tracing::error!(%id, "the role reported an execution that did not \
-                            finish; its result is lost");
-                        Value::Null
-                    }
-                };
+                let result = held.result.clone().unwrap_or_else(|| {
+                    tracing::error!(%id, "the role reported an execution that did not \
+                        finish; its result is lost");
+                    Value::Null
+                });
+                if first {
+                    metrics.settled("executed", None);
+                }
                 wire::Outcome::Executed { result }
             }
             Outcome::Failed(reason) => {
-                tracing::warn!(%id, %reason, "activation failed");
-                self.metrics.settled("failed", Some(reason));
+                if first {
+                    tracing::warn!(%id, %reason, "activation failed");
+                    metrics.settled("failed", Some(reason));
+                }
                 wire::Outcome::Failed { reason }
             }
         };
-        let message = Message::Outcome {
-            id: id.clone(),
-            outcome,
-            from: self.network.address().to_owned(),
-        };
-        self.outcomes.send(&self.network, id, reply_to, message);
+        if !first {
+            metrics.resent(1);
+        }
+        let message = Message::Outcome { id, outcome, from };
+        self.network.send(&held.reply_to, &message);
     }
 }
 

@@ -14,8 +14,9 @@
 //! lease, a lease lost, or one not confirmed), or activations wait on a
 //! claim or a lookup, it also retries those requests on a timer of its own
 //! ([`Config::retry_every`], short), so that it serves again soon after
-//! etcd answers again, whatever the TTL. Every
-//! reply names what it answers (the lease, the keepalive, the action's key,
+//! etcd answers again, whatever the TTL. What it sends a peer or a
+//! controller (a forward, a report) it sends again at every wake-up and
+//! retry until that node acknowledges it. Every reply names what it answers (the lease, the keepalive, the action's key,
 //! the activation), and a reply the scheduler no longer waits for changes
 //! nothing.
 //!
@@ -30,6 +31,16 @@
 //! that the queue's lease is the one it holds and that it is still valid. As
 //! long as etcd's clock runs at most `margin` ahead of the scheduler's over
 //! one TTL, etcd never expires a lease the scheduler still serves under.
+//!
+//! # Leaving
+//!
+//! A scheduler told to drain ([`Input::Drain`]) takes no new work: a new
+//! activation is neither acknowledged nor taken in, so its sender keeps
+//! sending it, and once this scheduler has stopped listening, routes it
+//! again. What it holds already (waiting, looked up, running) settles as it
+//! would have. Then it revokes its lease, so that its member key and every
+//! endpoint key go at one revision and controllers place its actions anew,
+//! and says it is done ([`Effect::Drained`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -225,13 +236,38 @@ pub enum Input<D: Domain> {
         /// controller: one this scheduler forwarded may come back so.
         forwarded: bool,
     },
-    /// Activation `id`, which it forwarded, could not be sent on: nothing
-    /// listens at the peer's address any more (the peer is gone).
+    /// Activation `id`, which it forwarded to `to`, could not be sent on:
+    /// nothing listens at the peer's address any more (the peer is gone).
+    /// A bounce of a forward to another peer than the last changes nothing.
     Bounced {
         /// The activation.
         id: D::Activation,
         /// Its action.
         action: D::Action,
+        /// The peer it was forwarded to.
+        to: D::Scheduler,
+    },
+    /// Peer `from` acknowledged activation `id`, which this scheduler
+    /// forwarded to it: it stops sending it. An acknowledgement from
+    /// another peer than the one it was last forwarded to changes nothing.
+    ForwardAcked {
+        /// The activation.
+        id: D::Activation,
+        /// The peer.
+        from: D::Scheduler,
+    },
+    /// The controller that submitted activation `id` confirmed its report:
+    /// it stops sending it.
+    ReportAcked {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// The report of activation `id` could not be sent: nothing listens at
+    /// its controller's address any more (the controller, and the
+    /// submission with it, is gone). It is not sent again.
+    ReportBounced {
+        /// The activation.
+        id: D::Activation,
     },
     /// An activation it handed out finished executing.
     Executed {
@@ -250,6 +286,9 @@ pub enum Input<D: Domain> {
         /// The action.
         action: D::Action,
     },
+    /// Leave the cluster: take no new work, let what it holds settle, then
+    /// give the lease back ([`Effect::Drained`] once it has).
+    Drain,
     /// Activation `id` is to be forgotten now, as if its
     /// [`Config::remember_for`] had passed: the model reuses an id for a
     /// new activation so. Nothing follows.
@@ -333,7 +372,8 @@ pub enum Effect<D: Domain> {
         /// The lease the queue's key was registered under.
         lease: D::Lease,
     },
-    /// Send activation `id` on to scheduler `to`, as forwarded.
+    /// Send activation `id` on to scheduler `to`, as forwarded (again at
+    /// every wake-up and retry until `to` acknowledges it).
     Forward {
         /// The activation.
         id: D::Activation,
@@ -343,8 +383,8 @@ pub enum Effect<D: Domain> {
         to: D::Scheduler,
     },
     /// Tell the controller that submitted activation `id` how it ended
-    /// (sent again by the runtime until that controller confirms it); the
-    /// controller resolves the submission with it.
+    /// (again at every wake-up and retry until that controller confirms
+    /// it); the controller resolves the submission with it.
     Report {
         /// The activation.
         id: D::Activation,
@@ -365,6 +405,22 @@ pub enum Effect<D: Domain> {
         /// How long from now.
         after: D::Duration,
     },
+    /// It drained ([`Input::Drain`]): everything it took in has settled,
+    /// every forward and report it sent is acknowledged, and its lease is
+    /// given back. Its runtime stops; every later input changes nothing.
+    Drained,
+}
+
+/// Whether a scheduler serves or is leaving ([`Input::Drain`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// Taking work.
+    #[default]
+    Serving,
+    /// Taking no new work; what it holds settles, then its lease goes.
+    Draining,
+    /// Done: nothing held, the lease given back.
+    Drained,
 }
 
 /// One scheduler.
@@ -374,6 +430,8 @@ pub struct Scheduler<D: Domain> {
     pub id: D::Scheduler,
     /// Its lease.
     pub lease: LeaseState<D>,
+    /// Whether it serves, or is leaving.
+    pub phase: Phase,
     /// The queues it owns, sorted.
     pub queues: Vec<Queue<D>>,
     /// Actions whose key it wants to claim, sorted; the claim is sent (again)
@@ -391,6 +449,12 @@ pub struct Scheduler<D: Domain> {
     pub resolving: Vec<(D::Activation, D::Action)>,
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
+    /// Activations it forwarded and the peer has not acknowledged, sorted
+    /// by id: sent again at every wake-up and retry.
+    pub forwarding: Vec<Forward<D>>,
+    /// Outcomes it reported and their controllers have not confirmed,
+    /// sorted: sent again at every wake-up and retry.
+    pub reporting: Vec<(D::Activation, Outcome)>,
     /// Activations it settled, sorted, so that a copy delivered again is
     /// only acknowledged.
     pub settled: Vec<D::Activation>,
@@ -411,6 +475,28 @@ pub struct Scheduler<D: Domain> {
     pub retried: Vec<D::Activation>,
 }
 
+/// An activation forwarded to a peer that has not acknowledged it yet.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Forward<D: Domain> {
+    /// The activation.
+    pub id: D::Activation,
+    /// Its action.
+    pub action: D::Action,
+    /// The peer it was forwarded to.
+    pub to: D::Scheduler,
+}
+
+impl<D: Domain> Forward<D> {
+    /// Its send, again.
+    fn effect(&self) -> Effect<D> {
+        Effect::Forward {
+            id: self.id.clone(),
+            action: self.action.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
 impl<D: Domain> Scheduler<D> {
     /// A scheduler that has just started: its first [`Input::Wake`] asks for
     /// a lease.
@@ -418,12 +504,15 @@ impl<D: Domain> Scheduler<D> {
         Scheduler {
             id,
             lease: LeaseState::Granting,
+            phase: Phase::Serving,
             queues: Vec::new(),
             electing: Vec::new(),
             retiring: Vec::new(),
             waiting: Vec::new(),
             resolving: Vec::new(),
             running: Vec::new(),
+            forwarding: Vec::new(),
+            reporting: Vec::new(),
             settled: Vec::new(),
             forwarded: Vec::new(),
             clock: D::Duration::default(),
@@ -463,10 +552,17 @@ impl<D: Domain> Scheduler<D> {
         listed(&self.waiting) || listed(&self.resolving) || contains_sorted(&self.running, id)
     }
 
+    /// Whether it holds no activation at all.
+    fn holds_none(&self) -> bool {
+        self.waiting.is_empty() && self.resolving.is_empty() && self.running.is_empty()
+    }
+
     /// Forgets at once that activation `id` was settled or forwarded, so
     /// that an activation of that id is new again ([`Input::Forget`]): for
     /// a model that reuses ids to stay finite.
     fn forget(&mut self, id: &D::Activation) {
+        self.forwarding.retain(|f| f.id != *id);
+        self.reporting.retain(|(r, _)| r != id);
         self.settled.retain(|s| s != id);
         self.forwarded.retain(|s| s != id);
         self.forgetting.retain(|(_, _, i)| i != id);
@@ -479,6 +575,9 @@ impl<D: Domain> Scheduler<D> {
         elapsed: D::Duration,
         input: Input<D>,
     ) -> Vec<Effect<D>> {
+        if self.phase == Phase::Drained {
+            return Vec::new();
+        }
         self.advance(config, elapsed);
         let owed = self.owes();
         let timed = matches!(input, Input::Wake | Input::Retry);
@@ -496,8 +595,10 @@ impl<D: Domain> Scheduler<D> {
             Input::Revoked { lease } => {
                 if matches!(&self.lease, LeaseState::Revoking { id } if *id == lease) {
                     self.lease = LeaseState::Granting;
-                    out.push(Effect::Grant { ttl: config.ttl });
-                    self.arm_retry(config, &mut out);
+                    if !self.leaving() {
+                        out.push(Effect::Grant { ttl: config.ttl });
+                        self.arm_retry(config, &mut out);
+                    }
                 }
             }
             Input::Claimed {
@@ -525,16 +626,27 @@ impl<D: Domain> Scheduler<D> {
                 }
             }
             Input::CreateQueue { action } => {
-                if self.queue(&action).is_none() {
+                if self.queue(&action).is_none() && self.phase == Phase::Serving {
                     self.elect(action, &mut out);
                 }
             }
             Input::Idle { action } => self.retire(config, action, &mut out),
-            Input::Bounced { id, action } => self.bounced(config, id, action),
+            Input::Bounced { id, action, to } => self.bounced(config, id, action, to),
+            Input::ForwardAcked { id, from } => {
+                self.forwarding.retain(|f| f.id != id || f.to != from);
+            }
+            Input::ReportAcked { id } | Input::ReportBounced { id } => {
+                if let Ok(at) = self.reporting.binary_search_by(|(r, _)| r.cmp(&id)) {
+                    self.reporting.remove(at);
+                }
+            }
+            Input::Drain => self.drain(),
             Input::Forget { id } => self.forget(&id),
         }
-        // Activations now wait on a request: retried a span from now.
-        if self.owes() && !owed && !timed {
+        let released = self.phase == Phase::Draining && self.release(&mut out);
+        // Activations now wait on a request, or its lease's revoke is under
+        // way: retried a span from now.
+        if released || (self.owes() && !owed && !timed) {
             self.arm_retry(config, &mut out);
         }
         out
@@ -579,6 +691,8 @@ impl<D: Domain> Scheduler<D> {
     fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
         self.send_keepalive(out);
         match &self.lease {
+            // Leaving, it wants no new lease.
+            LeaseState::Granting if self.leaving() => {}
             LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
             LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
             LeaseState::Held { id, registered, .. } => {
@@ -595,17 +709,21 @@ impl<D: Domain> Scheduler<D> {
                 created: *created,
             });
         }
-        self.resend_lookups(out);
+        self.resend(out);
         out.push(Effect::WakeIn {
             after: config.wake_every,
         });
         self.arm_retry(config, out);
     }
 
-    /// Whether activations wait on its requests: a claim or a lookup not
-    /// answered yet.
+    /// Whether activations wait on its requests (a claim or a lookup not
+    /// answered yet), or on a peer or a controller acknowledging what it
+    /// sent them.
     fn owes(&self) -> bool {
-        !self.electing.is_empty() || !self.resolving.is_empty()
+        !self.electing.is_empty()
+            || !self.resolving.is_empty()
+            || !self.forwarding.is_empty()
+            || !self.reporting.is_empty()
     }
 
     /// Arms the retry timer: for [`Config::retry_every`] from now while it
@@ -624,12 +742,13 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// The retry timer fired: while it cannot serve, its lease's request is
-    /// sent again (a grant, a revoke, or a new keepalive); the claims and
-    /// lookups activations wait on are sent again; the timer is armed again
-    /// either way.
+    /// sent again (a grant, a revoke, or a new keepalive); the claims,
+    /// lookups, forwards and reports activations wait on are sent again;
+    /// the timer is armed again either way.
     fn retry(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
         if self.valid_lease().is_none() {
             match &self.lease {
+                LeaseState::Granting if self.leaving() => {}
                 LeaseState::Granting => out.push(Effect::Grant { ttl: config.ttl }),
                 LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
                 LeaseState::Held { .. } => {}
@@ -639,18 +758,24 @@ impl<D: Domain> Scheduler<D> {
         if let Some(lease) = self.live_lease().cloned() {
             self.claim_electing(&lease, out);
         }
-        self.resend_lookups(out);
+        self.resend(out);
         self.arm_retry(config, out);
     }
 
-    /// Looks up again every key it is looking up.
-    fn resend_lookups(&self, out: &mut Vec<Effect<D>>) {
+    /// Looks up again every key it is looking up, and sends again every
+    /// forward and report not acknowledged yet.
+    fn resend(&self, out: &mut Vec<Effect<D>>) {
         for (id, action) in &self.resolving {
             out.push(Effect::Resolve {
                 id: id.clone(),
                 action: action.clone(),
             });
         }
+        out.extend(self.forwarding.iter().map(Forward::effect));
+        out.extend(self.reporting.iter().map(|(id, outcome)| Effect::Report {
+            id: id.clone(),
+            outcome: *outcome,
+        }));
     }
 
     /// Sends keepalive number `next_keepalive` of the lease it holds, if
@@ -879,6 +1004,9 @@ impl<D: Domain> Scheduler<D> {
             id: id.clone(),
             outcome,
         });
+        if let Err(at) = self.reporting.binary_search_by(|(r, _)| r.cmp(&id)) {
+            self.reporting.insert(at, (id.clone(), outcome));
+        }
         if config.rules.has(Rule::Deduplicate) {
             self.remember(config, Remembered::Settled, id.clone());
         }
@@ -920,11 +1048,16 @@ impl<D: Domain> Scheduler<D> {
         if config.rules.has(Rule::Deduplicate) {
             self.remember(config, Remembered::Forwarded, id.clone());
         }
-        out.push(Effect::Forward {
+        let forward = Forward {
             id: id.clone(),
             action,
             to,
-        });
+        };
+        out.push(forward.effect());
+        match self.forwarding.binary_search_by(|f| f.id.cmp(&id)) {
+            Ok(at) => self.forwarding[at] = forward,
+            Err(at) => self.forwarding.insert(at, forward),
+        }
         self.acknowledge(config.rules, id, out);
     }
 
@@ -996,6 +1129,11 @@ impl<D: Domain> Scheduler<D> {
                 return;
             }
         }
+        if self.phase == Phase::Draining {
+            // Left unacknowledged: its sender keeps sending it, and routes
+            // it again once this scheduler has stopped listening.
+            return;
+        }
         if !rules.has(Rule::AckAtSettlement) {
             // Committed on receipt: a crash from here on loses it.
             out.push(Effect::Ack { id: id.clone() });
@@ -1003,21 +1141,81 @@ impl<D: Domain> Scheduler<D> {
         self.take_in(rules, id, action, out);
     }
 
-    /// A forward bounced: under [`Rule::Reroute`] it holds the activation
-    /// again and looks its action's key up at its next wake-up or retry
-    /// (the gone peer's key may have expired by then); without it, its
-    /// runtime sends the forward to the same address again.
-    fn bounced(&mut self, config: &Config<D>, id: D::Activation, action: D::Action) {
-        if !config.rules.has(Rule::Reroute) || self.holds(&id) {
+    /// A forward to `to` bounced: under [`Rule::Reroute`] it holds the
+    /// activation again and looks its action's key up at its next wake-up
+    /// or retry (the gone peer's key may have expired by then); without
+    /// it, it sends the forward to the same address again.
+    fn bounced(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        action: D::Action,
+        to: D::Scheduler,
+    ) {
+        if !config.rules.has(Rule::Reroute) {
             return;
         }
-        let Ok(at) = self.forwarded.binary_search(&id) else {
+        let Some(at) = self
+            .forwarding
+            .iter()
+            .position(|f| f.id == id && f.to == to)
+        else {
             return;
         };
-        self.forwarded.remove(at);
-        self.forgetting
-            .retain(|(_, memory, i)| (*memory, i) != (Remembered::Forwarded, &id));
+        self.forwarding.remove(at);
+        if let Ok(at) = self.forwarded.binary_search(&id) {
+            self.forwarded.remove(at);
+            self.forgetting
+                .retain(|(_, memory, i)| (*memory, i) != (Remembered::Forwarded, &id));
+        }
         self.resolving.push((id, action));
+    }
+
+    /// Takes no new work from now on. Elections no activation waits on
+    /// (asked for by a controller) are dropped: the queue would not serve.
+    fn drain(&mut self) {
+        if self.phase != Phase::Serving {
+            return;
+        }
+        self.phase = Phase::Draining;
+        let waiting = &self.waiting;
+        self.electing
+            .retain(|action| waiting.iter().any(|(_, a)| a == action));
+    }
+
+    /// Whether it is draining and holds nothing more: its lease is to go.
+    fn leaving(&self) -> bool {
+        self.phase == Phase::Draining && self.holds_none()
+    }
+
+    /// Draining, and everything it took in settled: revokes its lease (all
+    /// its keys go with it at one revision), and once etcd has confirmed
+    /// (or if it held none) and every forward and report it sent is
+    /// acknowledged, it has drained.
+    /// Returns whether it began to revoke its lease.
+    fn release(&mut self, out: &mut Vec<Effect<D>>) -> bool {
+        if !self.leaving() {
+            return false;
+        }
+        match &self.lease {
+            LeaseState::Held { id, .. } => {
+                let id = id.clone();
+                self.queues.clear();
+                self.electing.clear();
+                self.lease = LeaseState::Revoking { id: id.clone() };
+                out.push(Effect::Revoke { lease: id });
+                return true;
+            }
+            // Its lost lease's revoke is under way: drained once confirmed.
+            LeaseState::Revoking { .. } => {}
+            // What it sent would be lost with it.
+            LeaseState::Granting if !self.forwarding.is_empty() || !self.reporting.is_empty() => {}
+            LeaseState::Granting => {
+                self.phase = Phase::Drained;
+                out.push(Effect::Drained);
+            }
+        }
+        false
     }
 
     fn resolved(

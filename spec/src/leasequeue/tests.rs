@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::controller::{self, Watch};
 use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
-use super::scheduler::{self, ClaimResult, Endpoint, LeaseState};
+use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
 use super::trace::{Header, Named, Record, Replay, SchedulerRecord, Steps};
 use super::{Domain, FailReason, Outcome, Rule, Rules, Variant};
 use crate::trace_json::round_trip;
@@ -559,16 +559,22 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
         s.step(&config, 0, activation(1)).is_empty(),
         "a copy while it runs"
     );
+    let report = Effect::Report {
+        id: 1,
+        outcome: Outcome::Executed,
+    };
     assert_eq!(
         s.step(&config, 0, Input::Executed { id: 1 }),
         [
-            Effect::Report {
-                id: 1,
-                outcome: Outcome::Executed
-            },
-            Effect::Ack { id: 1 }
+            report.clone(),
+            Effect::Ack { id: 1 },
+            Effect::RetryIn { after: 1 }
         ]
     );
+    // The report is sent again until its controller confirms it.
+    assert!(s.step(&config, 1, Input::Retry).contains(&report));
+    s.step(&config, 0, Input::ReportAcked { id: 1 });
+    assert!(!s.step(&config, 0, Input::Retry).contains(&report));
     assert_eq!(
         s.step(&config, 0, activation(1)),
         [Effect::Ack { id: 1 }],
@@ -693,29 +699,113 @@ fn lost_election_should_forward_to_the_winner() {
         ]
     );
     assert!(s.queue(&1).is_none());
+    // The forward is sent again until the winner acknowledges it.
+    let forward = Effect::Forward {
+        id: 1,
+        action: 1,
+        to: 1,
+    };
+    assert!(s.step(&config, 0, Input::Retry).contains(&forward));
     // The winner is gone: the forward bounces, and steadfast looks the key
     // up again at its next retry.
-    let bounced = Input::Bounced { id: 1, action: 1 };
+    let bounced = Input::Bounced {
+        id: 1,
+        action: 1,
+        to: 1,
+    };
     let mut openwhisk = s.clone();
-    assert_eq!(
-        s.step(&config, 0, bounced.clone()),
-        [Effect::RetryIn { after: 1 }]
+    let elsewhere = Input::Bounced {
+        id: 1,
+        action: 1,
+        to: 2,
+    };
+    assert!(
+        s.step(&config, 0, elsewhere).is_empty(),
+        "a bounce of a forward to another peer"
     );
+    assert!(s.step(&config, 0, bounced.clone()).is_empty());
     assert!(s.holds(&1) && s.forwarded.is_empty());
-    assert!(s
-        .step(&config, 0, Input::Retry)
-        .contains(&Effect::Resolve { id: 1, action: 1 }));
+    let retried = s.step(&config, 0, Input::Retry);
+    assert!(retried.contains(&Effect::Resolve { id: 1, action: 1 }));
+    assert!(!retried.contains(&forward));
     assert!(
         s.step(&config, 0, bounced.clone()).is_empty(),
         "a bounce of a copy it holds again"
     );
-    // Without the rule, its runtime sends the forward to the same address.
+    // Without the rule, it sends the forward to the same address again.
     let without = scheduler::Config {
         rules: config.rules.without(Rule::Reroute),
         ..config
     };
     assert!(openwhisk.step(&without, 0, bounced).is_empty());
     assert!(!openwhisk.holds(&1));
+    assert!(openwhisk.step(&without, 0, Input::Retry).contains(&forward));
+    // Once the peer acknowledges it, it is not sent again.
+    openwhisk.step(&without, 0, Input::ForwardAcked { id: 1, from: 1 });
+    assert!(!openwhisk.step(&without, 0, Input::Retry).contains(&forward));
+}
+
+#[test]
+fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_its_lease_back() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    assert!(
+        s.step(&config, 0, Input::Drain).is_empty(),
+        "one runs still"
+    );
+    assert_eq!(s.phase, Phase::Draining);
+    // New work is neither acknowledged nor taken in: its sender keeps
+    // sending it, and routes it again once this scheduler stops listening.
+    assert!(s.step(&config, 0, activation(2)).is_empty());
+    assert!(s
+        .step(&config, 0, Input::CreateQueue { action: 1 })
+        .is_empty());
+    assert!(!s.holds(&2) && s.electing.is_empty());
+    // A copy of what it runs is ignored, as before.
+    assert!(s.step(&config, 0, activation(1)).is_empty());
+    // The last one settles: reported, acknowledged, and the lease goes.
+    let settled = s.step(&config, 0, Input::Executed { id: 1 });
+    assert_eq!(
+        settled,
+        [
+            Effect::Report {
+                id: 1,
+                outcome: Outcome::Executed
+            },
+            Effect::Ack { id: 1 },
+            Effect::Revoke { lease: 7 },
+            Effect::RetryIn { after: 1 },
+        ]
+    );
+    assert!(s.queues.is_empty());
+    // Sent again until etcd confirms, and the report until its controller
+    // does; then drained, and nothing more. It asks for no new lease.
+    let asks_a_lease =
+        |effects: &[Effect]| effects.iter().any(|e| matches!(e, Effect::Grant { .. }));
+    let woken = s.step(&config, 1, Input::Wake);
+    assert!(woken.contains(&Effect::Revoke { lease: 7 }) && !asks_a_lease(&woken));
+    assert!(s.step(&config, 0, Input::Revoked { lease: 7 }).is_empty());
+    assert!(!asks_a_lease(&s.step(&config, 0, Input::Retry)));
+    assert_eq!(
+        s.step(&config, 0, Input::ReportAcked { id: 1 }),
+        [Effect::Drained]
+    );
+    assert_eq!(s.phase, Phase::Drained);
+    assert!(s.step(&config, 1, Input::Wake).is_empty());
+    assert!(s.step(&config, 0, activation(3)).is_empty());
+}
+
+#[test]
+fn a_scheduler_drained_without_a_lease_or_work_should_be_done_at_once() {
+    let config = config(Variant::Steadfast);
+    let mut s = Scheduler::new(0);
+    s.step(&config, 0, Input::Wake);
+    assert_eq!(s.step(&config, 0, Input::Drain), [Effect::Drained]);
+    assert!(
+        s.step(&config, 0, Input::Granted { lease: 4, ttl: 3 })
+            .is_empty(),
+        "a grant answered after it left changes nothing"
+    );
 }
 
 #[test]
@@ -778,10 +868,7 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
     // Sent back by the peer (which found this scheduler the owner): taken in.
     assert_eq!(
         s.step(&config, 0, copy(true)),
-        [
-            Effect::Resolve { id: 1, action: 1 },
-            Effect::RetryIn { after: 1 }
-        ]
+        [Effect::Resolve { id: 1, action: 1 },]
     );
 }
 
@@ -1053,8 +1140,13 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         }),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
-        (0u8..4, 0u8..2).prop_map(|(id, action)| Input::Bounced { id, action }),
+        (0u8..4, 0u8..2, 0u8..3).prop_map(|(id, action, to)| Input::Bounced { id, action, to }),
+        (0u8..4, 0u8..3).prop_map(|(id, from)| Input::ForwardAcked { id, from }),
+        (0u8..4).prop_map(|id| Input::ReportAcked { id }),
+        (0u8..4).prop_map(|id| Input::ReportBounced { id }),
     ];
+    // A drain now and then: about half the sequences never drain.
+    let input = prop_oneof![60 => input, 1 => Just(Input::Drain)];
     prop::collection::vec((0u8..2, input), 0..40)
 }
 
@@ -1066,9 +1158,18 @@ proptest! {
         let config = config(Variant::Steadfast);
         let mut s = Scheduler::new(0);
         let mut executed = Vec::new();
+        let mut drained = false;
         for (elapsed, input) in inputs {
-            for effect in s.step(&config, elapsed, input) {
+            let effects = s.step(&config, elapsed, input);
+            prop_assert!(!drained || effects.is_empty(), "a step after it drained: {:?}", effects);
+            for effect in effects {
                 match effect {
+                    Effect::Drained => {
+                        prop_assert!(s.running.is_empty() && s.waiting.is_empty() && s.resolving.is_empty(),
+                            "drained while it held work");
+                        prop_assert_eq!(&s.lease, &LeaseState::Granting, "drained holding a lease");
+                        drained = true;
+                    }
                     Effect::Execute { id, lease, .. } => {
                         let LeaseState::Held { id: held, valid_for, .. } = s.lease else {
                             panic!("served without a lease");

@@ -86,7 +86,8 @@ impl LeaseQueueModel {
             | E::Execute { .. }
             | E::Forward { .. }
             | E::Report { .. }
-            | E::Ack { .. } => return None,
+            | E::Ack { .. }
+            | E::Drained => return None,
         })
     }
 

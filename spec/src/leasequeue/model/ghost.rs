@@ -30,6 +30,10 @@ pub struct Ghost {
     pub contested: bool,
     /// A message to a scheduler that had left bounced back to its sender.
     pub bounced: bool,
+    /// A scheduler drained and left.
+    pub drained: bool,
+    /// A scheduler was told to drain while it ran an activation.
+    pub drained_busy: bool,
     /// A controller once placed a queue on another member than it would
     /// with every scheduler a member: its first choice had left.
     pub displaced: bool,

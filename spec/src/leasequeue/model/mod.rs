@@ -44,7 +44,7 @@ pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Stream, 
 
 use super::controller::{self, Controller};
 use super::etcd::Etcd;
-use super::scheduler::{self, Scheduler};
+use super::scheduler::{self, Phase, Scheduler};
 use super::{Domain, Rule, Rules};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
 
@@ -158,6 +158,8 @@ pub enum Action {
     SchedulerJoin,
     /// A scheduler stops for good.
     SchedulerDepart(u8),
+    /// A scheduler is told to drain.
+    SchedulerDrain(u8),
     /// The idle timer of a scheduler's queue fires.
     QueueIdle {
         /// The scheduler.
@@ -312,6 +314,8 @@ impl Model for LeaseQueueModel {
                 unfenced: false,
                 contested: false,
                 bounced: false,
+                drained: false,
+                drained_busy: false,
                 displaced: false,
             },
         };
@@ -375,6 +379,14 @@ impl Model for LeaseQueueModel {
         let up = self.up(w);
         if w.left.departures > 0 && up.len() > 1 {
             actions.extend(up.iter().map(|s| Action::SchedulerDepart(*s)));
+        }
+        let serving: Vec<u8> = up
+            .iter()
+            .copied()
+            .filter(|s| w.schedulers[usize::from(*s)].phase == Phase::Serving)
+            .collect();
+        if w.left.drains > 0 && serving.len() > 1 {
+            actions.extend(serving.iter().map(|s| Action::SchedulerDrain(*s)));
         }
         for s in up {
             let i = usize::from(s);
@@ -598,24 +610,9 @@ impl Model for LeaseQueueModel {
                         w.ghost.excused[id] = true;
                     }
                 }
-                // What a peer forwarded to it and it did not acknowledge
-                // is delivered to it again (the peer sends it until it is
-                // acknowledged); what a controller sent, the controller
-                // sends again at its next wake-up.
-                let mut redelivered: Vec<Message> = std::mem::take(&mut w.unacked[i])
-                    .into_iter()
-                    .filter(|m| {
-                        matches!(
-                            m,
-                            Message::Activation {
-                                forwarder: Some(_),
-                                ..
-                            }
-                        )
-                    })
-                    .collect();
-                redelivered.append(&mut w.messages);
-                w.messages = redelivered;
+                // What was delivered to it and not acknowledged, its sender
+                // (a controller, or a peer that forwarded it) sends again.
+                w.unacked[i].clear();
                 w.outbox[i].clear();
                 w.running[i].clear();
                 w.late[i].iter_mut().for_each(|l| l.orphaned = true);
@@ -641,21 +638,12 @@ impl Model for LeaseQueueModel {
                         w.ghost.excused[id] = true;
                     }
                 }
-                // A process gone holds nothing; its requests held up in the
-                // network may still apply, to no one's reply.
-                w.gone[i] = true;
-                w.schedulers[i] = Scheduler::new(s);
-                w.outbox[i].clear();
-                w.running[i].clear();
-                w.unacked[i].clear();
-                w.late[i].iter_mut().for_each(|l| l.orphaned = true);
-                let (bounced, kept): (Vec<Message>, _) = std::mem::take(&mut w.messages)
-                    .into_iter()
-                    .partition(|m| m.to() == s);
-                w.messages = kept;
-                for message in bounced {
-                    self.send(&mut w, message);
-                }
+                self.leave(&mut w, s);
+            }
+            Action::SchedulerDrain(s) => {
+                w.left.drains -= 1;
+                w.ghost.drained_busy |= !w.running[usize::from(s)].is_empty();
+                self.feed_scheduler(&mut w, s, 0, scheduler::Input::Drain);
             }
             Action::SchedulerJoin => {
                 let s = self.started(&w).end;

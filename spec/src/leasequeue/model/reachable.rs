@@ -22,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 19] = [
+const REACHABLE: [Reachable; 21] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -168,8 +168,19 @@ const REACHABLE: [Reachable; 19] = [
     // learns so only by the send bouncing.
     Reachable {
         name: "a send to a scheduler that left bounces",
-        expected: |b| b.faults.departures > 0 && !b.submissions.is_empty(),
+        expected: |b| b.faults.departures + b.faults.drains > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.bounced,
+    },
+    Reachable {
+        name: "a scheduler drains and leaves",
+        expected: |b| b.faults.drains > 0,
+        condition: |_, w| w.ghost.drained,
+    },
+    // What it runs when told to drain settles before it leaves.
+    Reachable {
+        name: "a scheduler is told to drain while it runs an activation",
+        expected: |b| b.faults.drains > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.drained_busy,
     },
     Reachable {
         name: "etcd loses its leader",

@@ -213,6 +213,22 @@ pub fn departure(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// Scale-in by drain: two schedulers, one controller, two actions, one
+/// activation of each (placed on schedulers 0 and 1), and one scheduler
+/// told to drain at any time: it takes no new work, lets what it holds
+/// settle, gives its lease back (its keys go at one revision) and stops;
+/// what is sent to it from then on bounces.
+pub fn drain(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 1)],
+        faults: Faults {
+            drains: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 2)
+    })
+}
+
 /// `seed5286` with etcd's clock running one tick ahead of the
 /// schedulers' once: within the margin the steadfast fence keeps.
 pub fn drift(variant: Variant) -> LeaseQueueModel {

@@ -156,7 +156,8 @@ pub struct World {
     pub outages_left: u8,
     /// Messages to schedulers in flight, oldest first.
     pub messages: Vec<Message>,
-    /// Per scheduler, whether it left for good ([`Faults::departures`]).
+    /// Per scheduler, whether it left for good ([`Faults::departures`],
+    /// [`Faults::drains`]).
     pub gone: Vec<bool>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
@@ -203,6 +204,11 @@ pub struct Faults {
     /// their lease is left to expire, and messages to them bounce. One
     /// leaves only while another runs.
     pub departures: u8,
+    /// Schedulers told to drain (a scale-down, a rolling update): each
+    /// takes no new work, lets what it holds settle, gives its lease back
+    /// and stops; messages to it bounce from then on. One drains only while
+    /// another serves.
+    pub drains: u8,
     /// Schedulers that join a running cluster (a scale-out): the last
     /// `joins` schedulers are not running when the world starts, and each
     /// may start once, the lowest first. In a [`World`], those not started
@@ -268,6 +274,11 @@ impl LeaseQueueModel {
                 scheduler::Effect::WakeIn { .. }
                 | scheduler::Effect::RetryIn { .. }
                 | scheduler::Effect::IdleTimer { .. } => {}
+                // Its process stops: everything it took in has settled.
+                scheduler::Effect::Drained => {
+                    w.ghost.drained = true;
+                    self.leave(w, s);
+                }
                 scheduler::Effect::Execute { id, action, lease } => {
                     let owned = w
                         .etcd
@@ -288,9 +299,10 @@ impl LeaseQueueModel {
                         action,
                         forwarder: Some(s),
                     };
-                    self.send(w, message);
+                    self.offer(w, message);
                 }
-                // Replies reach the controller at once (docs/leasequeue.md,
+                // Replies reach the controller at once, and its
+                // confirmation the scheduler (docs/leasequeue.md,
                 // "Assumptions").
                 scheduler::Effect::Report { id, outcome } => {
                     if let Outcome::Failed(_) = outcome {
@@ -298,20 +310,31 @@ impl LeaseQueueModel {
                     }
                     let input = controller::Input::Outcome { id, outcome };
                     self.feed_controller(w, self.submitter(id), input);
+                    self.feed_scheduler(w, s, 0, scheduler::Input::ReportAcked { id });
                 }
+                // Whoever sent it is told: the controller, or the peer that
+                // forwarded it.
                 scheduler::Effect::Ack { id } => {
-                    let of =
-                        |m: &Message| matches!(m, Message::Activation { id: a, .. } if *a == id);
-                    // A controller that sent it is told; a peer that
-                    // forwarded it stops sending it (the world holds no
-                    // copy for it).
-                    let from_controller = w.unacked[i].iter().any(|m| {
-                        matches!(m, Message::Activation { id: a, forwarder: None, .. } if *a == id)
-                    });
-                    w.unacked[i].retain(|m| !of(m));
-                    if from_controller {
-                        let input = controller::Input::Acked { id, from: s };
-                        self.feed_controller(w, self.submitter(id), input);
+                    let (acked, kept) = std::mem::take(&mut w.unacked[i])
+                        .into_iter()
+                        .partition(|m| matches!(m, Message::Activation { id: a, .. } if *a == id));
+                    w.unacked[i] = kept;
+                    let acked: Vec<Message> = acked;
+                    for message in acked {
+                        let Message::Activation { forwarder, .. } = message else {
+                            continue;
+                        };
+                        match forwarder {
+                            None => {
+                                let input = controller::Input::Acked { id, from: s };
+                                self.feed_controller(w, self.submitter(id), input);
+                            }
+                            Some(peer) if !w.gone[usize::from(peer)] => {
+                                let input = scheduler::Input::ForwardAcked { id, from: s };
+                                self.feed_scheduler(w, peer, 0, input);
+                            }
+                            Some(_) => {}
+                        }
                     }
                 }
                 request @ (scheduler::Effect::Grant { .. }
@@ -347,22 +370,14 @@ impl LeaseQueueModel {
                         *progress_asked |= in_step;
                     }
                 }
-                // A copy sent again while one is in flight merges with it
-                // (two copies delivered are the duplicates fault's); one
-                // sent to a scheduler that holds the activation and ignores
-                // copies of what it holds changes nothing, and is left out.
                 controller::Effect::Send { id, action, to } => {
-                    let ignored = self.rules().has(Rule::Deduplicate)
-                        && w.schedulers[usize::from(to)].holds(&id);
                     let message = Message::Activation {
                         to,
                         id,
                         action,
                         forwarder: None,
                     };
-                    if !ignored {
-                        self.send(w, message);
-                    }
+                    self.offer(w, message);
                 }
                 controller::Effect::CreateQueue { action, to } => {
                     w.ghost.displaced |= Some(to) != first_choice(&self.bounds, c, action);
@@ -420,6 +435,9 @@ impl LeaseQueueModel {
         let mentioned = |m: &Message| matches!(m, Message::Activation { id, .. } if *id == probe);
         w.activations[usize::from(probe)] != ActivationState::Pending
             && !w.messages.iter().any(mentioned)
+            && w.schedulers
+                .iter()
+                .all(|s| s.forwarding.iter().all(|f| f.id != probe))
             && w.unacked.iter().flatten().all(|m| !mentioned(m))
             && w.running.iter().flatten().all(|r| *r != probe)
     }
@@ -458,6 +476,22 @@ impl LeaseQueueModel {
         }
     }
 
+    /// Sends an activation, unless its scheduler holds it and ignores
+    /// copies of what it holds: that copy would change nothing, and is left
+    /// out. A copy sent again while one is in flight merges with it (two
+    /// copies delivered are the duplicates fault's).
+    fn offer(&self, w: &mut World, message: Message) {
+        let ignored = match message {
+            Message::Activation { to, id, .. } => {
+                self.rules().has(Rule::Deduplicate) && w.schedulers[usize::from(to)].holds(&id)
+            }
+            Message::CreateQueue { .. } => false,
+        };
+        if !ignored {
+            self.send(w, message);
+        }
+    }
+
     /// Puts `message` in flight (merged with an equal one in flight), or,
     /// its scheduler gone, bounces it back to its sender at once: nothing
     /// listens at the address.
@@ -480,12 +514,35 @@ impl LeaseQueueModel {
             // A peer gone too hears nothing.
             Some(peer) if w.gone[usize::from(peer)] => {}
             Some(peer) => {
-                self.feed_scheduler(w, peer, 0, scheduler::Input::Bounced { id, action });
+                let input = scheduler::Input::Bounced { id, action, to };
+                self.feed_scheduler(w, peer, 0, input);
             }
             None => {
                 let input = controller::Input::Bounced { id, to };
                 self.feed_controller(w, self.submitter(id), input);
             }
+        }
+    }
+
+    /// Scheduler `s` is gone for good, holding nothing (what it held is
+    /// dealt with by its caller): its requests held up in the network may
+    /// still apply, to no one's reply; what is in flight to it bounces back
+    /// to its sender, and what was delivered and not acknowledged its
+    /// sender sends again, and that bounces.
+    pub(super) fn leave(&self, w: &mut World, s: u8) {
+        let i = usize::from(s);
+        w.gone[i] = true;
+        w.schedulers[i] = Scheduler::new(s);
+        w.outbox[i].clear();
+        w.running[i].clear();
+        w.unacked[i].clear();
+        w.late[i].iter_mut().for_each(|l| l.orphaned = true);
+        let (bounced, kept): (Vec<Message>, _) = std::mem::take(&mut w.messages)
+            .into_iter()
+            .partition(|m| m.to() == s);
+        w.messages = kept;
+        for message in bounced {
+            self.send(w, message);
         }
     }
 
