@@ -544,7 +544,7 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 16] = [
     },
     Scenario {
         name: "lossy",
-        about: "general's sizes; a request applied late, a reply lost, a crash, a queue retiring",
+        about: "general's sizes; a request applied late, a reply lost, a queue retiring",
         by_default: true,
         value: lq_scenarios::lossy,
     },
