@@ -7,7 +7,7 @@
 use steadfast_checker::{Evidence, Report, Verdict};
 use steadfast_spec::leasequeue::model::{scenarios, ActivationState, LeaseQueueModel, Message};
 use steadfast_spec::leasequeue::{FailReason, Variant};
-use steadfast_tests::{assert_all_hold, run};
+use steadfast_tests::{assert_all_hold, run, verdict};
 
 /// Asserts that `report` checked each of `names`, and that it holds.
 fn assert_reached(report: &Report<LeaseQueueModel>, names: &[&str]) {
@@ -64,33 +64,40 @@ fn steadfast_should_prove_every_property_when_a_scheduler_joins() {
     );
 }
 
+/// Asserts that in `scenario`, where a scheduler leaves, steadfast holds
+/// every property and reaches each of `reached`, while OpenWhisk, which
+/// sends what bounced to the address it left for ever, leaves a
+/// submission unresolved.
+fn assert_routed_around_a_scheduler_that_left(
+    scenario: fn(Variant) -> LeaseQueueModel,
+    reached: &[&str],
+) {
+    let report = run(&scenario(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(&report, reached);
+    let report = run(&scenario(Variant::OpenWhisk));
+    assert_eq!(
+        verdict(&report, "every submission resolves"),
+        Verdict::Violated
+    );
+}
+
 #[test]
 fn steadfast_should_route_again_what_a_scheduler_that_left_held() {
-    let report = run(&scenarios::departure(Variant::Steadfast));
-    assert_all_hold(&report);
-    assert_reached(
-        &report,
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::departure,
         &[
             "a scheduler leaves for good",
             "a send to a scheduler that left bounces",
             "every submission resolves",
         ],
     );
-    // OpenWhisk sends to the gone scheduler's address for ever.
-    let report = run(&scenarios::departure(Variant::OpenWhisk));
-    let verdict = report
-        .property("every submission resolves")
-        .unwrap()
-        .verdict;
-    assert_eq!(verdict, Verdict::Violated);
 }
 
 #[test]
 fn a_draining_scheduler_should_settle_what_it_runs_and_what_reaches_it_should_run_elsewhere() {
-    let report = run(&scenarios::drain(Variant::Steadfast));
-    assert_all_hold(&report);
-    assert_reached(
-        &report,
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::drain,
         &[
             "a scheduler is told to drain while it runs an activation",
             "a scheduler drains and leaves",
@@ -98,14 +105,6 @@ fn a_draining_scheduler_should_settle_what_it_runs_and_what_reaches_it_should_ru
             "every activation submitted is executed",
         ],
     );
-    // OpenWhisk sends what bounced to the drained scheduler's address for
-    // ever.
-    let report = run(&scenarios::drain(Variant::OpenWhisk));
-    let verdict = report
-        .property("every submission resolves")
-        .unwrap()
-        .verdict;
-    assert_eq!(verdict, Verdict::Violated);
 }
 
 #[test]

@@ -699,16 +699,11 @@ impl<E: Executor> Driver<E> {
         }
     }
 
-    /// Drops the payloads of activations the role no longer holds, sends
-    /// or reports: it settled them and its reports were confirmed, or
-    /// ignored a copy of one it had settled.
+    /// Drops what the driver keeps of activations the role will name no
+    /// more ([`scheduler::Scheduler::mentions`]).
     fn forget_released(&mut self) {
         let role = &self.role;
-        self.held.retain(|id, _| {
-            role.holds(id)
-                || role.forwarding.iter().any(|f| f.id == *id)
-                || role.reporting.iter().any(|(r, _)| r == id)
-        });
+        self.held.retain(|id, _| role.mentions(id));
     }
 
     /// One step of the role, recorded, and its effects carried out.
@@ -876,37 +871,34 @@ impl<E: Executor> Driver<E> {
     /// (with what the action returned, if it ran).
     fn report(&mut self, id: String, outcome: Outcome) {
         let from = self.network.address().to_owned();
-        let metrics = &self.metrics;
-        let Some(held) = self.held.get_mut(&id) else {
-            tracing::error!(%id, "the role reported an activation the driver holds nothing for");
+        let Some(held) = self.held_or_log(&id) else {
             return;
         };
         let first = !std::mem::replace(&mut held.reported, true);
-        let outcome = match outcome {
+        let reply_to = held.reply_to.clone();
+        let (outcome, ended) = match outcome {
             Outcome::Executed => {
                 let result = held.result.clone().unwrap_or_else(|| {
                     tracing::error!(%id, "the role reported an execution that did not \
                         finish; its result is lost");
                     Value::Null
                 });
-                if first {
-                    metrics.settled("executed", None);
-                }
-                wire::Outcome::Executed { result }
+                (wire::Outcome::Executed { result }, ("executed", None))
             }
             Outcome::Failed(reason) => {
                 if first {
                     tracing::warn!(%id, %reason, "activation failed");
-                    metrics.settled("failed", Some(reason));
                 }
-                wire::Outcome::Failed { reason }
+                (wire::Outcome::Failed { reason }, ("failed", Some(reason)))
             }
         };
-        if !first {
-            metrics.resent(1);
+        if first {
+            self.metrics.settled(ended.0, ended.1);
+        } else {
+            self.metrics.resent(1);
         }
         let message = Message::Outcome { id, outcome, from };
-        self.network.send(&held.reply_to, &message);
+        self.network.send(&reply_to, &message);
     }
 }
 

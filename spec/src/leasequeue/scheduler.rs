@@ -16,9 +16,9 @@
 //! ([`Config::retry_every`], short), so that it serves again soon after
 //! etcd answers again, whatever the TTL. What it sends a peer or a
 //! controller (a forward, a report) it sends again at every wake-up and
-//! retry until that node acknowledges it. Every reply names what it answers (the lease, the keepalive, the action's key,
-//! the activation), and a reply the scheduler no longer waits for changes
-//! nothing.
+//! retry until that node acknowledges it. Every reply names what it
+//! answers (the lease, the keepalive, the action's key, the activation),
+//! and a reply the scheduler no longer waits for changes nothing.
 //!
 //! # Fencing
 //!
@@ -550,6 +550,16 @@ impl<D: Domain> Scheduler<D> {
     pub fn holds(&self, id: &D::Activation) -> bool {
         let listed = |list: &[(D::Activation, D::Action)]| list.iter().any(|(i, _)| i == id);
         listed(&self.waiting) || listed(&self.resolving) || contains_sorted(&self.running, id)
+    }
+
+    /// Whether it may still name activation `id` in an effect: it holds
+    /// it, or a forward or a report of it is not acknowledged yet. A
+    /// runtime keeps what the activation carries (its payload, its result)
+    /// while this is so.
+    pub fn mentions(&self, id: &D::Activation) -> bool {
+        self.holds(id)
+            || self.forwarding.iter().any(|f| f.id == *id)
+            || self.reporting.binary_search_by(|(r, _)| r.cmp(id)).is_ok()
     }
 
     /// Whether it holds no activation at all.
