@@ -228,7 +228,7 @@ impl Trace {
     fn scheduler(&self) -> Option<(&str, Option<u64>, &[SchedulerRecord])> {
         match &self.run {
             Recorded::Role {
-                header: Header::Scheduler { id, config },
+                header: Header::Scheduler { id, config, .. },
                 steps: Steps::Scheduler(records),
             } => Some((id, config.remember_for, records)),
             _ => None,

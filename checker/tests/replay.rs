@@ -62,15 +62,17 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             id: "a-1".into(),
             action: action(),
             forwarded: false,
+            incarnation: Some(3),
         },
         Input::Executed { id: "a-1".into() },
     ];
     let header = Header::Scheduler {
         id: id.into(),
+        incarnation: 3,
         config: config.clone(),
     };
     let mut lines = vec![serde_json::to_string(&header).unwrap()];
-    let mut role = Scheduler::<Named>::new(id.into());
+    let mut role = Scheduler::<Named>::new(id.into(), 3);
     for input in inputs {
         let effects = role.step(&config, 5, input.clone());
         let record = Record {

@@ -131,6 +131,7 @@ mod vacuity {
             an_overtaking_message_fails_without_reorders: "a message overtakes another",
             a_restarted_stall_fails_without_stalls: "a stalled watch is restarted",
             a_crash_after_execution_fails_without_crashes: "a scheduler crashes between executing and acknowledging",
+            a_refused_copy_fails_without_crashes: "a scheduler refuses a copy addressed to its run before a crash",
             a_clock_ahead_fails_without_drift: "etcd's clock runs ahead",
             a_leader_loss_fails_without_one: "etcd loses its leader",
             a_skipped_revision_fails_without_foreign_writes: "a watch skips a revision",
@@ -152,6 +153,18 @@ mod vacuity {
             let model = steadfast(scenarios::long_ttl).with_every_sometimes();
             assert_violated(&model, "a scheduler loses an election and forwards");
             assert_violated(&model, "a queue is placed anew once its first choice left");
+        }
+
+        /// Without the rule a restarted scheduler takes in every copy.
+        #[test]
+        fn a_refused_copy_fails_without_fencing_copies() {
+            let model = steadfast(scenarios::duplicate)
+                .without(Rule::FenceCopies)
+                .with_every_sometimes();
+            assert_violated(
+                &model,
+                "a scheduler refuses a copy addressed to its run before a crash",
+            );
         }
 
         #[test]

@@ -343,6 +343,8 @@ impl StaticSender {
             forwarded: false,
             from: self.network.address().to_owned(),
             reply_to: self.network.address().to_owned(),
+            // The receiver is no scheduler, and has no runs to tell apart.
+            incarnation: None,
         };
         self.network.send(&self.to, &message);
         outcome.await.is_ok()

@@ -45,10 +45,7 @@ pub async fn await_members(
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let listing = etcd.list().await.map_err(|e| e.to_string())?;
-        let missing: Vec<&&str> = names
-            .iter()
-            .filter(|n| !listing.members.iter().any(|m| m == **n))
-            .collect();
+        let missing: Vec<&&str> = names.iter().filter(|n| !listing.is_member(n)).collect();
         if missing.is_empty() {
             return Ok(());
         }
@@ -62,6 +59,7 @@ pub async fn await_members(
 /// A scheduler running in a runtime (and a thread) of its own.
 pub struct SchedulerProcess {
     address: String,
+    incarnation: u64,
     metrics_address: Option<std::net::SocketAddr>,
     stop: Option<oneshot::Sender<Stop>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -97,9 +95,11 @@ impl SchedulerProcess {
             runtime.block_on(async move {
                 match builder.start(executor).await {
                     Ok(scheduler) => {
-                        let addresses =
-                            (scheduler.address().to_owned(), scheduler.metrics_address());
-                        let _ = started.send(Ok(addresses));
+                        let _ = started.send(Ok((
+                            scheduler.address().to_owned(),
+                            scheduler.incarnation(),
+                            scheduler.metrics_address(),
+                        )));
                         match stopped.await {
                             Ok(Stop::Drain) => scheduler.drain().await,
                             Ok(Stop::Kill) | Err(_) => scheduler.kill().await,
@@ -113,9 +113,11 @@ impl SchedulerProcess {
             // Every task of the scheduler stops where it is.
             runtime.shutdown_background();
         });
-        let (address, metrics_address) = address.await.expect("the scheduler's thread answers")?;
+        let (address, incarnation, metrics_address) =
+            address.await.expect("the scheduler's thread answers")?;
         Ok(SchedulerProcess {
             address,
+            incarnation,
             metrics_address,
             stop: Some(stop),
             thread: Some(thread),
@@ -125,6 +127,11 @@ impl SchedulerProcess {
     /// Its address: its name in etcd.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// This run of it ([`steadfast::leasequeue::Scheduler::incarnation`]).
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Where its metrics and probes are served, if its builder asked.

@@ -24,17 +24,18 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
         etcd.grant(60).await.unwrap().id,
         etcd.grant(60).await.unwrap().id,
     );
-    let Claim::Created { created } = etcd.claim("hello", "scheduler-a", a).await.unwrap() else {
+    let Claim::Created { created } = etcd.claim("hello", "scheduler-a", 7, a).await.unwrap() else {
         panic!("the first claim wins");
     };
     assert!(created > 0);
     let holder = Holder {
         owner: "scheduler-a".into(),
+        incarnation: 7,
         lease: a,
         created,
     };
     assert_eq!(
-        etcd.claim("hello", "scheduler-b", b).await.unwrap(),
+        etcd.claim("hello", "scheduler-b", 7, b).await.unwrap(),
         Claim::Exists(holder.clone()),
         "create-if-absent: the first claim keeps the key"
     );
@@ -44,7 +45,7 @@ async fn claims_should_be_won_once_held_otherwise_and_refused_without_a_lease() 
         .await
         .expect("revoking a lease already gone is no error");
     assert_eq!(
-        etcd.claim("other", "scheduler-b", b).await.unwrap(),
+        etcd.claim("other", "scheduler-b", 7, b).await.unwrap(),
         Claim::LeaseNotFound
     );
     assert_eq!(etcd.lookup("other").await.unwrap(), None);
@@ -62,11 +63,11 @@ async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
         Claim::Created { created } => created,
         other => panic!("{other:?}"),
     };
-    let first = created(etcd.claim("hello", "scheduler-a", mine).await.unwrap());
+    let first = created(etcd.claim("hello", "scheduler-a", 7, mine).await.unwrap());
     assert!(etcd.delete_created("hello", first).await.unwrap());
     // Created again by the same scheduler under the same lease: another
     // key, which a late copy of the first delete must not take.
-    let second = created(etcd.claim("hello", "scheduler-a", mine).await.unwrap());
+    let second = created(etcd.claim("hello", "scheduler-a", 7, mine).await.unwrap());
     assert!(second > first);
     assert!(
         !etcd.delete_created("hello", first).await.unwrap(),
@@ -78,7 +79,7 @@ async fn deletes_should_be_conditioned_on_the_keys_create_revision() {
     );
     assert!(etcd.delete_created("hello", second).await.unwrap());
     assert!(etcd.lookup("hello").await.unwrap().is_none());
-    etcd.claim("hello", "scheduler-b", theirs).await.unwrap();
+    etcd.claim("hello", "scheduler-b", 7, theirs).await.unwrap();
     assert!(
         etcd.delete("hello").await.unwrap(),
         "OpenWhisk's delete takes any key, another scheduler's too"
@@ -103,9 +104,9 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     let server = EtcdServer::start().await.unwrap();
     let mut etcd = adapter(&server).await;
     let lease = etcd.grant(60).await.unwrap().id;
-    assert!(etcd.register("scheduler-a", lease).await.unwrap());
-    etcd.claim("b", "scheduler-a", lease).await.unwrap();
-    etcd.claim("a", "scheduler-a", lease).await.unwrap();
+    assert!(etcd.register("scheduler-a", 7, lease).await.unwrap());
+    etcd.claim("b", "scheduler-a", 7, lease).await.unwrap();
+    etcd.claim("a", "scheduler-a", 7, lease).await.unwrap();
     // Another system's key between the two kinds, under the same prefix:
     // neither listed nor reported.
     let mut raw = etcd_client::Client::connect([server.endpoint()], None)
@@ -124,7 +125,7 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
             ("b".into(), "scheduler-a".into())
         ]
     );
-    assert_eq!(members, ["scheduler-a"]);
+    assert_eq!(members, [("scheduler-a".into(), 7)]);
 
     let mut watch = etcd.watch(revision + 1).await.unwrap();
     assert_eq!(
@@ -149,7 +150,7 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     };
     let left = Change::Member {
         scheduler: "scheduler-a".into(),
-        live: false,
+        incarnation: None,
     };
     assert_eq!(
         changes,
@@ -168,10 +169,10 @@ async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
     );
     let revision = etcd.list().await.unwrap().revision;
     let mut watch = etcd.watch(revision + 1).await.unwrap();
-    assert!(etcd.register("scheduler-a", old).await.unwrap());
+    assert!(etcd.register("scheduler-a", 7, old).await.unwrap());
     let joined = Change::Member {
         scheduler: "scheduler-a".into(),
-        live: true,
+        incarnation: Some(7),
     };
     let report = watch.next(Duration::from_secs(5)).await.unwrap();
     assert_eq!(
@@ -180,14 +181,18 @@ async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
             changes: vec![(revision + 1, joined)]
         })
     );
-    // Restarted under a new lease: the old one's end leaves it a member.
-    assert!(etcd.register("scheduler-a", new).await.unwrap());
+    // Restarted under a new lease, a new run of it: the old lease's end
+    // leaves it a member, and its key names the new run.
+    assert!(etcd.register("scheduler-a", 8, new).await.unwrap());
     etcd.revoke(old).await.unwrap();
-    assert_eq!(etcd.list().await.unwrap().members, ["scheduler-a"]);
+    assert_eq!(
+        etcd.list().await.unwrap().members,
+        [("scheduler-a".into(), 8)]
+    );
     etcd.revoke(new).await.unwrap();
     assert!(etcd.list().await.unwrap().members.is_empty());
     assert!(
-        !etcd.register("scheduler-a", new).await.unwrap(),
+        !etcd.register("scheduler-a", 7, new).await.unwrap(),
         "no member key under a lease etcd no longer has"
     );
 }
@@ -199,7 +204,7 @@ async fn a_watch_catching_up_should_label_each_change_with_its_own_revision() {
     let lease = etcd.grant(60).await.unwrap().id;
     let revision = etcd.list().await.unwrap().revision;
     for action in ["a", "b", "c"] {
-        let claim = etcd.claim(action, "scheduler-a", lease).await.unwrap();
+        let claim = etcd.claim(action, "scheduler-a", 7, lease).await.unwrap();
         assert!(matches!(claim, Claim::Created { .. }), "{claim:?}");
     }
     // Started from a past revision, the watch is behind: etcd sends it
@@ -232,7 +237,7 @@ async fn a_watch_from_a_compacted_revision_should_say_so() {
     let lease = etcd.grant(60).await.unwrap().id;
     let old = etcd.list().await.unwrap().revision;
     for action in ["a", "b", "c"] {
-        etcd.claim(action, "scheduler-a", lease).await.unwrap();
+        etcd.claim(action, "scheduler-a", 7, lease).await.unwrap();
     }
     let now = etcd.list().await.unwrap().revision;
     let mut raw = server.client().await.unwrap();
@@ -253,7 +258,7 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     let lease = etcd.grant(60).await.unwrap().id;
     server.pause().unwrap();
     let started = Instant::now();
-    let frozen = etcd.claim("hello", "scheduler-a", lease).await;
+    let frozen = etcd.claim("hello", "scheduler-a", 7, lease).await;
     let waited = started.elapsed();
     server.resume().unwrap();
     assert!(
@@ -272,7 +277,7 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     // here in one run of three), so a claim that timed out may have won.
     // The retry must then read the key as its own: the spec's "applied with
     // the reply lost".
-    let retried = etcd.claim("hello", "scheduler-a", lease).await.unwrap();
+    let retried = etcd.claim("hello", "scheduler-a", 7, lease).await.unwrap();
     assert!(
         match &retried {
             Claim::Created { .. } => true,
@@ -312,7 +317,7 @@ async fn tls_and_a_user_should_be_honoured() {
         .expect("TLS with the CA connects");
     let lease = etcd.grant(60).await.unwrap().id;
     assert!(matches!(
-        etcd.claim("hello", "scheduler-a", lease).await.unwrap(),
+        etcd.claim("hello", "scheduler-a", 7, lease).await.unwrap(),
         Claim::Created { .. }
     ));
 

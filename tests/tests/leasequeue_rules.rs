@@ -119,6 +119,17 @@ fn a_send_that_bounced_must_be_routed_again() {
 }
 
 #[test]
+fn a_restarted_scheduler_must_refuse_copies_addressed_to_its_run_before_the_crash() {
+    // A copy of an activation executed and acknowledged, delivered again
+    // once its scheduler crashed and restarted: taken in, it runs again.
+    assert_needed(
+        Rule::FenceCopies,
+        scenarios::duplicate,
+        "executed at most once",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

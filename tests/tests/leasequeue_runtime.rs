@@ -531,7 +531,7 @@ async fn a_scheduler_killed_for_good_under_load_should_leave_no_submission_unres
         "the last submission resolved {last:?} after the kill"
     );
     let listing = cluster.etcd.list().await.unwrap();
-    assert!(!listing.members.contains(&owner));
+    assert!(!listing.is_member(&owner));
     for action in &owned {
         if let Some((_, now)) = listing.keys.iter().find(|(a, _)| a == action) {
             assert_ne!(*now, owner, "{action} has a live owner");
@@ -591,7 +591,7 @@ async fn a_scheduler_drained_under_load_should_fail_nothing_and_run_everything_o
     // Its lease went with every key under it; nothing listens at its
     // address any more.
     let listing = cluster.etcd.list().await.unwrap();
-    assert!(!listing.members.contains(&owner), "{listing:?}");
+    assert!(!listing.is_member(&owner), "{listing:?}");
     assert!(listing.keys.iter().all(|(_, o)| *o != owner), "{listing:?}");
     assert!(tokio::net::TcpStream::connect(&owner).await.is_err());
     println!(
@@ -925,6 +925,7 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
         forwarded: false,
         from: me.clone(),
         reply_to: me,
+        incarnation: Some(scheduler.incarnation()),
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "copy");
     let ack = |m: &Message| matches!(m, Message::Ack { id, .. } if id == "copy");
@@ -962,6 +963,75 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
         !trace.contains("Forget"),
         "no driver tells it what to forget"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_the_restart() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let builder = run.scheduler_builder(&endpoints, "scheduler");
+    let first = run.scheduler(builder, Duration::ZERO).await;
+    // A controller of our own, speaking the wire protocol.
+    let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let (network, serving) = Network::bind("127.0.0.1:0", inbox).await.unwrap();
+    tokio::spawn(serving);
+    let me = network.address().to_owned();
+    let copy_to = |incarnation| Message::Activation {
+        id: "once".into(),
+        action: "action-0".into(),
+        payload: json!({}),
+        forwarded: false,
+        from: me.clone(),
+        reply_to: me.clone(),
+        incarnation,
+    };
+    let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "once");
+    let refused = |m: &Message| matches!(m, Message::Refused { id, .. } if id == "once");
+    let second = Duration::from_secs(1);
+
+    // It runs, and is acknowledged.
+    let address = first.address().to_owned();
+    let old = first.incarnation();
+    network.send(&address, &copy_to(Some(old)));
+    let ran = wait_for(&mut messages, Duration::from_secs(10), outcome).await;
+    assert!(ran.is_some(), "the activation ran");
+    network.send(&address, &Message::OutcomeAck { id: "once".into() });
+    assert_eq!(run.ledger.runs("once"), 1);
+
+    // The scheduler crashes and comes back where it was: another run of
+    // it, which remembers nothing of the first.
+    first.kill();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let again = run
+        .scheduler_builder(&endpoints, "scheduler-restarted")
+        .listen(address.clone());
+    let restarted = run.scheduler(again, Duration::ZERO).await;
+    assert_ne!(restarted.incarnation(), old, "a new run");
+
+    // A copy delivered late, addressed to the run that ran it, is refused
+    // back to its sender, and not run again; so is one whose sender knew no
+    // run of it. (Each is sent until answered, as a sender does: the first
+    // send may go down the connection to the run that died.)
+    let expected = Message::Refused {
+        id: "once".into(),
+        from: address.clone(),
+    };
+    for incarnation in [Some(old), None] {
+        let mut answer = None;
+        for _ in 0..20 {
+            network.send(&address, &copy_to(incarnation));
+            answer = wait_for(&mut messages, Duration::from_millis(500), refused).await;
+            if answer.is_some() {
+                break;
+            }
+        }
+        assert_eq!(answer.as_ref(), Some(&expected), "to {incarnation:?}");
+    }
+    assert!(wait_for(&mut messages, second, outcome).await.is_none());
+    assert_eq!(run.ledger.runs("once"), 1, "it ran once");
+    drop(restarted);
+    run.replay();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1116,6 +1186,7 @@ async fn a_killed_scheduler_should_stop_its_executions_as_a_crash_would() {
             forwarded: false,
             from: me.clone(),
             reply_to: me,
+            incarnation: Some(scheduler.incarnation()),
         },
     );
     let first = tokio::time::timeout(Duration::from_secs(10), starts.recv()).await;
@@ -1228,6 +1299,7 @@ async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed
         forwarded: false,
         from: me.into(),
         reply_to: me.into(),
+        incarnation: Some(scheduler.incarnation()),
     };
     let outcome_of = |wanted: &'static str| move |m: &Message| matches!(m, Message::Outcome { id, .. } if id == wanted);
     let (inbox, mut trusted) = tokio::sync::mpsc::unbounded_channel();

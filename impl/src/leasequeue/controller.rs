@@ -533,6 +533,7 @@ impl Driver {
     fn message(&mut self, message: Message) {
         match message {
             Message::Ack { id, from } => self.feed(Input::Acked { id, from }),
+            Message::Refused { id, from } => self.feed(Input::Bounced { id, to: from }),
             Message::Outcome { id, outcome, from } => {
                 // The report arrived: its sender stops sending it, whatever
                 // the role makes of it.
@@ -691,7 +692,12 @@ impl Driver {
                     let _ = progress.send(());
                 }
             }
-            Effect::Send { id, action, to } => {
+            Effect::Send {
+                id,
+                action,
+                to,
+                incarnation,
+            } => {
                 let Some(submission) = self.pending.get_mut(&id) else {
                     tracing::error!(%id, "the role sent an activation nobody submitted");
                     return;
@@ -707,6 +713,7 @@ impl Driver {
                     forwarded: false,
                     from: address.clone(),
                     reply_to: address,
+                    incarnation,
                 };
                 self.network.send(&to, &message);
             }

@@ -4,9 +4,11 @@
 //!
 //! Keys, each bound to its scheduler's lease:
 //! - the endpoint key of an action is `<prefix>queue/<action>/leader`, its
-//!   value the owning scheduler's name (the address it advertises);
+//!   value the owning scheduler's name (the address it advertises) and the
+//!   incarnation of it that created the key, as `<name> <incarnation>`;
 //! - the member key of a scheduler is `<prefix>scheduler/<name>`, its value
-//!   the name again (OpenWhisk registers its schedulers so).
+//!   `<name> <incarnation>` again (OpenWhisk registers its schedulers so,
+//!   with the name alone).
 //!
 //! Controllers list and watch both kinds with one range, from
 //! `<prefix>queue/` to the end of `<prefix>scheduler/`; a key in between
@@ -259,7 +261,8 @@ pub enum EtcdError {
 /// [`steadfast_spec::leasequeue::scheduler::Input::Claimed`] carries it.
 pub type Claim = ClaimResult<Named>;
 
-/// An endpoint key as etcd holds it: owner, lease and create revision.
+/// An endpoint key as etcd holds it: owner and its incarnation, lease and
+/// create revision.
 pub type Holder = Endpoint<Named>;
 
 /// A lease etcd granted.
@@ -298,8 +301,16 @@ pub struct Listing {
     pub revision: i64,
     /// Per endpoint key: the action and its owner, sorted by action.
     pub keys: Vec<(String, String)>,
-    /// The schedulers whose member keys exist, sorted.
-    pub members: Vec<String>,
+    /// The schedulers whose member keys exist, each with the incarnation
+    /// its key names, sorted.
+    pub members: Vec<(String, u64)>,
+}
+
+impl Listing {
+    /// Whether `scheduler`'s member key exists.
+    pub fn is_member(&self, scheduler: &str) -> bool {
+        self.members.iter().any(|(m, _)| m == scheduler)
+    }
 }
 
 /// What a watch on the endpoint and member keys reports
@@ -354,9 +365,10 @@ pub enum Watched {
 ///
 /// let mut etcd = Etcd::connect(&EtcdOptions::new(["http://127.0.0.1:2379"])).await?;
 /// let lease = etcd.grant(10).await?.id;
-/// match etcd.claim("hello", "scheduler-a:8081", lease).await? {
+/// let incarnation = 7; // this run of the scheduler
+/// match etcd.claim("hello", "scheduler-a:8081", incarnation, lease).await? {
 ///     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
-///     ClaimResult::Exists(key) => println!("forward to {}", key.owner),
+///     ClaimResult::Exists(key) => println!("forward to {} run {}", key.owner, key.incarnation),
 ///     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
 /// }
 /// # Ok(())
@@ -421,10 +433,26 @@ impl Etcd {
         }
     }
 
-    fn owner_of(key: &[u8], value: &[u8]) -> Result<String, EtcdError> {
-        String::from_utf8(value.to_vec()).map_err(|_| EtcdError::Corrupt {
+    /// The value of an endpoint or member key that incarnation
+    /// `incarnation` of scheduler `name` writes.
+    fn value(name: &str, incarnation: u64) -> String {
+        format!("{name} {incarnation}")
+    }
+
+    /// The scheduler and incarnation the value of `key` names.
+    fn owner_of(key: &[u8], value: &[u8]) -> Result<(String, u64), EtcdError> {
+        let parsed = std::str::from_utf8(value).ok().and_then(|value| {
+            let (name, incarnation) = value.rsplit_once(' ')?;
+            let incarnation = incarnation.parse().ok()?;
+            (!name.is_empty()).then(|| (name.to_owned(), incarnation))
+        });
+        parsed.ok_or_else(|| EtcdError::Corrupt {
             key: String::from_utf8_lossy(key).into_owned(),
-            reason: "its value is not a scheduler's name in UTF-8".into(),
+            reason: format!(
+                "its value {:?} is not \"<scheduler name> <incarnation>\" (a scheduler of a \
+                 steadfast before incarnations writes the name alone: run one version)",
+                String::from_utf8_lossy(value)
+            ),
         })
     }
 
@@ -492,18 +520,24 @@ impl Etcd {
         }
     }
 
-    /// Puts `scheduler`'s member key under `lease` (bound to another lease
-    /// before, it now goes with this one). `Ok(false)` when etcd no longer
-    /// has the lease.
+    /// Puts `scheduler`'s member key, naming `incarnation`, under `lease`
+    /// (bound to another lease before, it now goes with this one).
+    /// `Ok(false)` when etcd no longer has the lease.
     ///
     /// # Errors
     ///
     /// If etcd does not answer in time.
-    pub async fn register(&mut self, scheduler: &str, lease: i64) -> Result<bool, EtcdError> {
+    pub async fn register(
+        &mut self,
+        scheduler: &str,
+        incarnation: u64,
+        lease: i64,
+    ) -> Result<bool, EtcdError> {
         let options = PutOptions::new().with_lease(lease);
+        let value = Self::value(scheduler, incarnation);
         let call = self
             .client
-            .put(self.member_key(scheduler), scheduler, Some(options));
+            .put(self.member_key(scheduler), value, Some(options));
         match Self::timed(self.timeout, "put a member key", call).await {
             Ok(_) => Ok(true),
             Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => Ok(false),
@@ -511,8 +545,9 @@ impl Etcd {
         }
     }
 
-    /// Creates `action`'s endpoint key for `owner` under `lease`, if it is
-    /// absent, in one transaction; otherwise reads who holds it.
+    /// Creates `action`'s endpoint key for incarnation `incarnation` of
+    /// `owner` under `lease`, if it is absent, in one transaction;
+    /// otherwise reads who holds it.
     ///
     /// # Errors
     ///
@@ -522,6 +557,7 @@ impl Etcd {
         &mut self,
         action: &str,
         owner: &str,
+        incarnation: u64,
         lease: i64,
     ) -> Result<Claim, EtcdError> {
         let key = self.key(action);
@@ -529,7 +565,7 @@ impl Etcd {
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(
                 key.clone(),
-                owner,
+                Self::value(owner, incarnation),
                 Some(PutOptions::new().with_lease(lease)),
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
@@ -614,8 +650,10 @@ impl Etcd {
     }
 
     fn holder(kv: &etcd_client::KeyValue) -> Result<Holder, EtcdError> {
+        let (owner, incarnation) = Self::owner_of(kv.key(), kv.value())?;
         Ok(Holder {
-            owner: Self::owner_of(kv.key(), kv.value())?,
+            owner,
+            incarnation,
             lease: kv.lease(),
             created: kv.create_revision(),
         })
@@ -651,8 +689,18 @@ impl Etcd {
                     action,
                     owner: Some(owner),
                 }) => keys.push((action, owner)),
-                Some(Change::Member { scheduler, .. }) => members.push(scheduler),
-                Some(Change::Endpoint { owner: None, .. }) | None => {}
+                Some(Change::Member {
+                    scheduler,
+                    incarnation: Some(incarnation),
+                }) => members.push((scheduler, incarnation)),
+                // A listing reads only keys that exist.
+                Some(
+                    Change::Endpoint { owner: None, .. }
+                    | Change::Member {
+                        incarnation: None, ..
+                    },
+                )
+                | None => {}
             }
         }
         keys.sort();
@@ -717,24 +765,28 @@ impl KeySpace {
             let owner = value.map(|v| Etcd::owner_of(key, v)).transpose()?;
             return Ok(Some(Change::Endpoint {
                 action: action.to_owned(),
-                owner,
+                owner: owner.map(|(owner, _)| owner),
             }));
         }
         let Some(scheduler) = name.strip_prefix(&self.members) else {
             return Ok(None);
         };
-        if let Some(value) = value {
-            let address = Etcd::owner_of(key, value)?;
-            if address != scheduler {
-                return Err(EtcdError::Corrupt {
-                    reason: format!("a member key holding another name ({address:?})"),
-                    key: name,
-                });
+        let incarnation = match value {
+            Some(value) => {
+                let (address, incarnation) = Etcd::owner_of(key, value)?;
+                if address != scheduler {
+                    return Err(EtcdError::Corrupt {
+                        reason: format!("a member key holding another name ({address:?})"),
+                        key: name,
+                    });
+                }
+                Some(incarnation)
             }
-        }
+            None => None,
+        };
         Ok(Some(Change::Member {
             scheduler: scheduler.to_owned(),
-            live: value.is_some(),
+            incarnation,
         }))
     }
 }

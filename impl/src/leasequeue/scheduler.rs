@@ -319,6 +319,9 @@ impl SchedulerBuilder {
     pub async fn start<E: Executor>(self, executor: E) -> Result<Scheduler, StartError> {
         let config = self.config()?;
         let etcd = Etcd::connect(&self.etcd).await?;
+        // This run of the scheduler: one no earlier run of it had (64
+        // random bits).
+        let incarnation = uuid::Uuid::new_v4().as_u64_pair().0;
         let opened = node::open(
             &self.listen,
             self.advertise.as_deref(),
@@ -326,6 +329,7 @@ impl SchedulerBuilder {
             self.trace.as_deref(),
             |address| Header::Scheduler {
                 id: address.to_owned(),
+                incarnation,
                 config: config.clone(),
             },
         )
@@ -338,7 +342,7 @@ impl SchedulerBuilder {
         let (events, inputs) = mpsc::unbounded_channel();
         let (drain, drain_asked) = oneshot::channel();
         let driver = Driver {
-            role: scheduler::Scheduler::new(address.clone()),
+            role: scheduler::Scheduler::new(address.clone(), incarnation),
             metrics,
             readiness,
             _serving: serving.map(|(_, serving)| serving),
@@ -352,6 +356,7 @@ impl SchedulerBuilder {
             events,
             held: HashMap::new(),
             senders: HashMap::new(),
+            delivered_by: None,
             ttls: HashMap::new(),
             recorder: opened.recorder,
             leaving: None,
@@ -366,6 +371,7 @@ impl SchedulerBuilder {
         tracing::info!(%address, "scheduler started");
         Ok(Scheduler {
             address,
+            incarnation,
             metrics_address,
             drain: Some(drain),
             task,
@@ -392,6 +398,7 @@ impl SchedulerBuilder {
 /// ```
 pub struct Scheduler {
     address: String,
+    incarnation: u64,
     metrics_address: Option<std::net::SocketAddr>,
     /// Asks the driver to drain; it answers once it has.
     drain: Option<oneshot::Sender<oneshot::Sender<()>>>,
@@ -402,6 +409,14 @@ impl Scheduler {
     /// Its address, which is its name in etcd.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// This run of it: a number it picked at start, written in its member
+    /// key and its endpoint keys. A copy of an activation addressed to
+    /// another run of this scheduler (one before a restart) is refused
+    /// ([`super::wire::Message::Refused`]).
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Where its metrics and probes are served, if
@@ -555,6 +570,9 @@ struct Driver<E> {
     /// Per activation, the nodes that sent it and are owed an
     /// acknowledgement.
     senders: HashMap<String, Vec<String>>,
+    /// While the role takes in a copy of an activation: the node that sent
+    /// it, where a refusal of it ([`Effect::Refuse`]) goes.
+    delivered_by: Option<String>,
     /// The TTL etcd granted each lease with, in milliseconds: what a
     /// keepalive renews it to.
     ttls: HashMap<i64, u64>,
@@ -647,19 +665,34 @@ impl<E: Executor> Driver<E> {
                 forwarded,
                 from,
                 reply_to,
+                incarnation,
             } => {
                 let senders = self.senders.entry(id.clone()).or_default();
                 if !senders.contains(&from) {
-                    senders.push(from);
+                    senders.push(from.clone());
                 }
                 self.held
                     .entry(id.clone())
                     .or_insert_with(|| Held::new(action.clone(), payload, reply_to));
+                self.delivered_by = Some(from);
                 self.feed(Input::Activation {
                     id,
                     action,
                     forwarded,
+                    incarnation,
                 });
+                self.delivered_by = None;
+            }
+            Message::Refused { id, from } => {
+                // Only a forward it still keeps can have been refused.
+                if let Some(held) = self.held.get(&id) {
+                    let action = held.action.clone();
+                    self.feed(Input::Bounced {
+                        id,
+                        action,
+                        to: from,
+                    });
+                }
             }
             Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
             Message::Ack { id, from } => self.feed(Input::ForwardAcked { id, from }),
@@ -684,6 +717,7 @@ impl<E: Executor> Driver<E> {
             Message::Activation { .. }
             | Message::CreateQueue { .. }
             | Message::Ack { .. }
+            | Message::Refused { .. }
             | Message::OutcomeAck { .. } => {}
         }
     }
@@ -763,10 +797,11 @@ impl<E: Executor> Driver<E> {
                 })
             }),
             Effect::RetryIn { after } => self.timers.set(Timer::Retry, after),
-            Effect::Register { lease } => {
+            Effect::Register { lease, incarnation } => {
                 let name = self.network.address().to_owned();
                 self.ask(move |mut etcd| async move {
-                    let found = logged("put the member key", etcd.register(&name, lease).await)?;
+                    let registered = etcd.register(&name, incarnation, lease).await;
+                    let found = logged("put the member key", registered)?;
                     Some(Event::Input(Input::Registered { lease, found }))
                 });
             }
@@ -774,10 +809,14 @@ impl<E: Executor> Driver<E> {
                 logged("revoke a lease", etcd.revoke(lease).await)?;
                 Some(Event::Input(Input::Revoked { lease }))
             }),
-            Effect::Claim { action, lease } => {
+            Effect::Claim {
+                action,
+                lease,
+                incarnation,
+            } => {
                 let owner = self.network.address().to_owned();
                 self.ask(move |mut etcd| async move {
-                    let claimed = etcd.claim(&action, &owner, lease).await;
+                    let claimed = etcd.claim(&action, &owner, incarnation, lease).await;
                     let result = logged("claim an endpoint key", claimed)?;
                     Some(Event::Input(Input::Claimed {
                         action,
@@ -799,7 +838,12 @@ impl<E: Executor> Driver<E> {
                 Some(Event::Input(Input::Resolved { id, action, key }))
             }),
             Effect::Execute { id, .. } => self.execute(id),
-            Effect::Forward { id, action, to } => {
+            Effect::Forward {
+                id,
+                action,
+                to,
+                incarnation,
+            } => {
                 let from = self.network.address().to_owned();
                 let Some(held) = self.held_or_log(&id) else {
                     return;
@@ -812,6 +856,7 @@ impl<E: Executor> Driver<E> {
                     forwarded: true,
                     from,
                     reply_to: held.reply_to.clone(),
+                    incarnation: Some(incarnation),
                 };
                 if again {
                     self.metrics.resent(1);
@@ -832,6 +877,22 @@ impl<E: Executor> Driver<E> {
                     };
                     self.network.send(&sender, &ack);
                 }
+            }
+            Effect::Refuse { id } => {
+                let Some(sender) = self.delivered_by.clone() else {
+                    tracing::error!(%id, "the role refused a copy it was not delivered");
+                    return;
+                };
+                if let Some(senders) = self.senders.get_mut(&id) {
+                    senders.retain(|s| *s != sender);
+                    if senders.is_empty() {
+                        self.senders.remove(&id);
+                    }
+                }
+                tracing::info!(%id, %sender, "refused a copy addressed to an earlier run \
+                    of this scheduler: its sender routes it again");
+                let from = self.network.address().to_owned();
+                self.network.send(&sender, &Message::Refused { id, from });
             }
         }
     }

@@ -47,6 +47,10 @@ pub enum Message {
         from: String,
         /// The controller that submitted it: where the outcome goes.
         reply_to: String,
+        /// The run of the receiving scheduler it is addressed to (the
+        /// incarnation its member key, or for a forward its endpoint key,
+        /// names); `null`: its sender saw none.
+        incarnation: Option<u64>,
     },
     /// A controller asks a scheduler to create a queue for `action`.
     CreateQueue {
@@ -60,6 +64,15 @@ pub enum Message {
         id: String,
         /// The scheduler that acknowledges it, by the address it advertises:
         /// only the one it was sent to stops its sender.
+        from: String,
+    },
+    /// The scheduler `from` refused this copy of activation `id`: it was
+    /// addressed to another run of that scheduler (one before a restart).
+    /// Its sender takes it as a bounce, and routes the activation again.
+    Refused {
+        /// The activation.
+        id: String,
+        /// The scheduler that refused it, by the address it advertises.
         from: String,
     },
     /// How activation `id` ended, for the controller that submitted it; sent
@@ -136,11 +149,16 @@ mod tests {
                 forwarded: true,
                 from: "127.0.0.1:1".into(),
                 reply_to: "127.0.0.1:2".into(),
+                incarnation: Some(7),
             },
             Message::CreateQueue {
                 action: "hello".into(),
             },
             Message::Ack {
+                id: "a-1".into(),
+                from: "127.0.0.1:1".into(),
+            },
+            Message::Refused {
                 id: "a-1".into(),
                 from: "127.0.0.1:1".into(),
             },

@@ -37,12 +37,13 @@ pub enum Change<D: Domain> {
         /// Its new owner.
         owner: Option<D::Scheduler>,
     },
-    /// `scheduler`'s member key was put (`live`) or deleted.
+    /// `scheduler`'s member key was put, naming this incarnation of it,
+    /// or deleted (`None`).
     Member {
         /// The scheduler, by the address it advertises.
         scheduler: D::Scheduler,
-        /// Whether its key exists now.
-        live: bool,
+        /// The incarnation its key now names, if the key exists.
+        incarnation: Option<D::Incarnation>,
     },
 }
 
@@ -136,7 +137,9 @@ pub enum Input<D: Domain> {
     },
     /// Activation `id` could not be sent to `to`: nothing listens at its
     /// address any more (the scheduler is gone, for good or until it
-    /// starts again there).
+    /// starts again there), or the scheduler there refused it (it is
+    /// another incarnation than the copy was addressed to,
+    /// [`Rule::FenceCopies`]).
     Bounced {
         /// The activation.
         id: D::Activation,
@@ -158,8 +161,8 @@ pub enum Input<D: Domain> {
         rev: D::Revision,
         /// Every endpoint key: action and owner.
         keys: Vec<(D::Action, D::Scheduler)>,
-        /// Every member key's scheduler.
-        members: Vec<D::Scheduler>,
+        /// Every member key: its scheduler and the incarnation it names.
+        members: Vec<(D::Scheduler, D::Incarnation)>,
     },
 }
 
@@ -200,6 +203,9 @@ pub enum Effect<D: Domain> {
         action: D::Action,
         /// The scheduler.
         to: D::Scheduler,
+        /// The incarnation of `to` its member key names, as the controller
+        /// last saw it (`None`: it sees no member key of `to`).
+        incarnation: Option<D::Incarnation>,
     },
     /// Ask scheduler `to` to create a queue for `action`.
     CreateQueue {
@@ -226,17 +232,10 @@ pub struct Sent<D: Domain> {
     pub action: D::Action,
     /// The scheduler it was sent to.
     pub to: D::Scheduler,
-}
-
-impl<D: Domain> Sent<D> {
-    /// Its send, again.
-    fn effect(&self) -> Effect<D> {
-        Effect::Send {
-            id: self.id.clone(),
-            action: self.action.clone(),
-            to: self.to.clone(),
-        }
-    }
+    /// The incarnation of `to` it was last addressed to: the one `to`'s
+    /// member key named when last seen (while the key is gone, a lease
+    /// lost, `to` may still be that incarnation, and hold the activation).
+    pub incarnation: Option<D::Incarnation>,
 }
 
 /// One controller.
@@ -251,8 +250,9 @@ pub struct Controller<D: Domain> {
     /// place a queue on, here too), sent again at every wake-up until
     /// answered.
     pub lookups: Vec<(D::Activation, D::Action)>,
-    /// The live members: the schedulers whose member keys exist, sorted.
-    pub members: Vec<D::Scheduler>,
+    /// The live members: the schedulers whose member keys exist, each with
+    /// the incarnation its key names, sorted.
+    pub members: Vec<(D::Scheduler, D::Incarnation)>,
     /// The submissions not resolved yet, sorted.
     pub submitted: Vec<D::Activation>,
     /// The activations sent and not acknowledged yet, sorted: each sent
@@ -260,12 +260,24 @@ pub struct Controller<D: Domain> {
     pub sent: Vec<Sent<D>>,
 }
 
+impl<D: Domain> Sent<D> {
+    /// Its send.
+    fn effect(&self) -> Effect<D> {
+        Effect::Send {
+            id: self.id.clone(),
+            action: self.action.clone(),
+            to: self.to.clone(),
+            incarnation: self.incarnation,
+        }
+    }
+}
+
 impl<D: Domain> Controller<D> {
     /// A controller that listed `keys` and `members` at `rev` and watches
     /// from the next revision.
     pub fn new(
         keys: Vec<(D::Action, D::Scheduler)>,
-        members: Vec<D::Scheduler>,
+        members: Vec<(D::Scheduler, D::Incarnation)>,
         rev: D::Revision,
     ) -> Self {
         let mut controller = Controller {
@@ -285,11 +297,15 @@ impl<D: Domain> Controller<D> {
 
     /// Takes a listing for what it knows: cache and members, each sorted
     /// and without repeats.
-    fn adopt(&mut self, mut keys: Vec<(D::Action, D::Scheduler)>, mut members: Vec<D::Scheduler>) {
+    fn adopt(
+        &mut self,
+        mut keys: Vec<(D::Action, D::Scheduler)>,
+        mut members: Vec<(D::Scheduler, D::Incarnation)>,
+    ) {
         keys.sort_unstable();
         keys.dedup_by(|a, b| a.0 == b.0);
         members.sort_unstable();
-        members.dedup();
+        members.dedup_by(|a, b| a.0 == b.0);
         self.cache = keys;
         self.members = members;
     }
@@ -305,20 +321,36 @@ impl<D: Domain> Controller<D> {
     pub fn place(&self, seed: u64, action: &D::Action) -> Option<D::Scheduler> {
         self.members
             .iter()
+            .map(|(m, _)| m)
             .max_by_key(|m| (D::placement(seed, action, m), std::cmp::Reverse(*m)))
             .cloned()
+    }
+
+    /// The incarnation of `scheduler` its member key names, if the
+    /// controller sees one.
+    pub fn incarnation(&self, scheduler: &D::Scheduler) -> Option<D::Incarnation> {
+        incarnation_in::<D>(&self.members, scheduler)
     }
 
     fn take_in(&mut self, change: Change<D>) {
         match change {
             Change::Endpoint { action, owner } => self.remember(action, owner),
-            Change::Member { scheduler, live } => match self.members.binary_search(&scheduler) {
-                Ok(at) if !live => {
-                    self.members.remove(at);
+            Change::Member {
+                scheduler,
+                incarnation,
+            } => {
+                let at = self.members.binary_search_by(|(m, _)| m.cmp(&scheduler));
+                match (at, incarnation) {
+                    (Ok(at), Some(incarnation)) => self.members[at].1 = incarnation,
+                    (Ok(at), None) => {
+                        self.members.remove(at);
+                    }
+                    (Err(at), Some(incarnation)) => {
+                        self.members.insert(at, (scheduler, incarnation));
+                    }
+                    (Err(_), None) => {}
                 }
-                Err(at) if live => self.members.insert(at, scheduler),
-                Ok(_) | Err(_) => {}
-            },
+            }
         }
     }
 
@@ -332,13 +364,32 @@ impl<D: Domain> Controller<D> {
 
     /// Sends activation `id` to `to`, until `to` acknowledges it.
     fn send(&mut self, id: D::Activation, action: D::Action, to: D::Scheduler) -> Effect<D> {
-        let sent = Sent { id, action, to };
+        let sent = Sent {
+            incarnation: self.incarnation(&to),
+            id,
+            action,
+            to,
+        };
         let effect = sent.effect();
         match self.sent.binary_search_by(|s| s.id.cmp(&sent.id)) {
             Ok(at) => self.sent[at] = sent,
             Err(at) => self.sent.insert(at, sent),
         }
         effect
+    }
+
+    /// Sends again every activation not acknowledged, each addressed to the
+    /// incarnation its scheduler's member key names now, if the controller
+    /// sees one, else to the one it was last sent to.
+    fn resend(&mut self) -> Vec<Effect<D>> {
+        let members = &self.members;
+        self.sent
+            .iter_mut()
+            .map(|sent| {
+                sent.incarnation = incarnation_in::<D>(members, &sent.to).or(sent.incarnation);
+                sent.effect()
+            })
+            .collect()
     }
 
     /// Ends submission `id` with `outcome`, unless it ended already: it is
@@ -504,12 +555,12 @@ impl<D: Domain> Controller<D> {
     /// request, or a new watch when the last request got no answer (a watch
     /// can stall without an error).
     fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
-        let sends = self.sent.iter().map(Sent::effect);
+        let sends = self.resend();
         let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
             id: id.clone(),
             action: action.clone(),
         });
-        let mut effects: Vec<Effect<D>> = sends.chain(gets).collect();
+        let mut effects: Vec<Effect<D>> = sends.into_iter().chain(gets).collect();
         let watch = match self.watch {
             Watch::Active {
                 next,
@@ -538,4 +589,13 @@ impl<D: Domain> Controller<D> {
         effects.push(Effect::WakeIn { after: wake_every });
         effects
     }
+}
+
+/// The incarnation `members` (sorted) name for `scheduler`.
+fn incarnation_in<D: Domain>(
+    members: &[(D::Scheduler, D::Incarnation)],
+    scheduler: &D::Scheduler,
+) -> Option<D::Incarnation> {
+    let at = members.binary_search_by(|(m, _)| m.cmp(scheduler));
+    at.ok().map(|at| members[at].1)
 }

@@ -17,6 +17,8 @@ pub struct Endpoint {
     pub action: u8,
     /// The scheduler that owns the queue (the key's value).
     pub owner: u8,
+    /// The owner's incarnation that created it (the key's value).
+    pub incarnation: u8,
     /// The lease the key is bound to.
     pub lease: u8,
     /// The revision that created the key.
@@ -24,11 +26,13 @@ pub struct Endpoint {
 }
 
 /// The member key of one scheduler: `scheduler/<id>`, holding the address it
-/// advertises (in the model, its id).
+/// advertises (in the model, its id) and its incarnation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Member {
     /// The scheduler.
     pub scheduler: u8,
+    /// The incarnation that put the key.
+    pub incarnation: u8,
     /// The lease the key is bound to.
     pub lease: u8,
 }
@@ -58,8 +62,9 @@ pub struct Change {
     pub rev: u32,
     /// The key that changed.
     pub key: Key,
-    /// The new value (an endpoint's owner, a member's address), or `None`
-    /// for a deletion.
+    /// The new value as a watcher reads it (an endpoint's owner; a
+    /// member's incarnation, its address being its id, which the key
+    /// names), or `None` for a deletion.
     pub value: Option<u8>,
 }
 
@@ -146,11 +151,12 @@ impl Etcd {
         }
     }
 
-    /// Creates `action`'s key for `owner` under `lease`, if it is absent.
+    /// Creates `action`'s key for incarnation `incarnation` of `owner`
+    /// under `lease`, if it is absent.
     pub fn create_if_absent(
         &mut self,
         action: u8,
-        owner: u8,
+        (owner, incarnation): (u8, u8),
         lease: u8,
     ) -> Result<Endpoint, Refused> {
         if let Some(key) = self.get(action) {
@@ -163,6 +169,7 @@ impl Etcd {
         let key = Endpoint {
             action,
             owner,
+            incarnation,
             lease,
             create_rev: self.rev,
         };
@@ -187,19 +194,26 @@ impl Etcd {
         true
     }
 
-    /// Puts `scheduler`'s member key under `lease`, replacing any it had
-    /// (bound to another lease, the key now goes with this one). Returns
-    /// whether the lease exists: etcd refuses a put under a lease it does
-    /// not have.
-    pub fn register(&mut self, scheduler: u8, lease: u8) -> bool {
+    /// Puts `scheduler`'s member key, naming `incarnation`, under `lease`,
+    /// replacing any it had (bound to another lease, the key now goes with
+    /// this one). Returns whether the lease exists: etcd refuses a put
+    /// under a lease it does not have.
+    pub fn register(&mut self, (scheduler, incarnation): (u8, u8), lease: u8) -> bool {
         if !self.is_live(lease) {
             return false;
         }
         self.rev += 1;
         self.members.retain(|m| m.scheduler != scheduler);
         let at = self.members.partition_point(|m| m.scheduler < scheduler);
-        self.members.insert(at, Member { scheduler, lease });
-        self.record(Key::Member(scheduler), Some(scheduler));
+        self.members.insert(
+            at,
+            Member {
+                scheduler,
+                incarnation,
+                lease,
+            },
+        );
+        self.record(Key::Member(scheduler), Some(incarnation));
         true
     }
 

@@ -60,6 +60,12 @@ pub trait Domain:
     type Activation: Id;
     /// An etcd lease.
     type Lease: Id;
+    /// One run of a scheduler process, from its start to its stop or
+    /// crash: a restarted scheduler is another incarnation of the same
+    /// scheduler, and remembers nothing of the ones before it. Written in
+    /// its member key and in the endpoint keys it creates, so that a copy
+    /// of an activation is addressed to the incarnation it is meant for.
+    type Incarnation: Id + Copy;
     /// An etcd revision.
     type Revision: Id + Copy;
     /// A span of time: the model counts ticks, a runtime milliseconds. The
@@ -166,6 +172,12 @@ pub enum Rule {
     /// the scheduler that forwarded it, instead of being sent to the same
     /// address again.
     Reroute,
+    /// A scheduler takes in only a copy of an activation addressed to its
+    /// own incarnation, and refuses (to the sender, as a bounce) one
+    /// addressed to an earlier run of itself: it could have executed and
+    /// acknowledged that activation before it crashed, and remembers
+    /// nothing of it now.
+    FenceCopies,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -181,6 +193,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::Relist,
         Rule::WholeResponses,
         Rule::Reroute,
+        Rule::FenceCopies,
     ];
 }
 
@@ -217,6 +230,7 @@ pub enum Variant {
     /// acknowledged at settlement; controllers park what they cannot route,
     /// resume watches from the next revision, re-list after compaction and
     /// take in whole watch responses; activations sent to a scheduler that
-    /// is gone are routed again.
+    /// is gone are routed again; a restarted scheduler refuses copies
+    /// addressed to its run before the crash.
     Steadfast,
 }

@@ -41,6 +41,17 @@
 //! would have. Then it revokes its lease, so that its member key and every
 //! endpoint key go at one revision and controllers place its actions anew,
 //! and says it is done ([`Effect::Drained`]).
+//!
+//! # Incarnations
+//!
+//! Each run of a scheduler process is an incarnation of it, named in its
+//! member key and in every endpoint key it creates, and every copy of an
+//! activation is addressed to an incarnation. Under [`Rule::FenceCopies`]
+//! it takes in only copies addressed to its own, and refuses the others
+//! ([`Effect::Refuse`]): a copy addressed to an earlier run may be of an
+//! activation that run executed and acknowledged before it crashed, which
+//! this one cannot know. The sender takes the refusal as a bounce, and
+//! routes the activation again.
 
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +125,8 @@ pub enum Remembered {
 pub struct Endpoint<D: Domain> {
     /// The scheduler that owns the queue (the key's value).
     pub owner: D::Scheduler,
+    /// The owner's incarnation that created the key (the key's value).
+    pub incarnation: D::Incarnation,
     /// The lease the key is bound to.
     pub lease: D::Lease,
     /// The revision that created the key.
@@ -235,10 +248,15 @@ pub enum Input<D: Domain> {
         /// A peer scheduler sent it on ([`Effect::Forward`]), rather than a
         /// controller: one this scheduler forwarded may come back so.
         forwarded: bool,
+        /// The incarnation of this scheduler it was addressed to; `None`:
+        /// its sender knew none (no member key of this scheduler).
+        incarnation: Option<D::Incarnation>,
     },
     /// Activation `id`, which it forwarded to `to`, could not be sent on:
-    /// nothing listens at the peer's address any more (the peer is gone).
-    /// A bounce of a forward to another peer than the last changes nothing.
+    /// nothing listens at the peer's address any more (the peer is gone),
+    /// or the peer refused it ([`Effect::Refuse`]: it is a later
+    /// incarnation than the one the forward was addressed to). A bounce of
+    /// a forward to another peer than the last changes nothing.
     Bounced {
         /// The activation.
         id: D::Activation,
@@ -327,24 +345,29 @@ pub enum Effect<D: Domain> {
         after: D::Duration,
     },
     /// Put this scheduler's member key (`scheduler/<id>`, holding the
-    /// address it advertises) under `lease`; answer with
+    /// address it advertises and `incarnation`) under `lease`; answer with
     /// [`Input::Registered`].
     Register {
         /// The lease to bind it to.
         lease: D::Lease,
+        /// Its incarnation, written in the key's value.
+        incarnation: D::Incarnation,
     },
     /// Revoke this lease; answer with [`Input::Revoked`].
     Revoke {
         /// The lease.
         lease: D::Lease,
     },
-    /// Create `action`'s key for this scheduler under `lease`, if absent;
-    /// answer with [`Input::Claimed`].
+    /// Create `action`'s key for this scheduler (its value naming the
+    /// scheduler and `incarnation`) under `lease`, if absent; answer with
+    /// [`Input::Claimed`].
     Claim {
         /// The action.
         action: D::Action,
         /// The lease to bind it to.
         lease: D::Lease,
+        /// Its incarnation, written in the key's value.
+        incarnation: D::Incarnation,
     },
     /// Delete `action`'s key; with `created`, only if it is the key that
     /// revision created. Answer with [`Input::Deleted`].
@@ -381,6 +404,9 @@ pub enum Effect<D: Domain> {
         action: D::Action,
         /// The scheduler.
         to: D::Scheduler,
+        /// The incarnation of `to` it is addressed to (the one its key
+        /// names).
+        incarnation: D::Incarnation,
     },
     /// Tell the controller that submitted activation `id` how it ended
     /// (again at every wake-up and retry until that controller confirms
@@ -394,6 +420,14 @@ pub enum Effect<D: Domain> {
     /// Acknowledge activation `id` to the node it came from (a controller,
     /// or a peer that forwarded it): it stops sending it.
     Ack {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// Refuse the copy of activation `id` just delivered, to the node that
+    /// sent it (a controller, or a peer that forwarded it), which takes it
+    /// as a bounce: it was addressed to another incarnation
+    /// ([`Rule::FenceCopies`]). It is not taken in.
+    Refuse {
         /// The activation.
         id: D::Activation,
     },
@@ -428,6 +462,8 @@ pub enum Phase {
 pub struct Scheduler<D: Domain> {
     /// Its id.
     pub id: D::Scheduler,
+    /// This run of it: a crash and restart makes another.
+    pub incarnation: D::Incarnation,
     /// Its lease.
     pub lease: LeaseState<D>,
     /// Whether it serves, or is leaving.
@@ -484,6 +520,8 @@ pub struct Forward<D: Domain> {
     pub action: D::Action,
     /// The peer it was forwarded to.
     pub to: D::Scheduler,
+    /// The peer's incarnation it is addressed to.
+    pub incarnation: D::Incarnation,
 }
 
 impl<D: Domain> Forward<D> {
@@ -493,16 +531,19 @@ impl<D: Domain> Forward<D> {
             id: self.id.clone(),
             action: self.action.clone(),
             to: self.to.clone(),
+            incarnation: self.incarnation,
         }
     }
 }
 
 impl<D: Domain> Scheduler<D> {
-    /// A scheduler that has just started: its first [`Input::Wake`] asks for
-    /// a lease.
-    pub fn new(id: D::Scheduler) -> Self {
+    /// Incarnation `incarnation` of scheduler `id`, just started: its first
+    /// [`Input::Wake`] asks for a lease. A runtime picks an incarnation no
+    /// earlier run of `id` had.
+    pub fn new(id: D::Scheduler, incarnation: D::Incarnation) -> Self {
         Scheduler {
             id,
+            incarnation,
             lease: LeaseState::Granting,
             phase: Phase::Serving,
             queues: Vec::new(),
@@ -620,7 +661,12 @@ impl<D: Domain> Scheduler<D> {
                 self.retiring.retain(|(a, _)| *a != action);
                 if let (true, Some(lease)) = (self.electing.contains(&action), self.live_lease()) {
                     let lease = lease.clone();
-                    out.push(Effect::Claim { action, lease });
+                    let incarnation = self.incarnation;
+                    out.push(Effect::Claim {
+                        action,
+                        lease,
+                        incarnation,
+                    });
                 }
             }
             Input::Resolved { id, action, key } => self.resolved(config, id, action, key, &mut out),
@@ -628,7 +674,11 @@ impl<D: Domain> Scheduler<D> {
                 id,
                 action,
                 forwarded,
-            } => self.activation(config, id, action, forwarded, &mut out),
+                incarnation,
+            } => {
+                let addressed = incarnation == Some(self.incarnation);
+                self.activation(config, id, action, forwarded, addressed, &mut out)
+            }
             Input::Executed { id } => {
                 if let Some(at) = self.running.iter().position(|r| *r == id) {
                     self.running.remove(at);
@@ -707,7 +757,10 @@ impl<D: Domain> Scheduler<D> {
             LeaseState::Revoking { id } => out.push(Effect::Revoke { lease: id.clone() }),
             LeaseState::Held { id, registered, .. } => {
                 if !*registered {
-                    out.push(Effect::Register { lease: id.clone() });
+                    out.push(Effect::Register {
+                        lease: id.clone(),
+                        incarnation: self.incarnation,
+                    });
                 }
                 let lease = id.clone();
                 self.claim_electing(&lease, out);
@@ -835,6 +888,7 @@ impl<D: Domain> Scheduler<D> {
         self.send_keepalive(out);
         out.push(Effect::Register {
             lease: lease.clone(),
+            incarnation: self.incarnation,
         });
         self.claim_electing(&lease, out);
         self.arm_retry(config, out);
@@ -847,6 +901,7 @@ impl<D: Domain> Scheduler<D> {
                 out.push(Effect::Claim {
                     action: action.clone(),
                     lease: lease.clone(),
+                    incarnation: self.incarnation,
                 });
             }
         }
@@ -997,7 +1052,12 @@ impl<D: Domain> Scheduler<D> {
             return;
         }
         if let Some(lease) = self.live_lease().cloned() {
-            out.push(Effect::Claim { action, lease });
+            let incarnation = self.incarnation;
+            out.push(Effect::Claim {
+                action,
+                lease,
+                incarnation,
+            });
         }
     }
 
@@ -1046,13 +1106,14 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
-    /// Sends activation `id` on to `to`, the owner of its action's key.
+    /// Sends activation `id` on to `key`'s owner, addressed to the
+    /// incarnation that created the key.
     fn forward(
         &mut self,
         config: &Config<D>,
         id: D::Activation,
         action: D::Action,
-        to: D::Scheduler,
+        key: Endpoint<D>,
         out: &mut Vec<Effect<D>>,
     ) {
         if config.rules.has(Rule::Deduplicate) {
@@ -1061,7 +1122,8 @@ impl<D: Domain> Scheduler<D> {
         let forward = Forward {
             id: id.clone(),
             action,
-            to,
+            to: key.owner,
+            incarnation: key.incarnation,
         };
         out.push(forward.effect());
         match self.forwarding.binary_search_by(|f| f.id.cmp(&id)) {
@@ -1107,7 +1169,7 @@ impl<D: Domain> Scheduler<D> {
             ClaimResult::Exists(key) if key.owner != self.id => {
                 self.electing.retain(|a| *a != action);
                 for (id, _) in extract(&mut self.waiting, &action) {
-                    self.forward(config, id, action.clone(), key.owner.clone(), out);
+                    self.forward(config, id, action.clone(), key.clone(), out);
                 }
             }
             ClaimResult::Created { created } | ClaimResult::Exists(Endpoint { created, .. }) => {
@@ -1124,6 +1186,7 @@ impl<D: Domain> Scheduler<D> {
         id: D::Activation,
         action: D::Action,
         forwarded: bool,
+        addressed: bool,
         out: &mut Vec<Effect<D>>,
     ) {
         let rules = config.rules;
@@ -1133,11 +1196,22 @@ impl<D: Domain> Scheduler<D> {
                 out.push(Effect::Ack { id });
                 return;
             }
-            // Sent back by the peer it was forwarded to: its owner now.
-            self.forwarded.retain(|f| *f != id);
             if self.holds(&id) {
                 return;
             }
+        }
+        // New to this run of it, and addressed to another: refused, not
+        // ignored, so that its sender routes it again. (What this run holds
+        // or settled is answered as above, to whichever run a copy names:
+        // a refusal would have it routed again while it runs here.)
+        if rules.has(Rule::FenceCopies) && !addressed {
+            out.push(Effect::Refuse { id });
+            return;
+        }
+        if rules.has(Rule::Deduplicate) {
+            // Sent back by the peer it was forwarded to: its owner now (it
+            // holds nothing it forwarded).
+            self.forwarded.retain(|f| *f != id);
         }
         if self.phase == Phase::Draining {
             // Left unacknowledged: its sender keeps sending it, and routes
@@ -1247,9 +1321,7 @@ impl<D: Domain> Scheduler<D> {
             return self.execute(id, action, lease, out);
         }
         match (rules.has(Rule::SelfElection), key) {
-            (_, Some(key)) if key.owner != self.id => {
-                self.forward(config, id, action, key.owner, out)
-            }
+            (_, Some(key)) if key.owner != self.id => self.forward(config, id, action, key, out),
             // The key names this scheduler, which has no queue: OpenWhisk
             // recreates the queue without an election (#5332).
             (false, Some(key)) => {

@@ -54,7 +54,7 @@ fn gone(action: u8) -> controller::Change<Small> {
 fn left(scheduler: u8) -> controller::Change<Small> {
     controller::Change::Member {
         scheduler,
-        live: false,
+        incarnation: None,
     }
 }
 
@@ -63,7 +63,7 @@ fn left(scheduler: u8) -> controller::Change<Small> {
 /// whose key revision 2 created.
 fn serving(rules: impl Into<Rules>, lease: u8) -> (Scheduler, scheduler::Config<Small>) {
     let config = config(rules);
-    let mut s = Scheduler::new(0);
+    let mut s = Scheduler::new(0, 0);
     s.step(&config, 0, Input::Wake);
     s.step(&config, 0, Input::Granted { lease, ttl: 3 });
     let answer = Input::KeptAlive {
@@ -98,6 +98,7 @@ fn activation_of(id: u8, action: u8) -> Input {
         id,
         action,
         forwarded: false,
+        incarnation: Some(0),
     }
 }
 
@@ -117,7 +118,7 @@ fn etcd_should_raise_a_short_ttl_to_its_floor() {
 fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    etcd.create_if_absent(0, 0, lease).unwrap();
+    etcd.create_if_absent(0, (0, 0), lease).unwrap();
     etcd.leader = false;
     etcd.tick();
     etcd.tick();
@@ -136,14 +137,14 @@ fn etcd_should_expire_a_lease_and_its_keys_only_while_it_has_a_leader() {
 fn etcd_should_refuse_a_second_key_and_a_dead_lease() {
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    let key = etcd.create_if_absent(0, 0, lease).unwrap();
+    let key = etcd.create_if_absent(0, (0, 0), lease).unwrap();
     assert_eq!(
-        etcd.create_if_absent(0, 1, lease),
+        etcd.create_if_absent(0, (1, 0), lease),
         Err(Refused::Exists(key))
     );
     etcd.revoke(lease);
     assert_eq!(
-        etcd.create_if_absent(0, 1, lease),
+        etcd.create_if_absent(0, (1, 0), lease),
         Err(Refused::LeaseNotFound)
     );
 }
@@ -154,9 +155,9 @@ fn etcd_should_rebind_a_member_key_put_under_a_new_lease() {
     // the old lease's expiry must not take the member key with it.
     let mut etcd = Etcd::new(3);
     let old = etcd.grant();
-    assert!(etcd.register(0, old));
+    assert!(etcd.register((0, 0), old));
     let new = etcd.grant();
-    assert!(etcd.register(0, new));
+    assert!(etcd.register((0, 0), new));
     etcd.revoke(old);
     assert!(etcd.is_member(0));
     etcd.revoke(new);
@@ -167,10 +168,10 @@ fn etcd_should_rebind_a_member_key_put_under_a_new_lease() {
 fn etcd_should_delete_conditionally_only_the_key_a_revision_created() {
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    let first = etcd.create_if_absent(0, 0, lease).unwrap();
+    let first = etcd.create_if_absent(0, (0, 0), lease).unwrap();
     assert!(etcd.delete(0, Some(first.create_rev)));
     // The same owner under the same lease: another key all the same.
-    let second = etcd.create_if_absent(0, 0, lease).unwrap();
+    let second = etcd.create_if_absent(0, (0, 0), lease).unwrap();
     assert!(!etcd.delete(0, Some(first.create_rev)));
     assert_eq!(etcd.get(0), Some(second));
     assert!(
@@ -185,9 +186,9 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     // watch response of three DELETE events at one revision.
     let mut etcd = Etcd::new(3);
     let lease = etcd.grant();
-    assert!(etcd.register(0, lease));
+    assert!(etcd.register((0, 0), lease));
     for action in 0..3 {
-        etcd.create_if_absent(action, 0, lease).unwrap();
+        etcd.create_if_absent(action, (0, 0), lease).unwrap();
     }
     let before = etcd.rev;
     etcd.revoke(lease);
@@ -211,21 +212,24 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     );
     assert_eq!(revisions.last(), Some(&(before + 1)), "and every later one");
     assert!(revisions.windows(2).all(|w| w[0] <= w[1]), "in order");
-    assert!(!etcd.register(0, lease), "no put under a lease etcd lost");
+    assert!(
+        !etcd.register((0, 0), lease),
+        "no put under a lease etcd lost"
+    );
 }
 
 #[test]
 fn controller_should_apply_every_change_of_one_response() {
     for variant in [Variant::OpenWhisk, Variant::Steadfast] {
         let config = controller_config(variant);
-        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
         c.watch = Watch::Listing;
         c.step(
             &config,
             ControllerInput::Listed {
                 rev: 3,
                 keys: vec![(0, 0), (1, 0)],
-                members: vec![0, 1],
+                members: vec![(0, 0), (1, 0)],
             },
         );
         c.step(&config, ControllerInput::WatchStarted { next: 4 });
@@ -239,7 +243,7 @@ fn controller_should_apply_every_change_of_one_response() {
             None,
             "{variant:?}: the second event of the revision is not lost"
         );
-        assert_eq!(c.members, [1], "{variant:?}: nor the third");
+        assert_eq!(c.members, [(1, 0)], "{variant:?}: nor the third");
         assert_eq!(
             c.watch,
             Watch::Active {
@@ -253,7 +257,7 @@ fn controller_should_apply_every_change_of_one_response() {
 #[test]
 fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() {
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(vec![(0, 0), (1, 0)], vec![0, 1], 3);
+    let mut c = Controller::new(vec![(0, 0), (1, 0)], vec![(0, 0), (1, 0)], 3);
     let owner = |action, owner| controller::Change::Endpoint {
         action,
         owner: Some(owner),
@@ -271,7 +275,7 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
     c.step(&config, ControllerInput::Changed { changes: response });
     assert_eq!(c.route(&0), Some(&0), "revision 2 came before the cache");
     assert_eq!(c.route(&1), Some(&0), "revision 6 is the last word");
-    assert_eq!(c.members, [1]);
+    assert_eq!(c.members, [(1, 0)]);
     assert_eq!(
         c.watch,
         Watch::Active {
@@ -374,7 +378,7 @@ fn a_suspended_scheduler_should_retry_on_its_timer_and_count_each_answer_from_it
 #[test]
 fn a_scheduler_without_a_lease_should_retry_its_grant_and_its_revoke_on_its_timer() {
     let config = config(Variant::Steadfast);
-    let mut s = Scheduler::new(0);
+    let mut s = Scheduler::new(0, 0);
     let woken = s.step(&config, 0, Input::Wake);
     assert!(woken.contains(&Effect::Grant { ttl: 3 }));
     assert!(woken.contains(&Effect::RetryIn { after: 1 }));
@@ -463,25 +467,30 @@ fn steadfast_should_treat_a_ttl_of_zero_as_loss_and_take_a_new_lease() {
 fn a_scheduler_should_register_under_each_lease_until_etcd_confirms() {
     for variant in [Variant::OpenWhisk, Variant::Steadfast] {
         let config = config(variant);
-        let mut s = Scheduler::new(0);
+        let mut s = Scheduler::new(0, 0);
         s.step(&config, 0, Input::Wake);
         let granted = s.step(&config, 0, Input::Granted { lease: 7, ttl: 3 });
         assert!(
-            granted.contains(&Effect::Register { lease: 7 }),
+            granted.contains(&Effect::Register {
+                lease: 7,
+                incarnation: 0
+            }),
             "{granted:?}"
         );
         // Unanswered: put again at the next wake-up, and only until answered.
-        assert!(s
-            .step(&config, 1, Input::Wake)
-            .contains(&Effect::Register { lease: 7 }));
+        assert!(s.step(&config, 1, Input::Wake).contains(&Effect::Register {
+            lease: 7,
+            incarnation: 0
+        }));
         let stale = Input::Registered {
             lease: 6,
             found: true,
         };
         s.step(&config, 0, stale);
-        assert!(s
-            .step(&config, 1, Input::Wake)
-            .contains(&Effect::Register { lease: 7 }));
+        assert!(s.step(&config, 1, Input::Wake).contains(&Effect::Register {
+            lease: 7,
+            incarnation: 0
+        }));
         let answer = Input::Registered {
             lease: 7,
             found: true,
@@ -653,7 +662,8 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         s.step(&config, 0, resolved),
         [Effect::Claim {
             action: 1,
-            lease: 7
+            lease: 7,
+            incarnation: 0,
         }]
     );
     let won = s.step(
@@ -675,6 +685,7 @@ fn lost_election_should_forward_to_the_winner() {
     s.step(&config, 0, activation_of(1, 1));
     let winner = Endpoint {
         owner: 1,
+        incarnation: 0,
         lease: 3,
         created: 4,
     };
@@ -693,7 +704,8 @@ fn lost_election_should_forward_to_the_winner() {
             Effect::Forward {
                 id: 1,
                 action: 1,
-                to: 1
+                to: 1,
+                incarnation: 0,
             },
             Effect::Ack { id: 1 }
         ]
@@ -704,6 +716,7 @@ fn lost_election_should_forward_to_the_winner() {
         id: 1,
         action: 1,
         to: 1,
+        incarnation: 0,
     };
     assert!(s.step(&config, 0, Input::Retry).contains(&forward));
     // The winner is gone: the forward bounces, and steadfast looks the key
@@ -798,7 +811,7 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
 #[test]
 fn a_scheduler_drained_without_a_lease_or_work_should_be_done_at_once() {
     let config = config(Variant::Steadfast);
-    let mut s = Scheduler::new(0);
+    let mut s = Scheduler::new(0, 0);
     s.step(&config, 0, Input::Wake);
     assert_eq!(s.step(&config, 0, Input::Drain), [Effect::Drained]);
     assert!(
@@ -816,10 +829,11 @@ fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
         id: 1,
         action: 0,
         to: 1,
+        incarnation: Some(0),
     };
     for variant in [Variant::Steadfast, Variant::OpenWhisk] {
         let config = controller_config(variant);
-        let mut c = Controller::new(vec![(0, 1)], vec![0, 1], 2);
+        let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
         c.step(&config, ControllerInput::Submit { id: 1, action: 0 });
         // A bounce from another scheduler than the one it was sent to.
         c.step(&config, ControllerInput::Bounced { id: 1, to: 0 });
@@ -843,10 +857,12 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         id: 1,
         action: 1,
         forwarded,
+        incarnation: Some(0),
     };
     s.step(&config, 0, copy(false));
     let owner = Endpoint {
         owner: 1,
+        incarnation: 0,
         lease: 3,
         created: 4,
     };
@@ -860,7 +876,8 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         Effect::Forward {
             id: 1,
             action: 1,
-            to: 1
+            to: 1,
+            incarnation: 0,
         }
     );
     // A copy from a controller: the peer has it already.
@@ -910,7 +927,8 @@ fn retired_queue_should_be_claimed_again_only_after_its_delete() {
         s.step(&config, 0, Input::Deleted { action: 0 }),
         [Effect::Claim {
             action: 0,
-            lease: 7
+            lease: 7,
+            incarnation: 0,
         }]
     );
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
@@ -927,7 +945,7 @@ fn retired_queue_should_be_claimed_again_only_after_its_delete() {
 fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwhisk() {
     for (variant, from) in [(Variant::Steadfast, Some(2)), (Variant::OpenWhisk, None)] {
         let config = controller_config(variant);
-        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
         assert!(c
             .step(&config, ControllerInput::Wake)
             .contains(&ControllerEffect::RequestProgress));
@@ -952,7 +970,7 @@ fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwh
 #[test]
 fn compacted_watch_should_relist_under_steadfast() {
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+    let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
     assert_eq!(
         c.step(&config, ControllerInput::Compacted { rev: 9 }),
         [ControllerEffect::List]
@@ -962,12 +980,12 @@ fn compacted_watch_should_relist_under_steadfast() {
         ControllerInput::Listed {
             rev: 9,
             keys: vec![(0, 1)],
-            members: vec![1],
+            members: vec![(1, 0)],
         },
     );
     assert_eq!(listed, [ControllerEffect::Watch { from: Some(10) }]);
     assert_eq!(c.route(&0), Some(&1));
-    assert_eq!(c.members, [1], "the listing replaces the members");
+    assert_eq!(c.members, [(1, 0)], "the listing replaces the members");
 }
 
 #[test]
@@ -980,7 +998,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     let mut config = controller_config(Variant::Steadfast);
     // Seed 1 puts action 0 first on scheduler 1 (`Small::placement`).
     config.seed = 1;
-    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
+    let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 2);
     // Submits activation `id`, whose lookup finds no key.
     let place = |c: &mut Controller, config: &controller::Config<Small>, id| {
         c.step(config, ControllerInput::Submit { id, action: 0 });
@@ -1006,7 +1024,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
         .contains(&ControllerEffect::Get { id: 3, action: 0 }));
     let joined = controller::Change::Member {
         scheduler: 1,
-        live: true,
+        incarnation: Some(0),
     };
     c.step(
         &config,
@@ -1030,11 +1048,12 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
 #[test]
 fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_once() {
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(vec![(0, 1)], vec![0, 1], 2);
+    let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
     let send = ControllerEffect::Send {
         id: 1,
         action: 0,
         to: 1,
+        incarnation: Some(0),
     };
     let submit = ControllerInput::Submit { id: 1, action: 0 };
     let sent = c.step(&config, submit.clone());
@@ -1081,7 +1100,7 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
     let failed = ControllerInput::GetFailed { id: 1, action: 0 };
     let submit = ControllerInput::Submit { id: 1, action: 0 };
     let config = controller_config(Variant::OpenWhisk);
-    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
+    let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 2);
     c.step(&config, submit.clone());
     assert_eq!(
         c.step(&config, failed.clone()),
@@ -1091,7 +1110,7 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
         }]
     );
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(Vec::new(), vec![0, 1], 2);
+    let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 2);
     c.step(&config, submit);
     assert!(c.step(&config, failed).is_empty());
     assert!(c
@@ -1100,10 +1119,13 @@ fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
 }
 
 fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
-    let key = (0u8..3, 1u8..5, 1u32..6).prop_map(|(owner, lease, created)| Endpoint {
-        owner,
-        lease,
-        created,
+    let key = (0u8..3, 0u8..2, 1u8..5, 1u32..6).prop_map(|(owner, incarnation, lease, created)| {
+        Endpoint {
+            owner,
+            incarnation,
+            lease,
+            created,
+        }
     });
     let result = prop_oneof![
         (1u32..6).prop_map(|created| ClaimResult::Created { created }),
@@ -1130,7 +1152,8 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         (0u8..4, 0u8..2, any::<bool>()).prop_map(|(id, action, forwarded)| Input::Activation {
             id,
             action,
-            forwarded
+            forwarded,
+            incarnation: Some(0),
         }),
         (0u8..4).prop_map(|id| Input::Executed { id }),
         (0u8..4, 0u8..2, prop::option::of(key)).prop_map(|(id, action, key)| Input::Resolved {
@@ -1156,7 +1179,7 @@ proptest! {
         inputs in scheduler_inputs(),
     ) {
         let config = config(Variant::Steadfast);
-        let mut s = Scheduler::new(0);
+        let mut s = Scheduler::new(0, 0);
         let mut executed = Vec::new();
         let mut drained = false;
         for (elapsed, input) in inputs {
@@ -1199,7 +1222,12 @@ fn change() -> impl Strategy<Value = controller::Change<Small>> {
     prop_oneof![
         (0u8..2, prop::option::of(0u8..2))
             .prop_map(|(action, owner)| Change::Endpoint { action, owner }),
-        (0u8..2, any::<bool>()).prop_map(|(scheduler, live)| Change::Member { scheduler, live }),
+        (0u8..2, prop::option::of(0u8..2)).prop_map(|(scheduler, incarnation)| {
+            Change::Member {
+                scheduler,
+                incarnation,
+            }
+        }),
     ]
 }
 
@@ -1234,7 +1262,7 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
         (
             1u32..12,
             prop::collection::vec((0u8..2, 0u8..2), 0..2),
-            prop::collection::vec(0u8..2, 0..3)
+            prop::collection::vec((0u8..2, 0u8..2), 0..3)
         )
             .prop_map(|(rev, keys, members)| C::Listed { rev, keys, members }),
     ];
@@ -1249,7 +1277,7 @@ proptest! {
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
         let config = controller_config(variant);
-        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
         // The submissions not resolved yet, by the inputs alone.
         let mut pending = std::collections::BTreeSet::new();
         for input in inputs {
@@ -1303,7 +1331,7 @@ proptest! {
     ) {
         let variant = if steadfast { Variant::Steadfast } else { Variant::OpenWhisk };
         let config = config(variant);
-        let mut s = Scheduler::new(0);
+        let mut s = Scheduler::new(0, 0);
         for (elapsed, input) in scheduler_in {
             prop_assert_eq!(&round_trip(&input), &input);
             for effect in s.step(&config, elapsed, input) {
@@ -1311,7 +1339,7 @@ proptest! {
             }
         }
         let config = controller_config(variant);
-        let mut c = Controller::new(Vec::new(), vec![0, 1], 1);
+        let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
         for input in controller_in {
             prop_assert_eq!(&round_trip(&input), &input);
             for effect in c.step(&config, input) {
@@ -1353,7 +1381,7 @@ fn roles_should_run_on_real_identifiers() {
     let name = |s: &str| s.to_string();
     let lease = 7_587_870_261_423_i64;
     let config = runtime_config();
-    let mut s = scheduler::Scheduler::<Named>::new(name("scheduler-a:8081"));
+    let mut s = scheduler::Scheduler::<Named>::new(name("scheduler-a:8081"), 3);
     assert_eq!(s.step(&config, 0, I::Wake)[0], E::Grant { ttl: 10_000 });
     s.step(&config, 12, I::Granted { lease, ttl: 10_000 });
     let answer = I::KeptAlive {
@@ -1374,7 +1402,8 @@ fn roles_should_run_on_real_identifiers() {
         [
             E::Claim {
                 action: name("hello"),
-                lease
+                lease,
+                incarnation: 3,
             },
             E::RetryIn { after: 250 }
         ]
@@ -1392,6 +1421,7 @@ fn roles_should_run_on_real_identifiers() {
             id: name("act-1"),
             action: name("hello"),
             forwarded: false,
+            incarnation: Some(3),
         },
     );
     let execute = E::Execute {
@@ -1412,12 +1442,13 @@ fn roles_should_run_on_real_identifiers() {
             id: name("act-2"),
             action: name("hello"),
             forwarded: false,
+            incarnation: Some(3),
         },
     );
     assert!(late.is_empty(), "{late:?}");
 
     use controller::{Effect as CE, Input as CI};
-    let schedulers = vec![name("scheduler-a:8081"), name("scheduler-b:8081")];
+    let schedulers = vec![(name("scheduler-a:8081"), 3), (name("scheduler-b:8081"), 5)];
     let config = controller::Config::<Named> {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
@@ -1431,7 +1462,7 @@ fn roles_should_run_on_real_identifiers() {
         CI::Listed {
             rev: 100,
             keys: vec![(name("hello"), name("scheduler-b:8081"))],
-            members: vec![name("scheduler-b:8081")],
+            members: vec![(name("scheduler-b:8081"), 5)],
         },
     );
     let routed = c.step(
@@ -1446,7 +1477,8 @@ fn roles_should_run_on_real_identifiers() {
         [CE::Send {
             id: name("act-2"),
             action: name("hello"),
-            to: name("scheduler-b:8081")
+            to: name("scheduler-b:8081"),
+            incarnation: Some(5),
         }]
     );
     c.step(&config, CI::WatchStarted { next: 101 });
@@ -1494,7 +1526,8 @@ fn roles_should_run_on_real_identifiers() {
             CE::Send {
                 id: name("act-3"),
                 action: name("hello"),
-                to: name("scheduler-b:8081")
+                to: name("scheduler-b:8081"),
+                incarnation: Some(5),
             },
         ]
     );
@@ -1509,7 +1542,7 @@ fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_mem
     };
     let members = |n: usize| {
         (0..n)
-            .map(|m| format!("10.0.0.{m}:8081"))
+            .map(|m| (format!("10.0.0.{m}:8081"), 0))
             .collect::<Vec<_>>()
     };
     let actions: Vec<String> = (0..60).map(|a| format!("action-{a}")).collect();
@@ -1522,14 +1555,14 @@ fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_mem
         on
     };
     let three = placed(3);
-    for member in members(3) {
+    for (member, _) in members(3) {
         let count = three.iter().filter(|on| **on == member).count();
         assert!(count >= 10, "{member} has {count} of 60 actions");
     }
     // A fourth member joins: an action moves only to it.
     let four = placed(4);
     let moved = three.iter().zip(&four).filter(|(a, b)| a != b);
-    assert!(moved.clone().all(|(_, to)| *to == members(4)[3]));
+    assert!(moved.clone().all(|(_, to)| *to == members(4)[3].0));
     assert!(moved.count() >= 5, "the new member takes its share");
     // The same in every process and every build.
     assert_eq!(
@@ -1543,7 +1576,8 @@ fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_mem
 fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec<SchedulerRecord>) {
     let config = runtime_config();
     let id = "scheduler-a:8081".to_string();
-    let mut role = scheduler::Scheduler::<Named>::new(id.clone());
+    let incarnation = 3;
+    let mut role = scheduler::Scheduler::<Named>::new(id.clone(), incarnation);
     let records = inputs
         .into_iter()
         .map(|(elapsed, input)| Record {
@@ -1552,7 +1586,12 @@ fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec
             input,
         })
         .collect();
-    (Header::Scheduler { id, config }, records)
+    let header = Header::Scheduler {
+        id,
+        incarnation,
+        config,
+    };
+    (header, records)
 }
 
 fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
@@ -1590,6 +1629,7 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
                 id: "act-1".into(),
                 action: action(),
                 forwarded: false,
+                incarnation: Some(3),
             },
         ),
         (900, I::Executed { id: "act-1".into() }),
@@ -1632,8 +1672,8 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         seed: 0,
     };
     let members = vec![
-        "scheduler-a:8081".to_string(),
-        "scheduler-b:8081".to_string(),
+        ("scheduler-a:8081".to_string(), 3),
+        ("scheduler-b:8081".to_string(), 5),
     ];
     let keys = vec![("bye".to_string(), "scheduler-a:8081".to_string())];
     let mut role = controller::Controller::<Named>::new(keys.clone(), members.clone(), 41);
@@ -1690,4 +1730,82 @@ fn rules_should_be_written_by_name_and_read_back() {
         error.to_string().contains("unknown variant `Fnce`"),
         "{error}"
     );
+}
+
+#[test]
+fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
+    let addressed_to = |id, incarnation| Input::Activation {
+        id,
+        action: 0,
+        forwarded: false,
+        incarnation,
+    };
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    // New to this run (incarnation 0), and addressed to another, or to none.
+    for incarnation in [Some(1), None] {
+        assert_eq!(
+            s.step(&config, 0, addressed_to(1, incarnation)),
+            [Effect::Refuse { id: 1 }]
+        );
+    }
+    assert!(!s.holds(&1), "a refused copy is not taken in");
+    // What this run holds, or settled, it answers as it would any copy,
+    // whichever run the copy names: a refusal would have it routed again
+    // while it runs here.
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    assert!(s.step(&config, 0, addressed_to(1, Some(1))).is_empty());
+    s.step(&config, 0, Input::Executed { id: 1 });
+    assert_eq!(
+        s.step(&config, 0, addressed_to(1, None)),
+        [Effect::Ack { id: 1 }]
+    );
+    // OpenWhisk takes in every copy.
+    let (mut s, config) = serving(Variant::OpenWhisk, 7);
+    assert!(executes(&s.step(&config, 0, addressed_to(2, Some(1))), 2));
+}
+
+#[test]
+fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 4)], 2);
+    let send = |incarnation| ControllerEffect::Send {
+        id: 1,
+        action: 0,
+        to: 1,
+        incarnation,
+    };
+    let member = |rev, incarnation| ControllerInput::Changed {
+        changes: vec![(
+            rev,
+            controller::Change::Member {
+                scheduler: 1,
+                incarnation,
+            },
+        )],
+    };
+    let resends = |c: &mut Controller| -> Vec<ControllerEffect> {
+        let woken = c.step(&config, ControllerInput::Wake);
+        woken
+            .into_iter()
+            .filter(|e| matches!(e, ControllerEffect::Send { .. }))
+            .collect()
+    };
+    assert_eq!(
+        c.step(&config, ControllerInput::Submit { id: 1, action: 0 }),
+        [send(Some(4))]
+    );
+    // Scheduler 1 restarted: its key names run 5, and the copy is sent
+    // again to that run.
+    c.step(&config, member(3, Some(5)));
+    assert_eq!(c.incarnation(&1), Some(5));
+    assert_eq!(resends(&mut c), [send(Some(5))]);
+    // Its key gone (a lease lost), the controller still addresses the run
+    // it last saw: that run may hold the activation.
+    c.step(&config, member(4, None));
+    assert_eq!(c.incarnation(&1), None);
+    assert_eq!(resends(&mut c), [send(Some(5))]);
+    // A refusal is a bounce: looked up again at the next wake-up.
+    c.step(&config, ControllerInput::Bounced { id: 1, to: 1 });
+    let woken = c.step(&config, ControllerInput::Wake);
+    assert!(woken.contains(&ControllerEffect::Get { id: 1, action: 0 }));
 }

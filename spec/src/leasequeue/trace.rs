@@ -26,6 +26,7 @@ impl Domain for Named {
     type Scheduler = String;
     type Activation = String;
     type Lease = i64;
+    type Incarnation = u64;
     type Revision = i64;
     type Duration = u64;
 
@@ -53,6 +54,8 @@ pub enum Header {
     Scheduler {
         /// Its id.
         id: String,
+        /// This run of it.
+        incarnation: u64,
         /// Its setup.
         config: scheduler::Config<Named>,
     },
@@ -60,8 +63,8 @@ pub enum Header {
     Controller {
         /// The endpoint keys of its first listing: action and owner.
         keys: Vec<(String, String)>,
-        /// The members of its first listing.
-        members: Vec<String>,
+        /// The members of its first listing, each with its incarnation.
+        members: Vec<(String, u64)>,
         /// The revision of its first listing.
         rev: i64,
         /// Its setup.
@@ -124,8 +127,15 @@ impl Header {
     /// returns where the replay stopped.
     pub fn replay(&self, steps: Steps) -> Replay {
         match (self, steps) {
-            (Header::Scheduler { id, config }, Steps::Scheduler(records)) => {
-                let mut role = scheduler::Scheduler::<Named>::new(id.clone());
+            (
+                Header::Scheduler {
+                    id,
+                    incarnation,
+                    config,
+                },
+                Steps::Scheduler(records),
+            ) => {
+                let mut role = scheduler::Scheduler::<Named>::new(id.clone(), *incarnation);
                 first_divergence(records, |r| role.step(config, r.elapsed, r.input.clone()))
                     .map_or_else(Replay::SchedulerDiverged, Replay::Agrees)
             }

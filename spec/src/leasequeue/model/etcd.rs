@@ -16,7 +16,7 @@ fn change(change: &Change) -> controller::Change<Small> {
         },
         Key::Member(scheduler) => controller::Change::Member {
             scheduler,
-            live: change.value.is_some(),
+            incarnation: change.value,
         },
     }
 }
@@ -25,6 +25,7 @@ fn change(change: &Change) -> controller::Change<Small> {
 fn endpoint(key: Endpoint) -> scheduler::Endpoint<Small> {
     scheduler::Endpoint {
         owner: key.owner,
+        incarnation: key.incarnation,
         lease: key.lease,
         created: key.create_rev,
     }
@@ -49,16 +50,20 @@ impl LeaseQueueModel {
                 keepalive,
                 ttl: w.etcd.keep_alive(lease),
             },
-            E::Register { lease } => I::Registered {
+            E::Register { lease, incarnation } => I::Registered {
                 lease,
-                found: w.etcd.register(s, lease),
+                found: w.etcd.register((s, incarnation), lease),
             },
             E::Revoke { lease } => {
                 w.etcd.revoke(lease);
                 I::Revoked { lease }
             }
-            E::Claim { action, lease } => {
-                let result = match w.etcd.create_if_absent(action, s, lease) {
+            E::Claim {
+                action,
+                lease,
+                incarnation,
+            } => {
+                let result = match w.etcd.create_if_absent(action, (s, incarnation), lease) {
                     Ok(key) => ClaimResult::Created {
                         created: key.create_rev,
                     },
@@ -87,6 +92,7 @@ impl LeaseQueueModel {
             | E::Forward { .. }
             | E::Report { .. }
             | E::Ack { .. }
+            | E::Refuse { .. }
             | E::Drained => return None,
         })
     }
@@ -106,7 +112,12 @@ impl LeaseQueueModel {
             controller::Effect::List => controller::Input::Listed {
                 rev: w.etcd.rev,
                 keys: w.etcd.keys.iter().map(|k| (k.action, k.owner)).collect(),
-                members: w.etcd.members.iter().map(|m| m.scheduler).collect(),
+                members: w
+                    .etcd
+                    .members
+                    .iter()
+                    .map(|m| (m.scheduler, m.incarnation))
+                    .collect(),
             },
             controller::Effect::Watch { from } => {
                 w.streams[usize::from(c)] = Stream::Open {

@@ -19,8 +19,9 @@ pub struct Ghost {
     pub resolutions: Vec<u8>,
     /// Per activation, the schedulers that executed it (a bit each).
     pub executors: Vec<u8>,
-    /// Per activation, whether a scheduler that executed it crashed
-    /// afterwards (and with it the memory that it had).
+    /// Per activation, whether a scheduler that executed it crashed or
+    /// left before acknowledging it (and with it the memory that it had):
+    /// its sender sends it again, and it may run again.
     pub excused: Vec<bool>,
     /// Work was once handed out under a lease etcd no longer held, or from a
     /// queue whose key was not its owner's.
@@ -30,6 +31,9 @@ pub struct Ghost {
     pub contested: bool,
     /// A message to a scheduler that had left bounced back to its sender.
     pub bounced: bool,
+    /// A scheduler refused a copy addressed to an incarnation of it before
+    /// a crash (not one addressed to none).
+    pub refused: bool,
     /// A scheduler drained and left.
     pub drained: bool,
     /// A scheduler was told to drain while it ran an activation.
@@ -44,7 +48,7 @@ pub struct Ghost {
 /// to the owner; without a key, no queue and no cache entry. And every
 /// controller knows the members etcd holds.
 pub(super) fn routing_restored(w: &World) -> bool {
-    let members = w.etcd.members.iter().map(|m| m.scheduler);
+    let members = w.etcd.members.iter().map(|m| (m.scheduler, m.incarnation));
     let members_known = w
         .controllers
         .iter()

@@ -60,6 +60,7 @@ impl Domain for Small {
     type Scheduler = u8;
     type Activation = u8;
     type Lease = u8;
+    type Incarnation = u8;
     type Revision = u32;
     type Duration = u8;
 
@@ -95,7 +96,7 @@ pub fn controller_seed(c: u8) -> u64 {
 /// The scheduler controller `c` places a new queue of `action` on while
 /// every scheduler is a member.
 pub fn first_choice(b: &Bounds, c: u8, action: u8) -> Option<u8> {
-    let members = (0..b.schedulers).collect();
+    let members = (0..b.schedulers).map(|s| (s, 0)).collect();
     Controller::<Small>::new(Vec::new(), members, 0).place(controller_seed(c), &action)
 }
 
@@ -284,7 +285,7 @@ impl Model for LeaseQueueModel {
         let total = b.submissions.len() + usize::from(b.probe);
         let schedulers = usize::from(b.schedulers);
         let mut w = World {
-            schedulers: (0..b.schedulers).map(Scheduler::new).collect(),
+            schedulers: (0..b.schedulers).map(|s| Scheduler::new(s, 0)).collect(),
             outbox: vec![Vec::new(); schedulers],
             late: vec![Vec::new(); schedulers],
             running: vec![Vec::new(); schedulers],
@@ -314,6 +315,7 @@ impl Model for LeaseQueueModel {
                 unfenced: false,
                 contested: false,
                 bounced: false,
+                refused: false,
                 drained: false,
                 drained_busy: false,
                 displaced: false,
@@ -328,7 +330,12 @@ impl Model for LeaseQueueModel {
         while let Some(s) = (0..b.schedulers).find(|s| !w.outbox[usize::from(*s)].is_empty()) {
             self.answer(&mut w, s, 0);
         }
-        let members: Vec<u8> = w.etcd.members.iter().map(|m| m.scheduler).collect();
+        let members: Vec<(u8, u8)> = w
+            .etcd
+            .members
+            .iter()
+            .map(|m| (m.scheduler, m.incarnation))
+            .collect();
         w.controllers = (0..b.controllers)
             .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
             .collect();
@@ -604,40 +611,23 @@ impl Model for LeaseQueueModel {
             Action::SchedulerCrash(s) => {
                 w.left.crashes -= 1;
                 let i = usize::from(s);
-                // Whatever it executed, it no longer remembers.
-                for (id, executors) in w.ghost.executors.iter().enumerate() {
-                    if executors & (1 << s) != 0 {
-                        w.ghost.excused[id] = true;
-                    }
-                }
                 // What was delivered to it and not acknowledged, its sender
-                // (a controller, or a peer that forwarded it) sends again.
+                // (a controller, or a peer that forwarded it) sends again,
+                // to the next incarnation, which remembers nothing of it.
+                Self::excuse_unacknowledged(&mut w, s);
                 w.unacked[i].clear();
                 w.outbox[i].clear();
                 w.running[i].clear();
                 w.late[i].iter_mut().for_each(|l| l.orphaned = true);
-                w.schedulers[i] = Scheduler::new(s);
+                let incarnation = w.schedulers[i].incarnation + 1;
+                w.schedulers[i] = Scheduler::new(s, incarnation);
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
             }
             Action::SchedulerDepart(s) => {
                 w.left.departures -= 1;
-                let i = usize::from(s);
                 // What it ran and did not acknowledge may run again
-                // elsewhere: the controller that sent it routes it again.
-                let unacknowledged =
-                    w.running[i]
-                        .iter()
-                        .copied()
-                        .chain(w.unacked[i].iter().filter_map(|m| match m {
-                            Message::Activation { id, .. } => Some(*id),
-                            Message::CreateQueue { .. } => None,
-                        }));
-                for id in unacknowledged.collect::<Vec<_>>() {
-                    let id = usize::from(id);
-                    if w.ghost.executors[id] & (1 << s) != 0 {
-                        w.ghost.excused[id] = true;
-                    }
-                }
+                // elsewhere: its sender routes it again.
+                Self::excuse_unacknowledged(&mut w, s);
                 self.leave(&mut w, s);
             }
             Action::SchedulerDrain(s) => {

@@ -22,7 +22,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 21] = [
+const REACHABLE: [Reachable; 22] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -103,6 +103,16 @@ const REACHABLE: [Reachable; 21] = [
         name: "a scheduler crashes between executing and acknowledging",
         expected: |b| b.faults.crashes > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.excused.iter().any(|e| *e),
+    },
+    // A copy delivered twice, the second time after its scheduler crashed
+    // and restarted, is addressed to the run before the crash.
+    Reachable {
+        name: "a scheduler refuses a copy addressed to its run before a crash",
+        expected: |b| {
+            let fenced = b.variant == Variant::Steadfast;
+            fenced && b.faults.crashes > 0 && b.faults.duplicates > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| w.ghost.refused,
     },
     Reachable {
         name: "a queue retires",

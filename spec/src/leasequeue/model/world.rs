@@ -63,6 +63,9 @@ pub enum Message {
         /// The peer scheduler that forwarded it; `None`: a controller sent
         /// it.
         forwarder: Option<u8>,
+        /// The incarnation of `to` it is addressed to (`None`: its sender
+        /// knew none).
+        incarnation: Option<u8>,
     },
     /// A request that scheduler `to` create a queue for `action`.
     CreateQueue {
@@ -138,9 +141,8 @@ pub struct World {
     /// Per scheduler, activations it is executing.
     pub running: Vec<Vec<u8>>,
     /// Per scheduler, activations delivered to it and not acknowledged,
-    /// each once: those a peer forwarded are delivered again after a crash
-    /// (the peer sends them until acknowledged); those a controller sent,
-    /// the controller sends again.
+    /// each once: their sender (a controller, or the peer that forwarded
+    /// them) sends them again until acknowledged.
     pub unacked: Vec<Vec<Message>>,
     /// The controllers.
     pub controllers: Vec<Controller<Small>>,
@@ -291,13 +293,19 @@ impl LeaseQueueModel {
                     // that runs every copy) finishes with the first.
                     push_once(&mut w.running[i], id);
                 }
-                scheduler::Effect::Forward { id, action, to } => {
+                scheduler::Effect::Forward {
+                    id,
+                    action,
+                    to,
+                    incarnation,
+                } => {
                     w.ghost.contested |= lost;
                     let message = Message::Activation {
                         to,
                         id,
                         action,
                         forwarder: Some(s),
+                        incarnation: Some(incarnation),
                     };
                     self.offer(w, message);
                 }
@@ -337,6 +345,24 @@ impl LeaseQueueModel {
                         }
                     }
                 }
+                // The copy just delivered goes back to its sender as a
+                // bounce.
+                scheduler::Effect::Refuse { id } => {
+                    let own = Some(w.schedulers[i].incarnation);
+                    let (refused, kept) = std::mem::take(&mut w.unacked[i]).into_iter().partition(
+                        |m| matches!(m, Message::Activation { id: a, incarnation, .. } if *a == id && *incarnation != own),
+                    );
+                    w.unacked[i] = kept;
+                    let refused: Vec<Message> = refused;
+                    // Addressed to a run of it (not to none: its sender
+                    // saw no member key of it).
+                    w.ghost.refused |= refused.iter().any(|m| {
+                        matches!(m, Message::Activation { incarnation, .. } if incarnation.is_some())
+                    });
+                    for message in refused {
+                        self.bounce(w, message);
+                    }
+                }
                 request @ (scheduler::Effect::Grant { .. }
                 | scheduler::Effect::KeepAlive { .. }
                 | scheduler::Effect::Register { .. }
@@ -370,12 +396,18 @@ impl LeaseQueueModel {
                         *progress_asked |= in_step;
                     }
                 }
-                controller::Effect::Send { id, action, to } => {
+                controller::Effect::Send {
+                    id,
+                    action,
+                    to,
+                    incarnation,
+                } => {
                     let message = Message::Activation {
                         to,
                         id,
                         action,
                         forwarder: None,
+                        incarnation,
                     };
                     self.offer(w, message);
                 }
@@ -461,12 +493,14 @@ impl LeaseQueueModel {
                 id,
                 action,
                 forwarder,
+                incarnation,
             } => {
                 push_once(&mut w.unacked[usize::from(to)], message);
                 let input = scheduler::Input::Activation {
                     id,
                     action,
                     forwarded: forwarder.is_some(),
+                    incarnation,
                 };
                 self.feed_scheduler(w, to, 0, input);
             }
@@ -477,9 +511,10 @@ impl LeaseQueueModel {
     }
 
     /// Sends an activation, unless its scheduler holds it and ignores
-    /// copies of what it holds: that copy would change nothing, and is left
-    /// out. A copy sent again while one is in flight merges with it (two
-    /// copies delivered are the duplicates fault's).
+    /// copies of what it holds (whichever incarnation they are addressed
+    /// to): that copy would change nothing, and is left out. A copy sent
+    /// again while one is in flight merges with it (two copies delivered
+    /// are the duplicates fault's).
     fn offer(&self, w: &mut World, message: Message) {
         let ignored = match message {
             Message::Activation { to, id, .. } => {
@@ -500,16 +535,23 @@ impl LeaseQueueModel {
             push_once(&mut w.messages, message);
             return;
         }
+        w.ghost.bounced |= matches!(message, Message::Activation { .. });
+        self.bounce(w, message);
+    }
+
+    /// Hands an activation that was not taken in back to its sender: a
+    /// controller, or the peer that forwarded it.
+    fn bounce(&self, w: &mut World, message: Message) {
         let Message::Activation {
             to,
             id,
             action,
             forwarder,
+            ..
         } = message
         else {
             return;
         };
-        w.ghost.bounced = true;
         match forwarder {
             // A peer gone too hears nothing.
             Some(peer) if w.gone[usize::from(peer)] => {}
@@ -524,6 +566,22 @@ impl LeaseQueueModel {
         }
     }
 
+    /// Scheduler `s` stops (a crash, or for good) remembering nothing:
+    /// every activation it executed and did not acknowledge may run again,
+    /// since its sender sends it again. One it acknowledged is not sent
+    /// again, and a copy of it still in flight is addressed to this
+    /// incarnation, which a later one refuses ([`Rule::FenceCopies`]).
+    pub(super) fn excuse_unacknowledged(w: &mut World, s: u8) {
+        for message in &w.unacked[usize::from(s)] {
+            if let Message::Activation { id, .. } = message {
+                let id = usize::from(*id);
+                if w.ghost.executors[id] & (1 << s) != 0 {
+                    w.ghost.excused[id] = true;
+                }
+            }
+        }
+    }
+
     /// Scheduler `s` is gone for good, holding nothing (what it held is
     /// dealt with by its caller): its requests held up in the network may
     /// still apply, to no one's reply; what is in flight to it bounces back
@@ -532,7 +590,7 @@ impl LeaseQueueModel {
     pub(super) fn leave(&self, w: &mut World, s: u8) {
         let i = usize::from(s);
         w.gone[i] = true;
-        w.schedulers[i] = Scheduler::new(s);
+        w.schedulers[i] = Scheduler::new(s, w.schedulers[i].incarnation);
         w.outbox[i].clear();
         w.running[i].clear();
         w.unacked[i].clear();
