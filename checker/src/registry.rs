@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 16] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 17] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -529,6 +529,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 16] = [
         about: "2 schedulers, 1 controller, 2 actions; a scheduler drains: no new work, what it holds settles, its lease given back",
         by_default: true,
         value: lq_scenarios::drain,
+    },
+    Scenario {
+        name: "forward-loss",
+        about: "2 schedulers, 2 controllers, 1 action placed on both: a forward, a crash and a scheduler that leaves for good",
+        by_default: true,
+        value: lq_scenarios::forward_loss,
     },
     Scenario {
         name: "general",

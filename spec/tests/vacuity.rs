@@ -130,7 +130,7 @@ mod vacuity {
             a_duplicate_fails_without_duplicates: "a message is sent twice",
             an_overtaking_message_fails_without_reorders: "a message overtakes another",
             a_restarted_stall_fails_without_stalls: "a stalled watch is restarted",
-            a_crash_after_execution_fails_without_crashes: "a scheduler crashes between executing and acknowledging",
+            a_crash_after_execution_fails_without_crashes: "a scheduler crashes before acknowledging an activation that runs",
             a_refused_copy_fails_without_crashes: "a scheduler refuses a copy addressed to its run before a crash",
             a_clock_ahead_fails_without_drift: "etcd's clock runs ahead",
             a_leader_loss_fails_without_one: "etcd loses its leader",

@@ -107,6 +107,24 @@ fn a_draining_scheduler_should_settle_what_it_runs_and_what_reaches_it_should_ru
     );
 }
 
+/// A loser of an election forwards to the winner; the forwarder may crash,
+/// and the winner leave for good. The forwarder acknowledges the
+/// activation only once the winner took it in: acknowledged at the
+/// forward, it was lost when the forwarder crashed and the forward bounced
+/// back to a run that knew nothing of it (found in this scenario).
+#[test]
+fn a_forward_should_survive_its_forwarders_crash_and_its_peers_departure() {
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::forward_loss,
+        &[
+            "a scheduler loses an election and forwards",
+            "a scheduler crashes before acknowledging an activation that runs",
+            "a scheduler leaves for good",
+            "every submission resolves",
+        ],
+    );
+}
+
 #[test]
 fn steadfast_should_win_or_forward_in_a_contested_election() {
     let report = run(&scenarios::contest(Variant::Steadfast));
@@ -189,7 +207,7 @@ fn the_steadfast_scenarios_should_contain_every_fault_kind_and_hold() {
             &[
                 "a message is sent twice",
                 "a message overtakes another",
-                "a scheduler crashes between executing and acknowledging",
+                "a scheduler crashes before acknowledging an activation that runs",
             ][..],
         ),
         (

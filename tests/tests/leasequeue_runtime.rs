@@ -1013,11 +1013,12 @@ async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_
     // back to its sender, and not run again; so is one whose sender knew no
     // run of it. (Each is sent until answered, as a sender does: the first
     // send may go down the connection to the run that died.)
-    let expected = Message::Refused {
-        id: "once".into(),
-        from: address.clone(),
-    };
     for incarnation in [Some(old), None] {
+        let expected = Message::Refused {
+            id: "once".into(),
+            from: address.clone(),
+            incarnation,
+        };
         let mut answer = None;
         for _ in 0..20 {
             network.send(&address, &copy_to(incarnation));

@@ -491,8 +491,8 @@ impl Driver {
                 // queue asked of such a scheduler is asked again elsewhere
                 // once the role routes the activation again.
                 Some((to, message)) = bounced.recv() => {
-                    if let Message::Activation { id, .. } = message {
-                        self.feed(Input::Bounced { id, to });
+                    if let Message::Activation { id, incarnation, .. } = message {
+                        self.feed(Input::Bounced { id, to, incarnation });
                     }
                 }
                 Some(submission) = submissions.recv() => self.submitted(submission),
@@ -533,7 +533,15 @@ impl Driver {
     fn message(&mut self, message: Message) {
         match message {
             Message::Ack { id, from } => self.feed(Input::Acked { id, from }),
-            Message::Refused { id, from } => self.feed(Input::Bounced { id, to: from }),
+            Message::Refused {
+                id,
+                from,
+                incarnation,
+            } => self.feed(Input::Bounced {
+                id,
+                to: from,
+                incarnation,
+            }),
             Message::Outcome { id, outcome, from } => {
                 // The report arrived: its sender stops sending it, whatever
                 // the role makes of it.

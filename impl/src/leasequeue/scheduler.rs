@@ -683,7 +683,11 @@ impl<E: Executor> Driver<E> {
                 });
                 self.delivered_by = None;
             }
-            Message::Refused { id, from } => {
+            Message::Refused {
+                id,
+                from,
+                incarnation,
+            } => {
                 // Only a forward it still keeps can have been refused.
                 if let Some(held) = self.held.get(&id) {
                     let action = held.action.clone();
@@ -691,6 +695,7 @@ impl<E: Executor> Driver<E> {
                         id,
                         action,
                         to: from,
+                        incarnation,
                     });
                 }
             }
@@ -711,8 +716,14 @@ impl<E: Executor> Driver<E> {
                 id,
                 action,
                 forwarded: true,
+                incarnation,
                 ..
-            } => self.feed(Input::Bounced { id, action, to }),
+            } => self.feed(Input::Bounced {
+                id,
+                action,
+                to,
+                incarnation,
+            }),
             Message::Outcome { id, .. } => self.feed(Input::ReportBounced { id }),
             Message::Activation { .. }
             | Message::CreateQueue { .. }
@@ -878,7 +889,7 @@ impl<E: Executor> Driver<E> {
                     self.network.send(&sender, &ack);
                 }
             }
-            Effect::Refuse { id } => {
+            Effect::Refuse { id, incarnation } => {
                 let Some(sender) = self.delivered_by.clone() else {
                     tracing::error!(%id, "the role refused a copy it was not delivered");
                     return;
@@ -892,7 +903,12 @@ impl<E: Executor> Driver<E> {
                 tracing::info!(%id, %sender, "refused a copy addressed to an earlier run \
                     of this scheduler: its sender routes it again");
                 let from = self.network.address().to_owned();
-                self.network.send(&sender, &Message::Refused { id, from });
+                let refused = Message::Refused {
+                    id,
+                    from,
+                    incarnation,
+                };
+                self.network.send(&sender, &refused);
             }
         }
     }

@@ -74,6 +74,10 @@ pub enum Message {
         id: String,
         /// The scheduler that refused it, by the address it advertises.
         from: String,
+        /// The run of it the refused copy was addressed to: a refusal of
+        /// a copy to another run than its sender now addresses changes
+        /// nothing.
+        incarnation: Option<u64>,
     },
     /// How activation `id` ended, for the controller that submitted it; sent
     /// again until [`Message::OutcomeAck`] comes back.
@@ -161,6 +165,7 @@ mod tests {
             Message::Refused {
                 id: "a-1".into(),
                 from: "127.0.0.1:1".into(),
+                incarnation: Some(7),
             },
             Message::Outcome {
                 id: "a-1".into(),

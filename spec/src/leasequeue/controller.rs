@@ -145,6 +145,10 @@ pub enum Input<D: Domain> {
         id: D::Activation,
         /// The scheduler it was sent to.
         to: D::Scheduler,
+        /// The run of `to` the copy was addressed to: a bounce of a copy
+        /// to another run than the one now addressed changes nothing (a
+        /// copy to that one may be in flight, and taken in).
+        incarnation: Option<D::Incarnation>,
     },
     /// A scheduler reported how activation `id` ended (whichever scheduler
     /// settled it: the one it was sent to, or a peer that one forwarded it
@@ -438,8 +442,15 @@ impl<D: Domain> Controller<D> {
             // then the gone scheduler's keys may have expired and its
             // actions been placed anew); OpenWhisk sends to the same
             // address again.
-            Input::Bounced { id, to } if rules.has(Rule::Reroute) => {
-                let at = self.sent.iter().position(|s| s.id == id && s.to == to);
+            Input::Bounced {
+                id,
+                to,
+                incarnation,
+            } if rules.has(Rule::Reroute) => {
+                let at = self
+                    .sent
+                    .iter()
+                    .position(|s| (&s.id, &s.to, s.incarnation) == (&id, &to, incarnation));
                 if let Some(at) = at {
                     let Sent { id, action, .. } = self.sent.remove(at);
                     self.lookups.push((id, action));

@@ -153,7 +153,8 @@ pub enum Rule {
     /// (delivery is at least once).
     Deduplicate,
     /// A scheduler acknowledges an activation only once it is settled
-    /// (executed, forwarded or failed), not on receipt.
+    /// (executed, failed, or forwarded and taken in by the peer), not on
+    /// receipt.
     AckAtSettlement,
     /// A controller that cannot reach etcd, or knows no live scheduler to
     /// place a new queue on, keeps the activation and looks it up again,

@@ -264,6 +264,9 @@ pub enum Input<D: Domain> {
         action: D::Action,
         /// The peer it was forwarded to.
         to: D::Scheduler,
+        /// The run of `to` the forward was addressed to: a bounce of a
+        /// forward to another run than the last changes nothing.
+        incarnation: Option<D::Incarnation>,
     },
     /// Peer `from` acknowledged activation `id`, which this scheduler
     /// forwarded to it: it stops sending it. An acknowledgement from
@@ -430,6 +433,8 @@ pub enum Effect<D: Domain> {
     Refuse {
         /// The activation.
         id: D::Activation,
+        /// The run the copy was addressed to.
+        incarnation: Option<D::Incarnation>,
     },
     /// Arm the idle timer of `action`'s queue: answer with [`Input::Idle`]
     /// after this long (a timer armed again replaces the last).
@@ -675,10 +680,7 @@ impl<D: Domain> Scheduler<D> {
                 action,
                 forwarded,
                 incarnation,
-            } => {
-                let addressed = incarnation == Some(self.incarnation);
-                self.activation(config, id, action, forwarded, addressed, &mut out)
-            }
+            } => self.activation(config, id, action, forwarded, incarnation, &mut out),
             Input::Executed { id } => {
                 if let Some(at) = self.running.iter().position(|r| *r == id) {
                     self.running.remove(at);
@@ -691,9 +693,14 @@ impl<D: Domain> Scheduler<D> {
                 }
             }
             Input::Idle { action } => self.retire(config, action, &mut out),
-            Input::Bounced { id, action, to } => self.bounced(config, id, action, to),
+            Input::Bounced {
+                id,
+                action,
+                to,
+                incarnation,
+            } => self.bounced(config, id, action, (to, incarnation)),
             Input::ForwardAcked { id, from } => {
-                self.forwarding.retain(|f| f.id != id || f.to != from);
+                self.forward_acked(config.rules, id, from, &mut out)
             }
             Input::ReportAcked { id } | Input::ReportBounced { id } => {
                 if let Ok(at) = self.reporting.binary_search_by(|(r, _)| r.cmp(&id)) {
@@ -1130,7 +1137,29 @@ impl<D: Domain> Scheduler<D> {
             Ok(at) => self.forwarding[at] = forward,
             Err(at) => self.forwarding.insert(at, forward),
         }
-        self.acknowledge(config.rules, id, out);
+    }
+
+    /// Peer `from` took in activation `id`, which this scheduler forwarded
+    /// to it: the activation is settled here, and acknowledged to its
+    /// sender only now. (Acknowledged at the forward, it would be lost if
+    /// this scheduler crashed and the peer left before taking it in: the
+    /// forward bounces back to a run that knows nothing of it.)
+    fn forward_acked(
+        &mut self,
+        rules: Rules,
+        id: D::Activation,
+        from: D::Scheduler,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let Some(at) = self
+            .forwarding
+            .iter()
+            .position(|f| f.id == id && f.to == from)
+        else {
+            return;
+        };
+        self.forwarding.remove(at);
+        self.acknowledge(rules, id, out);
     }
 
     fn claimed(
@@ -1186,14 +1215,17 @@ impl<D: Domain> Scheduler<D> {
         id: D::Activation,
         action: D::Action,
         forwarded: bool,
-        addressed: bool,
+        incarnation: Option<D::Incarnation>,
         out: &mut Vec<Effect<D>>,
     ) {
         let rules = config.rules;
         if rules.has(Rule::Deduplicate) {
             let sent_on = contains_sorted(&self.forwarded, &id);
             if contains_sorted(&self.settled, &id) || (sent_on && !forwarded) {
-                out.push(Effect::Ack { id });
+                // What it forwarded is settled once the peer took it in.
+                if !self.forwarding.iter().any(|f| f.id == id) {
+                    out.push(Effect::Ack { id });
+                }
                 return;
             }
             if self.holds(&id) {
@@ -1204,14 +1236,15 @@ impl<D: Domain> Scheduler<D> {
         // ignored, so that its sender routes it again. (What this run holds
         // or settled is answered as above, to whichever run a copy names:
         // a refusal would have it routed again while it runs here.)
-        if rules.has(Rule::FenceCopies) && !addressed {
-            out.push(Effect::Refuse { id });
+        if rules.has(Rule::FenceCopies) && incarnation != Some(self.incarnation) {
+            out.push(Effect::Refuse { id, incarnation });
             return;
         }
         if rules.has(Rule::Deduplicate) {
             // Sent back by the peer it was forwarded to: its owner now (it
-            // holds nothing it forwarded).
+            // holds nothing it forwarded), and its forward is over.
             self.forwarded.retain(|f| *f != id);
+            self.forwarding.retain(|f| f.id != id);
         }
         if self.phase == Phase::Draining {
             // Left unacknowledged: its sender keeps sending it, and routes
@@ -1234,7 +1267,7 @@ impl<D: Domain> Scheduler<D> {
         config: &Config<D>,
         id: D::Activation,
         action: D::Action,
-        to: D::Scheduler,
+        (to, incarnation): (D::Scheduler, Option<D::Incarnation>),
     ) {
         if !config.rules.has(Rule::Reroute) {
             return;
@@ -1242,7 +1275,7 @@ impl<D: Domain> Scheduler<D> {
         let Some(at) = self
             .forwarding
             .iter()
-            .position(|f| f.id == id && f.to == to)
+            .position(|f| f.id == id && f.to == to && Some(f.incarnation) == incarnation)
         else {
             return;
         };

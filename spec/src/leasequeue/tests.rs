@@ -698,17 +698,15 @@ fn lost_election_should_forward_to_the_winner() {
             result: ClaimResult::Exists(winner),
         },
     );
+    // Acknowledged to its sender only once the winner takes it in.
     assert_eq!(
         lost,
-        [
-            Effect::Forward {
-                id: 1,
-                action: 1,
-                to: 1,
-                incarnation: 0,
-            },
-            Effect::Ack { id: 1 }
-        ]
+        [Effect::Forward {
+            id: 1,
+            action: 1,
+            to: 1,
+            incarnation: 0,
+        }]
     );
     assert!(s.queue(&1).is_none());
     // The forward is sent again until the winner acknowledges it.
@@ -725,17 +723,28 @@ fn lost_election_should_forward_to_the_winner() {
         id: 1,
         action: 1,
         to: 1,
+        incarnation: Some(0),
     };
     let mut openwhisk = s.clone();
     let elsewhere = Input::Bounced {
         id: 1,
         action: 1,
         to: 2,
+        incarnation: Some(0),
     };
-    assert!(
-        s.step(&config, 0, elsewhere).is_empty(),
-        "a bounce of a forward to another peer"
-    );
+    let earlier = Input::Bounced {
+        id: 1,
+        action: 1,
+        to: 1,
+        incarnation: None,
+    };
+    for other in [elsewhere, earlier] {
+        assert!(
+            s.step(&config, 0, other).is_empty(),
+            "a bounce of a forward to another peer, or another run of it"
+        );
+        assert!(s.forwarding.iter().any(|f| f.id == 1));
+    }
     assert!(s.step(&config, 0, bounced.clone()).is_empty());
     assert!(s.holds(&1) && s.forwarded.is_empty());
     let retried = s.step(&config, 0, Input::Retry);
@@ -753,8 +762,12 @@ fn lost_election_should_forward_to_the_winner() {
     assert!(openwhisk.step(&without, 0, bounced).is_empty());
     assert!(!openwhisk.holds(&1));
     assert!(openwhisk.step(&without, 0, Input::Retry).contains(&forward));
-    // Once the peer acknowledges it, it is not sent again.
-    openwhisk.step(&without, 0, Input::ForwardAcked { id: 1, from: 1 });
+    // Once the peer acknowledges it, it is not sent again, and is
+    // acknowledged to its sender.
+    assert_eq!(
+        openwhisk.step(&without, 0, Input::ForwardAcked { id: 1, from: 1 }),
+        [Effect::Ack { id: 1 }]
+    );
     assert!(!openwhisk.step(&without, 0, Input::Retry).contains(&forward));
 }
 
@@ -823,7 +836,11 @@ fn a_scheduler_drained_without_a_lease_or_work_should_be_done_at_once() {
 
 #[test]
 fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
-    let bounced = ControllerInput::Bounced { id: 1, to: 1 };
+    let bounced = ControllerInput::Bounced {
+        id: 1,
+        to: 1,
+        incarnation: Some(0),
+    };
     let get = ControllerEffect::Get { id: 1, action: 0 };
     let send = ControllerEffect::Send {
         id: 1,
@@ -836,7 +853,12 @@ fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
         let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
         c.step(&config, ControllerInput::Submit { id: 1, action: 0 });
         // A bounce from another scheduler than the one it was sent to.
-        c.step(&config, ControllerInput::Bounced { id: 1, to: 0 });
+        let elsewhere = ControllerInput::Bounced {
+            id: 1,
+            to: 0,
+            incarnation: Some(0),
+        };
+        c.step(&config, elsewhere);
         assert!(c.step(&config, ControllerInput::Wake).contains(&send));
         assert!(
             c.step(&config, bounced.clone()).is_empty(),
@@ -880,13 +902,22 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
             incarnation: 0,
         }
     );
-    // A copy from a controller: the peer has it already.
-    assert_eq!(s.step(&config, 0, copy(false)), [Effect::Ack { id: 1 }]);
-    // Sent back by the peer (which found this scheduler the owner): taken in.
+    // A copy from a controller: the peer has it, and has not taken it in
+    // yet; once it has, acknowledged.
+    let mut acked = s.clone();
+    assert!(s.step(&config, 0, copy(false)).is_empty());
+    assert_eq!(
+        acked.step(&config, 0, Input::ForwardAcked { id: 1, from: 1 }),
+        [Effect::Ack { id: 1 }]
+    );
+    assert_eq!(acked.step(&config, 0, copy(false)), [Effect::Ack { id: 1 }]);
+    // Sent back by the peer (which found this scheduler the owner): taken
+    // in, and no longer forwarded.
     assert_eq!(
         s.step(&config, 0, copy(true)),
         [Effect::Resolve { id: 1, action: 1 },]
     );
+    assert!(s.forwarding.is_empty());
 }
 
 #[test]
@@ -1163,7 +1194,14 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         }),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
-        (0u8..4, 0u8..2, 0u8..3).prop_map(|(id, action, to)| Input::Bounced { id, action, to }),
+        (0u8..4, 0u8..2, 0u8..3, prop::option::of(0u8..2)).prop_map(
+            |(id, action, to, incarnation)| Input::Bounced {
+                id,
+                action,
+                to,
+                incarnation
+            }
+        ),
         (0u8..4, 0u8..3).prop_map(|(id, from)| Input::ForwardAcked { id, from }),
         (0u8..4).prop_map(|id| Input::ReportAcked { id }),
         (0u8..4).prop_map(|id| Input::ReportBounced { id }),
@@ -1243,7 +1281,13 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
         (0u8..4, 0u8..2).prop_map(|(id, from)| C::Acked { id, from }),
-        (0u8..4, 0u8..2).prop_map(|(id, to)| C::Bounced { id, to }),
+        (0u8..4, 0u8..2, prop::option::of(0u8..2)).prop_map(|(id, to, incarnation)| {
+            C::Bounced {
+                id,
+                to,
+                incarnation,
+            }
+        }),
         (0u8..4, any::<bool>()).prop_map(|(id, executed)| C::Outcome {
             id,
             outcome: if executed {
@@ -1745,7 +1789,7 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
     for incarnation in [Some(1), None] {
         assert_eq!(
             s.step(&config, 0, addressed_to(1, incarnation)),
-            [Effect::Refuse { id: 1 }]
+            [Effect::Refuse { id: 1, incarnation }]
         );
     }
     assert!(!s.holds(&1), "a refused copy is not taken in");
@@ -1804,8 +1848,17 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
     c.step(&config, member(4, None));
     assert_eq!(c.incarnation(&1), None);
     assert_eq!(resends(&mut c), [send(Some(5))]);
-    // A refusal is a bounce: looked up again at the next wake-up.
-    c.step(&config, ControllerInput::Bounced { id: 1, to: 1 });
+    // A refusal is a bounce: one of a copy to an earlier run changes
+    // nothing (a copy to the run addressed now may be in flight); one of
+    // the copy to that run has it looked up again at the next wake-up.
+    let refused = |incarnation| ControllerInput::Bounced {
+        id: 1,
+        to: 1,
+        incarnation,
+    };
+    c.step(&config, refused(Some(4)));
+    assert_eq!(resends(&mut c), [send(Some(5))]);
+    c.step(&config, refused(Some(5)));
     let woken = c.step(&config, ControllerInput::Wake);
     assert!(woken.contains(&ControllerEffect::Get { id: 1, action: 0 }));
 }

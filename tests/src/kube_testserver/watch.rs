@@ -68,10 +68,13 @@ pub(super) fn start(
         timeout,
     };
     let (lines, body) = mpsc::channel::<Bytes>(256);
-    // Subscribed before the response goes out: a fault that ends watches,
-    // injected once the client has its watch, ends this one.
-    let ends = shared.watch_ends.subscribe();
-    tokio::spawn(run(shared, request, ends, lines));
+    // Subscribed, and the ends so far read, before the response goes out:
+    // a fault that ends watches, injected once the client has its watch,
+    // ends this one (read in the task, a fault injected before it ran was
+    // taken for one before the watch, and the watch never ended).
+    let mut ends = shared.watch_ends.subscribe();
+    let started = *ends.borrow_and_update();
+    tokio::spawn(run(shared, request, (ends, started), lines));
     let body = Body::from_stream(ReceiverStream::new(body).map(Ok::<_, std::convert::Infallible>));
     Ok((
         StatusCode::OK,
@@ -139,11 +142,10 @@ fn bookmark(scope: &Scope, revision: u64, initial_events_end: bool) -> Value {
 async fn run(
     shared: Arc<Shared>,
     request: Request,
-    mut ends: signal::Receiver<WatchEnds>,
+    (mut ends, started): (signal::Receiver<WatchEnds>, WatchEnds),
     lines: mpsc::Sender<Bytes>,
 ) {
     let deadline = Instant::now() + request.timeout;
-    let started = *ends.borrow_and_update();
     let mut revisions = shared.revision.subscribe();
     let mut cursor = match request.from {
         Some(from) if !request.initial_events => from,

@@ -17,9 +17,7 @@ pub struct Ghost {
     /// Per activation, times a controller resolved it since it was
     /// submitted.
     pub resolutions: Vec<u8>,
-    /// Per activation, the schedulers that executed it (a bit each).
-    pub executors: Vec<u8>,
-    /// Per activation, whether a scheduler that executed it crashed or
+    /// Per activation, whether a scheduler it was delivered to crashed or
     /// left before acknowledging it (and with it the memory that it had):
     /// its sender sends it again, and it may run again.
     pub excused: Vec<bool>,

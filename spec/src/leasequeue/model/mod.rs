@@ -310,7 +310,6 @@ impl Model for LeaseQueueModel {
                 executions: vec![0; total],
                 failures: vec![0; total],
                 resolutions: vec![0; total],
-                executors: vec![0; total],
                 excused: vec![false; total],
                 unfenced: false,
                 contested: false,
@@ -489,7 +488,6 @@ impl Model for LeaseQueueModel {
                 w.ghost.executions[i] = 0;
                 w.ghost.failures[i] = 0;
                 w.ghost.resolutions[i] = 0;
-                w.ghost.executors[i] = 0;
                 w.ghost.excused[i] = false;
                 for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });

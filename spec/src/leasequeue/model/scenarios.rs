@@ -105,6 +105,22 @@ pub fn contest(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// A forward meets a crash and a departure: two schedulers, two
+/// controllers, one action placed on each scheduler by one controller
+/// (their elections race, and the loser forwards to the winner); the
+/// forwarder may crash, and the winner leave for good, at any time.
+pub fn forward_loss(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 0)],
+        faults: Faults {
+            crashes: 1,
+            departures: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 2, 1)
+    })
+}
+
 /// `general`'s sizes with requests and replies going astray: a request
 /// applied late (after its retry), a reply lost, and a queue retiring.
 pub fn lossy(variant: Variant) -> LeaseQueueModel {

@@ -287,7 +287,6 @@ impl LeaseQueueModel {
                         .get(action)
                         .is_some_and(|k| k.owner == s && k.lease == lease);
                     w.ghost.unfenced |= !(owned && w.etcd.is_live(lease));
-                    w.ghost.executors[usize::from(id)] |= 1 << s;
                     count(&mut w.ghost.executions[usize::from(id)]);
                     // A second execution of one running here (a design
                     // that runs every copy) finishes with the first.
@@ -347,10 +346,9 @@ impl LeaseQueueModel {
                 }
                 // The copy just delivered goes back to its sender as a
                 // bounce.
-                scheduler::Effect::Refuse { id } => {
-                    let own = Some(w.schedulers[i].incarnation);
+                scheduler::Effect::Refuse { id, incarnation } => {
                     let (refused, kept) = std::mem::take(&mut w.unacked[i]).into_iter().partition(
-                        |m| matches!(m, Message::Activation { id: a, incarnation, .. } if *a == id && *incarnation != own),
+                        |m| matches!(m, Message::Activation { id: a, incarnation: to, .. } if (*a, *to) == (id, incarnation)),
                     );
                     w.unacked[i] = kept;
                     let refused: Vec<Message> = refused;
@@ -547,7 +545,7 @@ impl LeaseQueueModel {
             id,
             action,
             forwarder,
-            ..
+            incarnation,
         } = message
         else {
             return;
@@ -556,28 +554,36 @@ impl LeaseQueueModel {
             // A peer gone too hears nothing.
             Some(peer) if w.gone[usize::from(peer)] => {}
             Some(peer) => {
-                let input = scheduler::Input::Bounced { id, action, to };
+                let input = scheduler::Input::Bounced {
+                    id,
+                    action,
+                    to,
+                    incarnation,
+                };
                 self.feed_scheduler(w, peer, 0, input);
             }
             None => {
-                let input = controller::Input::Bounced { id, to };
+                let input = controller::Input::Bounced {
+                    id,
+                    to,
+                    incarnation,
+                };
                 self.feed_controller(w, self.submitter(id), input);
             }
         }
     }
 
     /// Scheduler `s` stops (a crash, or for good) remembering nothing:
-    /// every activation it executed and did not acknowledge may run again,
-    /// since its sender sends it again. One it acknowledged is not sent
-    /// again, and a copy of it still in flight is addressed to this
-    /// incarnation, which a later one refuses ([`Rule::FenceCopies`]).
+    /// every activation delivered to it that it did not acknowledge may run
+    /// again, since its sender sends it again, whoever ran it (`s`, or the
+    /// peer it forwarded it to, whose acknowledgement went to `s`). One it
+    /// acknowledged is not sent again, and a copy of it still in flight is
+    /// addressed to this incarnation, which a later one refuses
+    /// ([`Rule::FenceCopies`]).
     pub(super) fn excuse_unacknowledged(w: &mut World, s: u8) {
         for message in &w.unacked[usize::from(s)] {
             if let Message::Activation { id, .. } = message {
-                let id = usize::from(*id);
-                if w.ghost.executors[id] & (1 << s) != 0 {
-                    w.ghost.excused[id] = true;
-                }
+                w.ghost.excused[usize::from(*id)] = true;
             }
         }
     }
