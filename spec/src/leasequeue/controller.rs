@@ -126,9 +126,9 @@ pub enum Input<D: Domain> {
         rev: D::Revision,
     },
     /// Scheduler `from` acknowledged activation `id`: it settled it
-    /// (executed, forwarded or failed it), or, under OpenWhisk's rules,
-    /// took it in. An acknowledgement from another scheduler than the one
-    /// it was last sent to changes nothing.
+    /// (executed or failed it, or forwarded it and the peer took it in),
+    /// or, under OpenWhisk's rules, took it in. An acknowledgement from
+    /// another scheduler than the one it was last sent to changes nothing.
     Acked {
         /// The activation.
         id: D::Activation,

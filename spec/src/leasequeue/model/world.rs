@@ -184,7 +184,7 @@ pub struct Faults {
     pub leader_losses: u8,
     /// Ticks by which etcd's clock may run ahead of the schedulers' (a
     /// scheduler's clock running slow). The steadfast fence keeps
-    /// [`MARGIN`] in hand, so up to that is within what it assumes.
+    /// [`MARGIN`](super::MARGIN) in hand, so up to that is within what it assumes.
     pub drift: u8,
     /// Scheduler requests held up in the network past a tick: applied
     /// later, after the scheduler has sent them again.

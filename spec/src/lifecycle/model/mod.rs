@@ -6,9 +6,10 @@
 //! other writers, operator crashes, user edits and a deletion, all from
 //! finite budgets.
 //!
-//! Every action that touches the operator calls [`Engine::step`]; the model
-//! adds only the world around it (what handlers' code does, what the API
-//! server does), and ghost state that the properties read.
+//! Every action that touches the operator calls
+//! [`Engine::step`](super::engine::Engine::step); the model adds only the
+//! world around it (what handlers' code does, what the API server does),
+//! and ghost state that the properties read.
 
 mod ghost;
 mod reachable;
