@@ -322,11 +322,7 @@ impl LeaseQueueModel {
                 // Whoever sent it is told: the controller, or the peer that
                 // forwarded it.
                 scheduler::Effect::Ack { id } => {
-                    let (acked, kept) = std::mem::take(&mut w.unacked[i])
-                        .into_iter()
-                        .partition(|m| matches!(m, Message::Activation { id: a, .. } if *a == id));
-                    w.unacked[i] = kept;
-                    let acked: Vec<Message> = acked;
+                    let acked = take_delivered(w, s, |a, _| a == id);
                     for message in acked {
                         let Message::Activation { forwarder, .. } = message else {
                             continue;
@@ -347,16 +343,10 @@ impl LeaseQueueModel {
                 // The copy just delivered goes back to its sender as a
                 // bounce.
                 scheduler::Effect::Refuse { id, incarnation } => {
-                    let (refused, kept) = std::mem::take(&mut w.unacked[i]).into_iter().partition(
-                        |m| matches!(m, Message::Activation { id: a, incarnation: to, .. } if (*a, *to) == (id, incarnation)),
-                    );
-                    w.unacked[i] = kept;
-                    let refused: Vec<Message> = refused;
+                    let refused = take_delivered(w, s, |a, to| (a, to) == (id, incarnation));
                     // Addressed to a run of it (not to none: its sender
                     // saw no member key of it).
-                    w.ghost.refused |= refused.iter().any(|m| {
-                        matches!(m, Message::Activation { incarnation, .. } if incarnation.is_some())
-                    });
+                    w.ghost.refused |= incarnation.is_some() && !refused.is_empty();
                     for message in refused {
                         self.bounce(w, message);
                     }
@@ -623,6 +613,21 @@ impl LeaseQueueModel {
             }
         }
     }
+}
+
+/// Takes out of what was delivered to scheduler `s` and not acknowledged
+/// the activations `picked` chooses by id and the run they were addressed
+/// to: those it acknowledges, or refuses, now.
+fn take_delivered(w: &mut World, s: u8, picked: impl Fn(u8, Option<u8>) -> bool) -> Vec<Message> {
+    let unacked = &mut w.unacked[usize::from(s)];
+    let (taken, kept) = std::mem::take(unacked).into_iter().partition(|m| match *m {
+        Message::Activation {
+            id, incarnation, ..
+        } => picked(id, incarnation),
+        Message::CreateQueue { .. } => false,
+    });
+    *unacked = kept;
+    taken
 }
 
 /// Counts one more in a ghost count, up to 2: the properties tell apart
