@@ -687,18 +687,11 @@ impl<E: Executor> Driver<E> {
                 id,
                 from,
                 incarnation,
-            } => {
-                // Only a forward it still keeps can have been refused.
-                if let Some(held) = self.held.get(&id) {
-                    let action = held.action.clone();
-                    self.feed(Input::Bounced {
-                        id,
-                        action,
-                        to: from,
-                        incarnation,
-                    });
-                }
-            }
+            } => self.feed(Input::Bounced {
+                id,
+                to: from,
+                incarnation,
+            }),
             Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
             Message::Ack { id, from } => self.feed(Input::ForwardAcked { id, from }),
             Message::OutcomeAck { id } => self.feed(Input::ReportAcked { id }),
@@ -714,13 +707,11 @@ impl<E: Executor> Driver<E> {
         match message {
             Message::Activation {
                 id,
-                action,
                 forwarded: true,
                 incarnation,
                 ..
             } => self.feed(Input::Bounced {
                 id,
-                action,
                 to,
                 incarnation,
             }),

@@ -260,8 +260,6 @@ pub enum Input<D: Domain> {
     Bounced {
         /// The activation.
         id: D::Activation,
-        /// Its action.
-        action: D::Action,
         /// The peer it was forwarded to.
         to: D::Scheduler,
         /// The run of `to` the forward was addressed to: a bounce of a
@@ -695,10 +693,9 @@ impl<D: Domain> Scheduler<D> {
             Input::Idle { action } => self.retire(config, action, &mut out),
             Input::Bounced {
                 id,
-                action,
                 to,
                 incarnation,
-            } => self.bounced(config, id, action, (to, incarnation)),
+            } => self.bounced(config, id, to, incarnation),
             Input::ForwardAcked { id, from } => {
                 self.forward_acked(config.rules, id, from, &mut out)
             }
@@ -1266,8 +1263,8 @@ impl<D: Domain> Scheduler<D> {
         &mut self,
         config: &Config<D>,
         id: D::Activation,
-        action: D::Action,
-        (to, incarnation): (D::Scheduler, Option<D::Incarnation>),
+        to: D::Scheduler,
+        incarnation: Option<D::Incarnation>,
     ) {
         if !config.rules.has(Rule::Reroute) {
             return;
@@ -1279,7 +1276,7 @@ impl<D: Domain> Scheduler<D> {
         else {
             return;
         };
-        self.forwarding.remove(at);
+        let Forward { action, .. } = self.forwarding.remove(at);
         if let Ok(at) = self.forwarded.binary_search(&id) {
             self.forwarded.remove(at);
             self.forgetting

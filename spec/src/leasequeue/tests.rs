@@ -721,20 +721,17 @@ fn lost_election_should_forward_to_the_winner() {
     // up again at its next retry.
     let bounced = Input::Bounced {
         id: 1,
-        action: 1,
         to: 1,
         incarnation: Some(0),
     };
     let mut openwhisk = s.clone();
     let elsewhere = Input::Bounced {
         id: 1,
-        action: 1,
         to: 2,
         incarnation: Some(0),
     };
     let earlier = Input::Bounced {
         id: 1,
-        action: 1,
         to: 1,
         incarnation: None,
     };
@@ -1194,14 +1191,13 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         }),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
-        (0u8..4, 0u8..2, 0u8..3, prop::option::of(0u8..2)).prop_map(
-            |(id, action, to, incarnation)| Input::Bounced {
+        (0u8..4, 0u8..3, prop::option::of(0u8..2)).prop_map(|(id, to, incarnation)| {
+            Input::Bounced {
                 id,
-                action,
                 to,
-                incarnation
+                incarnation,
             }
-        ),
+        }),
         (0u8..4, 0u8..3).prop_map(|(id, from)| Input::ForwardAcked { id, from }),
         (0u8..4).prop_map(|id| Input::ReportAcked { id }),
         (0u8..4).prop_map(|id| Input::ReportBounced { id }),

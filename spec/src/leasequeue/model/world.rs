@@ -533,9 +533,9 @@ impl LeaseQueueModel {
         let Message::Activation {
             to,
             id,
-            action,
             forwarder,
             incarnation,
+            ..
         } = message
         else {
             return;
@@ -546,7 +546,6 @@ impl LeaseQueueModel {
             Some(peer) => {
                 let input = scheduler::Input::Bounced {
                     id,
-                    action,
                     to,
                     incarnation,
                 };
