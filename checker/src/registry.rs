@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 17] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 18] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -493,6 +493,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 17] = [
         about: "seed5286 with etcd's clock two ticks ahead: beyond the fence's margin, so fencing fails",
         by_default: false,
         value: lq_scenarios::drift_beyond,
+    },
+    Scenario {
+        name: "deadline",
+        about: "seed5286 with a deadline 2 ticks after each submission: an activation waits out the outage past it",
+        by_default: true,
+        value: lq_scenarios::deadline,
     },
     Scenario {
         name: "no-members",

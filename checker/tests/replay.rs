@@ -63,6 +63,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             action: action(),
             forwarded: false,
             incarnation: Some(3),
+            left: None,
         },
         Input::Executed { id: "a-1".into() },
     ];

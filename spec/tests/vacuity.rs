@@ -141,6 +141,14 @@ mod vacuity {
             a_drain_fails_without_drains: "a scheduler drains and leaves",
             a_busy_drain_fails_without_drains: "a scheduler is told to drain while it runs an activation",
             a_placement_on_a_joiner_fails_without_joins: "a queue is placed on a scheduler that joined",
+            a_failure_past_a_deadline_fails_without_deadlines: "an activation fails past its deadline",
+            an_overdue_caller_fails_without_deadlines: "a caller is told there is no outcome by its deadline",
+        }
+
+        #[test]
+        fn nothing_starts_past_its_deadline_fails_when_checked_only_on_arrival() {
+            let model = steadfast(scenarios::deadline).without(Rule::Deadline);
+            assert_violated(&model, "nothing starts past its deadline");
         }
 
         /// In `seed5286` a member leaves and one controller can place the

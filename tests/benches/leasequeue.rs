@@ -345,6 +345,7 @@ impl StaticSender {
             reply_to: self.network.address().to_owned(),
             // The receiver is no scheduler, and has no runs to tell apart.
             incarnation: None,
+            deadline: None,
         };
         self.network.send(&self.to, &message);
         outcome.await.is_ok()

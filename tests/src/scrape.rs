@@ -37,6 +37,27 @@ pub async fn get(address: SocketAddr, path: &str) -> (u16, String) {
     (code, body.to_owned())
 }
 
+/// Reads `address`'s metrics every 50 ms until the sample `series` is
+/// `value`, for at most `within`: the text that showed it, or `None` if it
+/// never did.
+pub async fn await_sample(
+    address: SocketAddr,
+    series: &str,
+    value: f64,
+    within: std::time::Duration,
+) -> Option<String> {
+    let shown = async {
+        loop {
+            let (_, text) = get(address, "/metrics").await;
+            if sample(&text, series) == Some(value) {
+                return text;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(within, shown).await.ok()
+}
+
 /// The value of the sample named `series` (a metric's name with its labels
 /// as exposed, `name{label="value"}`), if the text has it.
 pub fn sample(text: &str, series: &str) -> Option<f64> {

@@ -125,6 +125,24 @@ fn a_forward_should_survive_its_forwarders_crash_and_its_peers_departure() {
     );
 }
 
+/// An activation waits out an outage on its scheduler past its deadline:
+/// steadfast fails it there, and its caller is told at the deadline that
+/// there is no outcome yet; the submission still resolves.
+#[test]
+fn an_activation_past_its_deadline_should_fail_and_its_caller_hear_at_the_deadline() {
+    let report = run(&scenarios::deadline(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "nothing starts past its deadline",
+            "an activation fails past its deadline",
+            "a caller is told there is no outcome by its deadline",
+            "every submission resolves",
+        ],
+    );
+}
+
 #[test]
 fn steadfast_should_win_or_forward_in_a_contested_election() {
     let report = run(&scenarios::contest(Variant::Steadfast));

@@ -130,6 +130,18 @@ fn a_restarted_scheduler_must_refuse_copies_addressed_to_its_run_before_the_cras
 }
 
 #[test]
+fn an_activation_that_waited_past_its_deadline_must_not_start() {
+    // An activation waits out the outage on its scheduler, whose lease's
+    // validity ran out; its deadline passes; etcd answers again and the
+    // queue serves. Checked only as it arrived, it starts all the same.
+    assert_needed(
+        Rule::Deadline,
+        scenarios::deadline,
+        "nothing starts past its deadline",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

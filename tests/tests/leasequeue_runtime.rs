@@ -14,7 +14,7 @@ use steadfast::leasequeue::etcd::{Etcd, EtcdOptions};
 use steadfast::leasequeue::network::Network;
 use steadfast::leasequeue::wire::Message;
 use steadfast::leasequeue::{
-    Controller, ControllerBuilder, SchedulerBuilder, SubmitError, Variant,
+    Controller, ControllerBuilder, Request, SchedulerBuilder, SubmitError, Variant,
 };
 use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer};
 use steadfast_tests::leasequeue_nodes::{
@@ -96,6 +96,39 @@ impl Run {
         schedulers: &[&SchedulerProcess],
         name: &str,
     ) -> Controller {
+        self.controller_builder(endpoints, schedulers, name)
+            .await
+            .start()
+            .await
+            .expect("the controller starts")
+    }
+
+    /// `controller-1`, serving its metrics once `scheduler` is a member, and
+    /// where it serves them.
+    async fn metered_controller(
+        &self,
+        endpoints: &[String],
+        scheduler: &SchedulerProcess,
+    ) -> (Controller, std::net::SocketAddr) {
+        let controller = self
+            .controller_builder(endpoints, &[scheduler], "controller-1")
+            .await
+            .metrics("127.0.0.1:0")
+            .start()
+            .await
+            .expect("the controller starts");
+        let at = controller.metrics_address().expect("metrics asked for");
+        (controller, at)
+    }
+
+    /// A controller of the run, its trace named `name`, set up once
+    /// `schedulers` are members, before it starts.
+    async fn controller_builder(
+        &self,
+        endpoints: &[String],
+        schedulers: &[&SchedulerProcess],
+        name: &str,
+    ) -> ControllerBuilder {
         let names: Vec<&str> = schedulers.iter().map(|s| s.address()).collect();
         await_members(&options(endpoints), &names, Duration::from_secs(10))
             .await
@@ -104,9 +137,6 @@ impl Run {
             .variant(self.variant)
             .wake_every(Duration::from_millis(300))
             .trace(self.trace(name))
-            .start()
-            .await
-            .expect("the controller starts")
     }
 
     /// Asserts that every result is its activation's, executed exactly
@@ -297,7 +327,9 @@ async fn submit(
             Err(
                 SubmitError::Failed { id, .. }
                 | SubmitError::Stopped { id }
-                | SubmitError::InvalidId { id, .. },
+                | SubmitError::InvalidId { id, .. }
+                | SubmitError::InvalidDeadline { id }
+                | SubmitError::Overdue { id },
             ) => id,
         };
         assert_eq!(ended, id, "the handle named its activation when submitted");
@@ -926,6 +958,7 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
         from: me.clone(),
         reply_to: me,
         incarnation: Some(scheduler.incarnation()),
+        deadline: None,
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "copy");
     let ack = |m: &Message| matches!(m, Message::Ack { id, .. } if id == "copy");
@@ -985,6 +1018,7 @@ async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_
         from: me.clone(),
         reply_to: me.clone(),
         incarnation,
+        deadline: None,
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "once");
     let refused = |m: &Message| matches!(m, Message::Refused { id, .. } if id == "once");
@@ -1037,7 +1071,7 @@ async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lease_and_the_watch() {
-    use steadfast_tests::scrape::{get, sample};
+    use steadfast_tests::scrape::{await_sample, get, sample};
     let etcd = EtcdServer::start().await.unwrap();
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
@@ -1046,14 +1080,7 @@ async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lea
         .metrics("127.0.0.1:0");
     let scheduler = run.scheduler(builder, Duration::from_millis(10)).await;
     let at = scheduler.metrics_address().expect("metrics asked for");
-    let controller = ControllerBuilder::new(options(&endpoints))
-        .wake_every(Duration::from_millis(300))
-        .trace(run.trace("controller-1"))
-        .metrics("127.0.0.1:0")
-        .start()
-        .await
-        .expect("the controller starts");
-    let via = controller.metrics_address().expect("metrics asked for");
+    let (controller, via) = run.metered_controller(&endpoints, &scheduler).await;
     for (address, what) in [
         (at, "the scheduler's lease"),
         (via, "the controller's watch"),
@@ -1124,16 +1151,8 @@ async fn metrics_should_move_as_work_is_done_and_probes_turn_ready_after_the_lea
         .await
         .expect("a scheduler without a valid lease is not ready");
     etcd.resume().unwrap();
-    let back = async {
-        loop {
-            let (_, text) = get(at, "/metrics").await;
-            if sample(&text, "steadfast_scheduler_recovery_seconds_count") == Some(1.0) {
-                return text;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    let recovered = tokio::time::timeout(Duration::from_secs(20), back)
+    let timed = "steadfast_scheduler_recovery_seconds_count";
+    let recovered = await_sample(at, timed, 1.0, Duration::from_secs(20))
         .await
         .expect("the recovery is timed");
     assert_eq!(
@@ -1188,6 +1207,7 @@ async fn a_killed_scheduler_should_stop_its_executions_as_a_crash_would() {
             from: me.clone(),
             reply_to: me,
             incarnation: Some(scheduler.incarnation()),
+            deadline: None,
         },
     );
     let first = tokio::time::timeout(Duration::from_secs(10), starts.recv()).await;
@@ -1301,6 +1321,7 @@ async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed
         from: me.into(),
         reply_to: me.into(),
         incarnation: Some(scheduler.incarnation()),
+        deadline: None,
     };
     let outcome_of = |wanted: &'static str| move |m: &Message| matches!(m, Message::Outcome { id, .. } if id == wanted);
     let (inbox, mut trusted) = tokio::sync::mpsc::unbounded_channel();
@@ -1398,4 +1419,62 @@ async fn a_resubmission_under_a_pending_id_should_join_it_and_run_once() {
     );
     drop((c, s1, s2));
     run.replay();
+}
+
+/// etcd frozen: a submission with a deadline cannot be routed. Its caller
+/// hears at the deadline that there is no outcome yet; once etcd is back,
+/// the activation reaches a scheduler past its deadline and fails there,
+/// unstarted, as `PastDeadline`. One with a deadline it can meet runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_should_hear_at_its_deadline_and_nothing_start_past_it() {
+    use steadfast_tests::scrape::{await_sample, sample};
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let builder = run.scheduler_builder(&endpoints, "scheduler-1");
+    let scheduler = run.scheduler(builder, Duration::from_millis(10)).await;
+    let (controller, via) = run.metered_controller(&endpoints, &scheduler).await;
+
+    etcd.pause().unwrap();
+    let late = Request::new("action-0", json!({ "n": 0 }))
+        .id("late")
+        .deadline(Duration::from_secs(1));
+    let heard = tokio::time::timeout(Duration::from_secs(10), controller.submit_with(late))
+        .await
+        .expect("the handle ends by its deadline");
+    assert_eq!(heard, Err(SubmitError::Overdue { id: "late".into() }));
+    etcd.resume().unwrap();
+    let failed =
+        r#"steadfast_controller_activations_total{outcome="failed",reason="PastDeadline"}"#;
+    let text = await_sample(via, failed, 1.0, Duration::from_secs(20))
+        .await
+        .expect("the overdue activation ends once etcd is back");
+    assert_eq!(
+        sample(&text, "steadfast_controller_overdue_total"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        run.ledger.runs("late"),
+        0,
+        "nothing starts past its deadline"
+    );
+
+    let timely = Request::new("action-0", json!({ "n": 1 }))
+        .id("timely")
+        .deadline(Duration::from_secs(30));
+    let result = tokio::time::timeout(Duration::from_secs(30), controller.submit_with(timely))
+        .await
+        .expect("it ends")
+        .expect("it ran by its deadline");
+    assert_eq!(result["payload"]["n"], json!(1), "{result}");
+    assert_eq!(run.ledger.runs("timely"), 1);
+    let zero = Request::new("action-0", json!({})).deadline(Duration::ZERO);
+    let refused = controller.submit_with(zero).await;
+    assert!(
+        matches!(refused, Err(SubmitError::InvalidDeadline { .. })),
+        "{refused:?}"
+    );
+    drop((controller, scheduler));
+    assert_eq!(run.replay().len(), 2);
 }

@@ -70,6 +70,83 @@ pub enum SubmitError {
         /// Why it cannot be used.
         reason: &'static str,
     },
+    /// The deadline given ([`Request::deadline`]) is zero: nothing could
+    /// start by it. Nothing was submitted.
+    #[error("activation {id} has a deadline of zero: give the time it may wait, such as 20 s")]
+    InvalidDeadline {
+        /// The activation.
+        id: String,
+    },
+    /// The deadline passed with no outcome: the activation ran or runs
+    /// (its outcome had not come back), or it had not started and no
+    /// scheduler will start it now (it fails, as `PastDeadline`). It is
+    /// not given up: its end is logged, and counted in the metrics, when
+    /// it comes. Submitted again under its id while it is pending, a
+    /// handle waits for that end.
+    #[error("activation {id} has no outcome by its deadline: it ran or runs, or will not start")]
+    Overdue {
+        /// The activation.
+        id: String,
+    },
+}
+
+/// An activation to submit with [`Controller::submit_with`]: its action and
+/// payload, and optionally its id and a deadline.
+///
+/// ```no_run
+/// # async fn demo(controller: steadfast::leasequeue::Controller) {
+/// use std::time::Duration;
+/// use steadfast::leasequeue::{Request, SubmitError};
+///
+/// let request = Request::new("greet", serde_json::json!({ "n": 1 }))
+///     .id("greeting-1")
+///     .deadline(Duration::from_secs(20));
+/// match controller.submit_with(request).await {
+///     Ok(result) => println!("{result}"),
+///     Err(SubmitError::Overdue { id }) => println!("{id}: no outcome yet"),
+///     Err(error) => println!("{error}"),
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    id: Option<String>,
+    action: String,
+    payload: Value,
+    deadline: Option<Duration>,
+}
+
+impl Request {
+    /// An activation of `action` with `payload`, under a fresh id, without
+    /// a deadline.
+    pub fn new(action: impl Into<String>, payload: Value) -> Self {
+        Request {
+            id: None,
+            action: action.into(),
+            payload,
+            deadline: None,
+        }
+    }
+
+    /// Under the caller's `id`, as [`Controller::submit_as`] says.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// With a deadline `within` from now (OpenWhisk's
+    /// `max-scheduling-time`): no scheduler starts the activation later, by
+    /// its own clock (it fails it, as
+    /// [`FailReason::PastDeadline`]), and the handle ends by then, with
+    /// [`SubmitError::Overdue`] if no outcome has come. Deadlines are
+    /// written in wall-clock time: the nodes' clocks must agree to within
+    /// what a deadline may be late by.
+    #[must_use]
+    pub fn deadline(mut self, within: Duration) -> Self {
+        self.deadline = Some(within);
+        self
+    }
 }
 
 /// Sets a controller up; [`ControllerBuilder::start`] runs it.
@@ -302,7 +379,7 @@ impl Controller {
     /// cannot be routed yet (etcd unreachable) waits, under the steadfast
     /// rules, until it can.
     pub fn submit(&self, action: impl Into<String>, payload: Value) -> Submitted {
-        self.submit_as(uuid::Uuid::new_v4().to_string(), action, payload)
+        self.submit_with(Request::new(action, payload))
     }
 
     /// Submits an activation of `action` with `payload` under the caller's
@@ -329,13 +406,34 @@ impl Controller {
         action: impl Into<String>,
         payload: Value,
     ) -> Submitted {
-        let id = id.into();
+        self.submit_with(Request::new(action, payload).id(id))
+    }
+
+    /// Submits `request`: as [`Controller::submit`], or
+    /// [`Controller::submit_as`] when it names an id, and with its
+    /// deadline, if it has one ([`Request::deadline`]). A submission that
+    /// joins a pending one shares that one's deadline.
+    pub fn submit_with(&self, request: Request) -> Submitted {
+        let Request {
+            id,
+            action,
+            payload,
+            deadline,
+        } = request;
+        let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let (reply, outcome) = oneshot::channel();
-        if id.is_empty() {
-            let _ = reply.send(Err(SubmitError::InvalidId {
+        let invalid = if id.is_empty() {
+            Some(SubmitError::InvalidId {
                 id: id.clone(),
                 reason: "it is empty",
-            }));
+            })
+        } else if deadline.is_some_and(|d| d.is_zero()) {
+            Some(SubmitError::InvalidDeadline { id: id.clone() })
+        } else {
+            None
+        };
+        if let Some(invalid) = invalid {
+            let _ = reply.send(Err(invalid));
             return Submitted { id, outcome };
         }
         // Sent to a stopped controller, the submission comes back in the
@@ -343,8 +441,10 @@ impl Controller {
         // `Stopped`, as it does when the controller stops later.
         let _ = self.submit.send(Submission {
             id: id.clone(),
-            action: action.into(),
+            action,
             payload,
+            within: deadline.map(millis),
+            deadline: deadline.map(|within| super::wall_clock().saturating_add(millis(within))),
             replies: vec![reply],
             sent: false,
         });
@@ -408,6 +508,10 @@ struct Submission {
     id: String,
     action: String,
     payload: Value,
+    /// How long its caller waits, in milliseconds, if it set a deadline.
+    within: Option<u64>,
+    /// Its deadline on the wire: milliseconds since the Unix epoch.
+    deadline: Option<u64>,
     /// Every handle submitted under its id while it was pending.
     replies: Vec<oneshot::Sender<Result<Value, SubmitError>>>,
     /// Whether it was sent to a scheduler already: a send after that is a
@@ -435,9 +539,13 @@ enum Event {
     },
 }
 
-/// The driver's timer: the role's wake-up.
+/// The driver's timers: the role's wake-up, and each submission's
+/// deadline.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Wake;
+enum Timer {
+    Wake,
+    Deadline(String),
+}
 
 /// What `/readyz` says a controller waits for.
 const WAITING: &str = "its watch of the endpoint and member keys";
@@ -451,7 +559,7 @@ struct Driver {
     config: Config<Named>,
     etcd: Etcd,
     network: Network,
-    timers: Timers<Wake>,
+    timers: Timers<Timer>,
     events: mpsc::UnboundedSender<Event>,
     /// Submissions not ended yet, by id.
     pending: HashMap<String, Submission>,
@@ -497,8 +605,11 @@ impl Driver {
                 }
                 Some(submission) = submissions.recv() => self.submitted(submission),
                 () = sleep_until(self.timers.next()) => {
-                    for Wake in self.timers.take_due() {
-                        self.feed(Input::Wake);
+                    for timer in self.timers.take_due() {
+                        match timer {
+                            Timer::Wake => self.feed(Input::Wake),
+                            Timer::Deadline(id) => self.feed(Input::Deadline { id }),
+                        }
                     }
                 }
             }
@@ -572,6 +683,7 @@ impl Driver {
         let input = Input::Submit {
             id: submission.id.clone(),
             action: submission.action.clone(),
+            deadline: submission.within,
         };
         match self.pending.get_mut(&submission.id) {
             Some(pending) => {
@@ -594,17 +706,25 @@ impl Driver {
     }
 
     /// Ends submission `id` with `result`, unless it ended already (an
-    /// outcome delivered again): every handle submitted under it.
+    /// outcome delivered again): every handle submitted under it. One whose
+    /// handles were told it was overdue has its end logged.
     fn end(&mut self, id: &str, result: Result<Value, SubmitError>) {
         if let Some(submission) = self.pending.remove(id) {
             let (outcome, reason) = match &result {
                 Ok(_) => ("executed", None),
                 Err(SubmitError::Failed { reason, .. }) => ("failed", Some(*reason)),
                 Err(SubmitError::Stopped { .. }) => ("stopped", None),
-                // Refused before it reaches the driver; named if it ever did.
-                Err(SubmitError::InvalidId { .. }) => ("invalid", None),
+                // Refused before they reach the driver, or not an end;
+                // named if they ever did.
+                Err(SubmitError::InvalidId { .. } | SubmitError::InvalidDeadline { .. }) => {
+                    ("invalid", None)
+                }
+                Err(SubmitError::Overdue { .. }) => ("overdue", None),
             };
             self.metrics.ended(outcome, reason, self.pending.len());
+            if submission.replies.is_empty() {
+                tracing::info!(%id, outcome, ?reason, "an activation overdue ended");
+            }
             for reply in submission.replies {
                 let _ = reply.send(result.clone());
             }
@@ -666,7 +786,19 @@ impl Driver {
 
     fn perform(&mut self, effect: Effect<Named>) {
         match effect {
-            Effect::WakeIn { after } => self.timers.set(Wake, after),
+            Effect::WakeIn { after } => self.timers.set(Timer::Wake, after),
+            Effect::DeadlineIn { id, after } => self.timers.set(Timer::Deadline(id), after),
+            // Every handle waiting now ends; the submission goes on.
+            Effect::Overdue { id } => {
+                let Some(submission) = self.pending.get_mut(&id) else {
+                    return;
+                };
+                tracing::warn!(%id, "no outcome by the activation's deadline");
+                self.metrics.overdue();
+                for reply in submission.replies.drain(..) {
+                    let _ = reply.send(Err(SubmitError::Overdue { id: id.clone() }));
+                }
+            }
             Effect::Get { id, action } => self.ask(move |mut etcd| async move {
                 let input = match etcd.lookup(&action).await {
                     Ok(key) => Input::Got {
@@ -722,6 +854,7 @@ impl Driver {
                     from: address.clone(),
                     reply_to: address,
                     incarnation,
+                    deadline: submission.deadline,
                 };
                 self.network.send(&to, &message);
             }

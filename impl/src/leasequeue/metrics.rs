@@ -29,6 +29,7 @@ impl Ended {
             None => "",
             Some(FailReason::NoSchedulerEndpoint) => "NoSchedulerEndpoint",
             Some(FailReason::NoQueueEndpoint) => "NoQueueEndpoint",
+            Some(FailReason::PastDeadline) => "PastDeadline",
         };
         Ended { outcome, reason }
     }
@@ -158,6 +159,7 @@ pub(crate) struct ControllerMetrics {
     submissions: Family<Ended, Counter>,
     pending: Gauge,
     redeliveries: Counter,
+    overdue: Counter,
 }
 
 impl ControllerMetrics {
@@ -167,6 +169,7 @@ impl ControllerMetrics {
             submissions: Family::default(),
             pending: Gauge::default(),
             redeliveries: Counter::default(),
+            overdue: Counter::default(),
         };
         let mut registry = Registry::with_prefix("steadfast_controller");
         registry.register(
@@ -184,7 +187,17 @@ impl ControllerMetrics {
             "Activations sent again for want of an acknowledgement",
             metrics.redeliveries.clone(),
         );
+        registry.register(
+            "overdue",
+            "Submissions whose deadline passed with no outcome (they go on until they end)",
+            metrics.overdue.clone(),
+        );
         (metrics, registry)
+    }
+
+    /// A submission's deadline passed with no outcome.
+    pub(crate) fn overdue(&self) {
+        self.overdue.inc();
     }
 
     /// A submission ended as `outcome` (`failed` with a reason); `pending`

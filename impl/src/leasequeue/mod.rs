@@ -29,7 +29,7 @@ pub mod wire;
 use std::time::Duration;
 
 pub use crate::trace::TraceError;
-pub use controller::{Controller, ControllerBuilder, SubmitError, Submitted};
+pub use controller::{Controller, ControllerBuilder, Request, SubmitError, Submitted};
 pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
 pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
 
@@ -96,4 +96,15 @@ async fn serve_metrics(
 /// roles.
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// This machine's clock, in milliseconds since the Unix epoch: what an
+/// activation's deadline is written in on the wire
+/// ([`wire::Message::Activation`]).
+fn wall_clock() -> u64 {
+    let now = std::time::SystemTime::now();
+    millis(
+        now.duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
 }

@@ -510,6 +510,8 @@ struct Held {
     action: String,
     payload: Value,
     reply_to: String,
+    /// Its deadline, as the first copy carried it: a forward carries it on.
+    deadline: Option<u64>,
     /// What the action returned, once it ran: its report carries it.
     result: Option<Value>,
     /// The peer it was last forwarded to, if any.
@@ -520,11 +522,12 @@ struct Held {
 }
 
 impl Held {
-    fn new(action: String, payload: Value, reply_to: String) -> Self {
+    fn new(action: String, payload: Value, reply_to: String, deadline: Option<u64>) -> Self {
         Held {
             action,
             payload,
             reply_to,
+            deadline,
             result: None,
             forwarded_to: None,
             reported: false,
@@ -666,6 +669,7 @@ impl<E: Executor> Driver<E> {
                 from,
                 reply_to,
                 incarnation,
+                deadline,
             } => {
                 let senders = self.senders.entry(id.clone()).or_default();
                 if !senders.contains(&from) {
@@ -673,13 +677,16 @@ impl<E: Executor> Driver<E> {
                 }
                 self.held
                     .entry(id.clone())
-                    .or_insert_with(|| Held::new(action.clone(), payload, reply_to));
+                    .or_insert_with(|| Held::new(action.clone(), payload, reply_to, deadline));
                 self.delivered_by = Some(from);
+                // The role counts down what is left by its own time.
+                let now = super::wall_clock();
                 self.feed(Input::Activation {
                     id,
                     action,
                     forwarded,
                     incarnation,
+                    left: deadline.map(|deadline| deadline.saturating_sub(now)),
                 });
                 self.delivered_by = None;
             }
@@ -859,6 +866,7 @@ impl<E: Executor> Driver<E> {
                     from,
                     reply_to: held.reply_to.clone(),
                     incarnation: Some(incarnation),
+                    deadline: held.deadline,
                 };
                 if again {
                     self.metrics.resent(1);

@@ -51,6 +51,10 @@ pub enum Message {
         /// incarnation its member key, or for a forward its endpoint key,
         /// names); `null`: its sender saw none.
         incarnation: Option<u64>,
+        /// Its deadline, in milliseconds since the Unix epoch: no scheduler
+        /// starts it later (by its own clock); `null`: it has none.
+        #[serde(default)]
+        deadline: Option<u64>,
     },
     /// A controller asks a scheduler to create a queue for `action`.
     CreateQueue {
@@ -154,6 +158,7 @@ mod tests {
                 from: "127.0.0.1:1".into(),
                 reply_to: "127.0.0.1:2".into(),
                 incarnation: Some(7),
+                deadline: Some(1_796_000_000_000),
             },
             Message::CreateQueue {
                 action: "hello".into(),

@@ -4,7 +4,9 @@
 //! same watch shows live. It sends each activation again at every wake-up
 //! until the scheduler it was sent to acknowledges it, and resolves each
 //! submission exactly once: with the outcome a scheduler reports, or with
-//! its own failure to route it. A sans-I/O state machine.
+//! its own failure to route it. A caller that set a deadline is told at
+//! the deadline if there is no outcome yet; the submission goes on until
+//! it ends. A sans-I/O state machine.
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +82,16 @@ pub enum Input<D: Domain> {
         id: D::Activation,
         /// Its action.
         action: D::Action,
+        /// How long from now its caller waits for its end (`None`: until
+        /// it ends). A scheduler starts it only before then. One that joins
+        /// a pending submission shares that submission's deadline.
+        #[serde(default)]
+        deadline: Option<D::Duration>,
+    },
+    /// The deadline of submission `id` came ([`Effect::DeadlineIn`]).
+    Deadline {
+        /// The activation.
+        id: D::Activation,
     },
     /// A lookup of `action`'s key for activation `id` answered.
     Got {
@@ -224,6 +236,22 @@ pub enum Effect<D: Domain> {
         id: D::Activation,
         /// How it ended.
         outcome: Outcome,
+    },
+    /// Tell the controller when submission `id`'s deadline comes: answer
+    /// with [`Input::Deadline`] after this long.
+    DeadlineIn {
+        /// The activation.
+        id: D::Activation,
+        /// How long from now.
+        after: D::Duration,
+    },
+    /// Tell the caller of submission `id` that it has no outcome by its
+    /// deadline: it is running or ran, or it will never start (a scheduler
+    /// fails what is past its deadline). The submission stays pending: it
+    /// is sent until a scheduler settles it, and resolved then.
+    Overdue {
+        /// The activation.
+        id: D::Activation,
     },
 }
 
@@ -420,19 +448,32 @@ impl<D: Domain> Controller<D> {
         let rules = config.rules;
         match input {
             Input::Wake => self.wake(rules, config.wake_every),
-            Input::Submit { id, action } => {
+            Input::Submit {
+                id,
+                action,
+                deadline,
+            } => {
                 let Err(at) = self.submitted.binary_search(&id) else {
                     return Vec::new();
                 };
                 self.submitted.insert(at, id.clone());
-                match self.route(&action).cloned() {
-                    Some(to) => vec![self.send(id, action, to)],
+                let timer = deadline.map(|after| Effect::DeadlineIn {
+                    id: id.clone(),
+                    after,
+                });
+                let route = match self.route(&action).cloned() {
+                    Some(to) => self.send(id, action, to),
                     None => {
                         self.lookups.push((id.clone(), action.clone()));
-                        vec![Effect::Get { id, action }]
+                        Effect::Get { id, action }
                     }
-                }
+                };
+                timer.into_iter().chain([route]).collect()
             }
+            Input::Deadline { id } => match self.submitted.binary_search(&id) {
+                Ok(_) => vec![Effect::Overdue { id }],
+                Err(_) => Vec::new(),
+            },
             Input::Acked { id, from } => {
                 self.sent.retain(|s| s.id != id || s.to != from);
                 Vec::new()

@@ -99,6 +99,9 @@ pub enum FailReason {
     /// A scheduler without a queue for the action found no endpoint key for
     /// it (#5286: "failed to get the queue endpoint").
     NoQueueEndpoint,
+    /// Its deadline passed before a scheduler started it (OpenWhisk's
+    /// `max-scheduling-time`): it did not run, and will not.
+    PastDeadline,
 }
 
 impl FailReason {
@@ -107,6 +110,7 @@ impl FailReason {
         match self {
             FailReason::NoSchedulerEndpoint => "no scheduler endpoint available",
             FailReason::NoQueueEndpoint => "failed to get the queue endpoint",
+            FailReason::PastDeadline => "not started by its deadline",
         }
     }
 }
@@ -179,6 +183,12 @@ pub enum Rule {
     /// acknowledged that activation before it crashed, and remembers
     /// nothing of it now.
     FenceCopies,
+    /// A scheduler starts an activation only before its deadline, and fails
+    /// one whose deadline passed while it waited (for a lease, an election
+    /// or a lookup) with [`FailReason::PastDeadline`]. Without it, the
+    /// deadline is checked only when the activation arrives, as OpenWhisk
+    /// does, and one that waited past it runs all the same.
+    Deadline,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -195,6 +205,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::WholeResponses,
         Rule::Reroute,
         Rule::FenceCopies,
+        Rule::Deadline,
     ];
 }
 
@@ -221,7 +232,8 @@ pub enum Variant {
     /// scheduler without a queue fails an activation whose key is missing; a
     /// keepalive answer of TTL 0 counts as success; a queue serves whatever
     /// became of its lease; deletes are unconditional; activations are
-    /// committed on receipt and not deduplicated.
+    /// committed on receipt and not deduplicated; an activation's deadline
+    /// is checked only when it arrives.
     OpenWhisk,
     /// Every [`Rule`]: work handed out only while the lease is valid by the
     /// scheduler's own clock; etcd's "no such lease" taken as loss, the old
@@ -232,6 +244,7 @@ pub enum Variant {
     /// resume watches from the next revision, re-list after compaction and
     /// take in whole watch responses; activations sent to a scheduler that
     /// is gone are routed again; a restarted scheduler refuses copies
-    /// addressed to its run before the crash.
+    /// addressed to its run before the crash; nothing starts past its
+    /// deadline.
     Steadfast,
 }

@@ -251,6 +251,10 @@ pub enum Input<D: Domain> {
         /// The incarnation of this scheduler it was addressed to; `None`:
         /// its sender knew none (no member key of this scheduler).
         incarnation: Option<D::Incarnation>,
+        /// How long until its deadline, as it arrives (zero: past it);
+        /// `None`: it has none. A runtime reckons it from the deadline the
+        /// message carries and its own clock.
+        left: Option<D::Duration>,
     },
     /// Activation `id`, which it forwarded to `to`, could not be sent on:
     /// nothing listens at the peer's address any more (the peer is gone),
@@ -488,6 +492,10 @@ pub struct Scheduler<D: Domain> {
     pub resolving: Vec<(D::Activation, D::Action)>,
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
+    /// How long until the deadline of each activation it holds or forwards
+    /// that has one, sorted by id (zero: past it); counted down as time
+    /// passes, dropped when the activation starts or settles here.
+    pub deadlines: Vec<(D::Activation, D::Duration)>,
     /// Activations it forwarded and the peer has not acknowledged, sorted
     /// by id: sent again at every wake-up and retry.
     pub forwarding: Vec<Forward<D>>,
@@ -512,6 +520,13 @@ pub struct Scheduler<D: Domain> {
     /// and are looked up once more (OpenWhisk's retries, which last about
     /// 8 s, outlast one election).
     pub retried: Vec<D::Activation>,
+}
+
+/// How a copy of an activation arrived ([`Input::Activation`]).
+struct Arrival<D: Domain> {
+    forwarded: bool,
+    incarnation: Option<D::Incarnation>,
+    left: Option<D::Duration>,
 }
 
 /// An activation forwarded to a peer that has not acknowledged it yet.
@@ -555,6 +570,7 @@ impl<D: Domain> Scheduler<D> {
             waiting: Vec::new(),
             resolving: Vec::new(),
             running: Vec::new(),
+            deadlines: Vec::new(),
             forwarding: Vec::new(),
             reporting: Vec::new(),
             settled: Vec::new(),
@@ -620,6 +636,7 @@ impl<D: Domain> Scheduler<D> {
         self.settled.retain(|s| s != id);
         self.forwarded.retain(|s| s != id);
         self.forgetting.retain(|(_, _, i)| i != id);
+        self.drop_deadline(id);
     }
 
     /// Feeds one input that came `elapsed` after the one before.
@@ -678,7 +695,15 @@ impl<D: Domain> Scheduler<D> {
                 action,
                 forwarded,
                 incarnation,
-            } => self.activation(config, id, action, forwarded, incarnation, &mut out),
+                left,
+            } => {
+                let arrival = Arrival {
+                    forwarded,
+                    incarnation,
+                    left,
+                };
+                self.activation(config, id, action, arrival, &mut out)
+            }
             Input::Executed { id } => {
                 if let Some(at) = self.running.iter().position(|r| *r == id) {
                     self.running.remove(at);
@@ -736,6 +761,9 @@ impl<D: Domain> Scheduler<D> {
         for queue in &mut self.queues {
             queue.idle_for = (queue.idle_for + elapsed).min(config.idle_after);
         }
+        for (_, left) in &mut self.deadlines {
+            *left = D::saturating_sub(*left, elapsed);
+        }
         if let LeaseState::Held {
             ttl,
             valid_for,
@@ -753,6 +781,7 @@ impl<D: Domain> Scheduler<D> {
 
     /// Sends every request not answered yet, and a keepalive.
     fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        let expired = self.expire(config, out);
         self.send_keepalive(out);
         match &self.lease {
             // Leaving, it wants no new lease.
@@ -776,7 +805,7 @@ impl<D: Domain> Scheduler<D> {
                 created: *created,
             });
         }
-        self.resend(out);
+        self.resend(&expired, out);
         out.push(Effect::WakeIn {
             after: config.wake_every,
         });
@@ -813,6 +842,7 @@ impl<D: Domain> Scheduler<D> {
     /// lookups, forwards and reports activations wait on are sent again;
     /// the timer is armed again either way.
     fn retry(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        let expired = self.expire(config, out);
         if self.valid_lease().is_none() {
             match &self.lease {
                 LeaseState::Granting if self.leaving() => {}
@@ -825,13 +855,14 @@ impl<D: Domain> Scheduler<D> {
         if let Some(lease) = self.live_lease().cloned() {
             self.claim_electing(&lease, out);
         }
-        self.resend(out);
+        self.resend(&expired, out);
         self.arm_retry(config, out);
     }
 
     /// Looks up again every key it is looking up, and sends again every
-    /// forward and report not acknowledged yet.
-    fn resend(&self, out: &mut Vec<Effect<D>>) {
+    /// forward and report not acknowledged yet (but the reports of
+    /// `settled_now`, sent in this step already).
+    fn resend(&self, settled_now: &[D::Activation], out: &mut Vec<Effect<D>>) {
         for (id, action) in &self.resolving {
             out.push(Effect::Resolve {
                 id: id.clone(),
@@ -839,7 +870,11 @@ impl<D: Domain> Scheduler<D> {
             });
         }
         out.extend(self.forwarding.iter().map(Forward::effect));
-        out.extend(self.reporting.iter().map(|(id, outcome)| Effect::Report {
+        let reports = self
+            .reporting
+            .iter()
+            .filter(|(id, _)| !settled_now.contains(id));
+        out.extend(reports.map(|(id, outcome)| Effect::Report {
             id: id.clone(),
             outcome: *outcome,
         }));
@@ -950,7 +985,7 @@ impl<D: Domain> Scheduler<D> {
         };
         *valid_for = D::saturating_sub(renewed, age + config.margin);
         self.arm_retry(config, out);
-        self.serve_waiting(config.rules, out);
+        self.serve_waiting(config, out);
     }
 
     /// etcd answered a put of its member key: a member from now on, or, the
@@ -986,7 +1021,7 @@ impl<D: Domain> Scheduler<D> {
         self.queues.clear();
         out.push(Effect::Revoke { lease: id });
         self.arm_retry(config, out);
-        self.serve_waiting(config.rules, out);
+        self.serve_waiting(config, out);
     }
 
     /// The lease it would hand out `action`'s work under now, if any.
@@ -1001,9 +1036,9 @@ impl<D: Domain> Scheduler<D> {
 
     /// Hands out every waiting activation whose queue is servable now; one
     /// whose action has neither a queue nor an election is looked up again.
-    fn serve_waiting(&mut self, rules: Rules, out: &mut Vec<Effect<D>>) {
+    fn serve_waiting(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
         for (id, action) in std::mem::take(&mut self.waiting) {
-            self.take_in(rules, id, action, out);
+            self.take_in(config, id, action, out);
         }
     }
 
@@ -1012,13 +1047,13 @@ impl<D: Domain> Scheduler<D> {
     /// its action's key.
     fn take_in(
         &mut self,
-        rules: Rules,
+        config: &Config<D>,
         id: D::Activation,
         action: D::Action,
         out: &mut Vec<Effect<D>>,
     ) {
-        if let Some(lease) = self.servable(rules, &action) {
-            self.execute(id, action, lease, out);
+        if let Some(lease) = self.servable(config.rules, &action) {
+            self.execute(config, id, action, lease, out);
         } else if self.queue(&action).is_some() || self.electing.contains(&action) {
             self.waiting.push((id, action));
         } else {
@@ -1026,13 +1061,20 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
+    /// Hands activation `id` out from `action`'s queue under `lease`; under
+    /// [`Rule::Deadline`], fails it instead if its deadline has passed.
     fn execute(
         &mut self,
+        config: &Config<D>,
         id: D::Activation,
         action: D::Action,
         lease: D::Lease,
         out: &mut Vec<Effect<D>>,
     ) {
+        if config.rules.has(Rule::Deadline) && self.past_deadline(&id) {
+            return self.settle(config, id, Outcome::Failed(FailReason::PastDeadline), out);
+        }
+        self.drop_deadline(&id);
         if let Some(queue) = self.queues.iter_mut().find(|q| q.action == action) {
             queue.idle_for = D::Duration::default();
         }
@@ -1074,6 +1116,7 @@ impl<D: Domain> Scheduler<D> {
         outcome: Outcome,
         out: &mut Vec<Effect<D>>,
     ) {
+        self.drop_deadline(&id);
         out.push(Effect::Report {
             id: id.clone(),
             outcome,
@@ -1156,6 +1199,7 @@ impl<D: Domain> Scheduler<D> {
             return;
         };
         self.forwarding.remove(at);
+        self.drop_deadline(&id);
         self.acknowledge(rules, id, out);
     }
 
@@ -1201,7 +1245,7 @@ impl<D: Domain> Scheduler<D> {
             ClaimResult::Created { created } | ClaimResult::Exists(Endpoint { created, .. }) => {
                 self.electing.retain(|a| *a != action);
                 self.open_queue(config, action, lease, created, out);
-                self.serve_waiting(config.rules, out);
+                self.serve_waiting(config, out);
             }
         }
     }
@@ -1211,10 +1255,14 @@ impl<D: Domain> Scheduler<D> {
         config: &Config<D>,
         id: D::Activation,
         action: D::Action,
-        forwarded: bool,
-        incarnation: Option<D::Incarnation>,
+        arrival: Arrival<D>,
         out: &mut Vec<Effect<D>>,
     ) {
+        let Arrival {
+            forwarded,
+            incarnation,
+            left,
+        } = arrival;
         let rules = config.rules;
         if rules.has(Rule::Deduplicate) {
             let sent_on = contains_sorted(&self.forwarded, &id);
@@ -1252,7 +1300,58 @@ impl<D: Domain> Scheduler<D> {
             // Committed on receipt: a crash from here on loses it.
             out.push(Effect::Ack { id: id.clone() });
         }
-        self.take_in(rules, id, action, out);
+        match left {
+            // Past its deadline as it arrives: it is not started (OpenWhisk
+            // checks this much too).
+            Some(left) if left == D::Duration::default() => {
+                let outcome = Outcome::Failed(FailReason::PastDeadline);
+                return self.settle(config, id, outcome, out);
+            }
+            Some(left) => match self.deadlines.binary_search_by(|(d, _)| d.cmp(&id)) {
+                Ok(at) => self.deadlines[at].1 = left,
+                Err(at) => self.deadlines.insert(at, (id.clone(), left)),
+            },
+            None => {}
+        }
+        self.take_in(config, id, action, out);
+    }
+
+    /// Whether activation `id`'s deadline has passed.
+    pub fn past_deadline(&self, id: &D::Activation) -> bool {
+        passed::<D>(&self.deadlines, id)
+    }
+
+    fn drop_deadline(&mut self, id: &D::Activation) {
+        if let Ok(at) = self.deadlines.binary_search_by(|(d, _)| d.cmp(id)) {
+            self.deadlines.remove(at);
+        }
+    }
+
+    /// Under [`Rule::Deadline`], fails every activation that waits (on its
+    /// queue, an election or a lookup) past its deadline: it would never
+    /// start. Returns those it failed.
+    fn expire(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) -> Vec<D::Activation> {
+        let zero = D::Duration::default();
+        if !config.rules.has(Rule::Deadline) || self.deadlines.iter().all(|(_, l)| *l != zero) {
+            return Vec::new();
+        }
+        let mut expired = Vec::new();
+        for list in [&mut self.waiting, &mut self.resolving] {
+            let (past, kept): (Vec<_>, _) = std::mem::take(list)
+                .into_iter()
+                .partition(|(id, _)| passed::<D>(&self.deadlines, id));
+            *list = kept;
+            expired.extend(past.into_iter().map(|(id, _)| id));
+        }
+        for id in &expired {
+            self.retried.retain(|r| r != id);
+            let outcome = Outcome::Failed(FailReason::PastDeadline);
+            self.settle(config, id.clone(), outcome, out);
+        }
+        if self.phase == Phase::Draining {
+            self.drop_unwanted_elections();
+        }
+        expired
     }
 
     /// A forward to `to` bounced: under [`Rule::Reroute`] it holds the
@@ -1292,6 +1391,11 @@ impl<D: Domain> Scheduler<D> {
             return;
         }
         self.phase = Phase::Draining;
+        self.drop_unwanted_elections();
+    }
+
+    /// Draining, it drops every election no activation waits on.
+    fn drop_unwanted_elections(&mut self) {
         let waiting = &self.waiting;
         self.electing
             .retain(|action| waiting.iter().any(|(_, a)| a == action));
@@ -1348,7 +1452,7 @@ impl<D: Domain> Scheduler<D> {
         let was_retried = contains_sorted(&self.retried, &id);
         self.retried.retain(|r| *r != id);
         if let Some(lease) = self.servable(rules, &action) {
-            return self.execute(id, action, lease, out);
+            return self.execute(config, id, action, lease, out);
         }
         match (rules.has(Rule::SelfElection), key) {
             (_, Some(key)) if key.owner != self.id => self.forward(config, id, action, key, out),
@@ -1356,7 +1460,7 @@ impl<D: Domain> Scheduler<D> {
             // recreates the queue without an election (#5332).
             (false, Some(key)) => {
                 self.open_queue(config, action.clone(), key.lease.clone(), key.created, out);
-                self.execute(id, action, key.lease, out);
+                self.execute(config, id, action, key.lease, out);
             }
             // OpenWhisk retries its lookup for about 8 s, which outlasts an
             // election of its own; without one, the activation fails.
@@ -1438,6 +1542,13 @@ impl<D: Domain> Scheduler<D> {
             after: config.idle_after,
         });
     }
+}
+
+/// Whether `deadlines` (sorted by activation) say activation `id`'s
+/// deadline has passed.
+fn passed<D: Domain>(deadlines: &[(D::Activation, D::Duration)], id: &D::Activation) -> bool {
+    let at = deadlines.binary_search_by(|(d, _)| d.cmp(id));
+    at.is_ok_and(|at| deadlines[at].1 == D::Duration::default())
 }
 
 /// Takes out of `list` every entry for `action`.

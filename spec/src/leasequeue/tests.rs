@@ -99,6 +99,7 @@ fn activation_of(id: u8, action: u8) -> Input {
         action,
         forwarded: false,
         incarnation: Some(0),
+        left: None,
     }
 }
 
@@ -848,7 +849,14 @@ fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
     for variant in [Variant::Steadfast, Variant::OpenWhisk] {
         let config = controller_config(variant);
         let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
-        c.step(&config, ControllerInput::Submit { id: 1, action: 0 });
+        c.step(
+            &config,
+            ControllerInput::Submit {
+                id: 1,
+                action: 0,
+                deadline: None,
+            },
+        );
         // A bounce from another scheduler than the one it was sent to.
         let elsewhere = ControllerInput::Bounced {
             id: 1,
@@ -877,6 +885,7 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         action: 1,
         forwarded,
         incarnation: Some(0),
+        left: None,
     };
     s.step(&config, 0, copy(false));
     let owner = Endpoint {
@@ -1029,7 +1038,14 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 2);
     // Submits activation `id`, whose lookup finds no key.
     let place = |c: &mut Controller, config: &controller::Config<Small>, id| {
-        c.step(config, ControllerInput::Submit { id, action: 0 });
+        c.step(
+            config,
+            ControllerInput::Submit {
+                id,
+                action: 0,
+                deadline: None,
+            },
+        );
         c.step(config, missing(id))
     };
     let create = |to| ControllerEffect::CreateQueue { action: 0, to };
@@ -1073,17 +1089,28 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     );
 }
 
-#[test]
-fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_once() {
+/// A steadfast controller whose cache routes action 0 to scheduler 1 (of
+/// members 0 and 1), its setup, and its send of activation 1 there.
+fn routing_to_scheduler_1() -> (Controller, controller::Config<Small>, ControllerEffect) {
     let config = controller_config(Variant::Steadfast);
-    let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
+    let c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 0)], 2);
     let send = ControllerEffect::Send {
         id: 1,
         action: 0,
         to: 1,
         incarnation: Some(0),
     };
-    let submit = ControllerInput::Submit { id: 1, action: 0 };
+    (c, config, send)
+}
+
+#[test]
+fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_once() {
+    let (mut c, config, send) = routing_to_scheduler_1();
+    let submit = ControllerInput::Submit {
+        id: 1,
+        action: 0,
+        deadline: None,
+    };
     let sent = c.step(&config, submit.clone());
     assert_eq!(sent, std::slice::from_ref(&send));
     assert!(
@@ -1112,7 +1139,14 @@ fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_onc
         "a report delivered again"
     );
     // Resolved before any acknowledgement: nothing is sent again.
-    c.step(&config, ControllerInput::Submit { id: 2, action: 0 });
+    c.step(
+        &config,
+        ControllerInput::Submit {
+            id: 2,
+            action: 0,
+            deadline: None,
+        },
+    );
     c.step(
         &config,
         ControllerInput::Outcome {
@@ -1124,9 +1158,95 @@ fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_onc
 }
 
 #[test]
+fn a_controller_should_tell_the_caller_at_the_deadline_and_go_on_until_the_end() {
+    let (mut c, config, send) = routing_to_scheduler_1();
+    let submit = |deadline| ControllerInput::Submit {
+        id: 1,
+        action: 0,
+        deadline,
+    };
+    let timer = ControllerEffect::DeadlineIn { id: 1, after: 3 };
+    assert_eq!(c.step(&config, submit(Some(3))), [timer, send.clone()]);
+    assert!(
+        c.step(&config, submit(Some(1))).is_empty(),
+        "one that joins shares the pending submission's deadline"
+    );
+    let due = ControllerInput::Deadline { id: 1 };
+    assert_eq!(
+        c.step(&config, due.clone()),
+        [ControllerEffect::Overdue { id: 1 }]
+    );
+    // Still pending: sent until a scheduler settles it.
+    assert!(c.step(&config, ControllerInput::Wake).contains(&send));
+    let failed = Outcome::Failed(FailReason::PastDeadline);
+    let reported = ControllerInput::Outcome {
+        id: 1,
+        outcome: failed,
+    };
+    assert_eq!(
+        c.step(&config, reported),
+        [ControllerEffect::Resolve {
+            id: 1,
+            outcome: failed
+        }]
+    );
+    assert!(c.step(&config, due).is_empty(), "a deadline after the end");
+}
+
+/// Activation `id` of action 0 from a controller, `left` ticks before its
+/// deadline.
+fn activation_due(id: u8, left: u8) -> Input {
+    Input::Activation {
+        id,
+        action: 0,
+        forwarded: false,
+        incarnation: Some(0),
+        left: Some(left),
+    }
+}
+
+#[test]
+fn an_activation_past_its_deadline_should_never_start() {
+    let failed = |id| Effect::Report {
+        id,
+        outcome: Outcome::Failed(FailReason::PastDeadline),
+    };
+    // Past it as it arrives: failed at once, under either variant's rules.
+    for variant in [Variant::Steadfast, Variant::OpenWhisk] {
+        let (mut s, config) = serving(variant, 7);
+        let arrived = s.step(&config, 0, activation_due(1, 0));
+        assert!(!executes(&arrived, 1) && arrived.contains(&failed(1)));
+    }
+    // Past it while it waits for its lease's validity to be confirmed
+    // again: steadfast fails it at the wake-up; checked only as it
+    // arrived, it runs once the lease is confirmed.
+    let steadfast = Rules::from(Variant::Steadfast);
+    for rules in [steadfast, steadfast.without(Rule::Deadline)] {
+        let (mut s, config) = serving(rules, 7);
+        // Keepalive 1 goes out; the lease's validity has run out.
+        s.step(&config, 2, Input::Wake);
+        let arrived = s.step(&config, 0, activation_due(1, 1));
+        assert!(!executes(&arrived, 1), "it waits for its lease");
+        let woken = s.step(&config, 1, Input::Wake);
+        let renewed = s.step(&config, 0, kept_alive(2, 3));
+        if rules.has(Rule::Deadline) {
+            assert!(woken.contains(&failed(1)), "{woken:?}");
+            assert!(!executes(&renewed, 1) && s.deadlines.is_empty());
+        } else {
+            assert!(!woken.contains(&failed(1)), "{woken:?}");
+            assert!(executes(&renewed, 1), "{renewed:?}");
+        }
+    }
+}
+
+#[test]
 fn unreachable_etcd_should_fail_under_openwhisk_and_park_under_steadfast() {
     let failed = ControllerInput::GetFailed { id: 1, action: 0 };
-    let submit = ControllerInput::Submit { id: 1, action: 0 };
+    let submit = ControllerInput::Submit {
+        id: 1,
+        action: 0,
+        deadline: None,
+    };
     let config = controller_config(Variant::OpenWhisk);
     let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 2);
     c.step(&config, submit.clone());
@@ -1177,12 +1297,15 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
             result
         }),
         (0u8..2).prop_map(|action| Input::Deleted { action }),
-        (0u8..4, 0u8..2, any::<bool>()).prop_map(|(id, action, forwarded)| Input::Activation {
-            id,
-            action,
-            forwarded,
-            incarnation: Some(0),
-        }),
+        (0u8..4, 0u8..2, any::<bool>(), prop::option::of(0u8..3)).prop_map(
+            |(id, action, forwarded, left)| Input::Activation {
+                id,
+                action,
+                forwarded,
+                incarnation: Some(0),
+                left,
+            }
+        ),
         (0u8..4).prop_map(|id| Input::Executed { id }),
         (0u8..4, 0u8..2, prop::option::of(key)).prop_map(|(id, action, key)| Input::Resolved {
             id,
@@ -1269,7 +1392,11 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
     use controller::Input as C;
     let input = prop_oneof![
         Just(C::Wake),
-        (0u8..4, 0u8..2).prop_map(|(id, action)| C::Submit { id, action }),
+        (0u8..4, 0u8..2).prop_map(|(id, action)| C::Submit {
+            id,
+            action,
+            deadline: None
+        }),
         (0u8..4, 0u8..2, prop::option::of(0u8..2)).prop_map(|(id, action, owner)| C::Got {
             id,
             action,
@@ -1462,6 +1589,7 @@ fn roles_should_run_on_real_identifiers() {
             action: name("hello"),
             forwarded: false,
             incarnation: Some(3),
+            left: None,
         },
     );
     let execute = E::Execute {
@@ -1483,6 +1611,7 @@ fn roles_should_run_on_real_identifiers() {
             action: name("hello"),
             forwarded: false,
             incarnation: Some(3),
+            left: None,
         },
     );
     assert!(late.is_empty(), "{late:?}");
@@ -1510,6 +1639,7 @@ fn roles_should_run_on_real_identifiers() {
         CI::Submit {
             id: name("act-2"),
             action: name("hello"),
+            deadline: None,
         },
     );
     assert_eq!(
@@ -1546,6 +1676,7 @@ fn roles_should_run_on_real_identifiers() {
         CI::Submit {
             id: name("act-3"),
             action: name("hello"),
+            deadline: None,
         },
     );
     let missing = c.step(
@@ -1670,6 +1801,7 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
                 action: action(),
                 forwarded: false,
                 incarnation: Some(3),
+                left: None,
             },
         ),
         (900, I::Executed { id: "act-1".into() }),
@@ -1721,6 +1853,7 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         CI::Submit {
             id: "act-1".into(),
             action: "hello".into(),
+            deadline: None,
         },
         CI::Got {
             id: "act-1".into(),
@@ -1779,6 +1912,7 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
         action: 0,
         forwarded: false,
         incarnation,
+        left: None,
     };
     let (mut s, config) = serving(Variant::Steadfast, 7);
     // New to this run (incarnation 0), and addressed to another, or to none.
@@ -1831,7 +1965,14 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
             .collect()
     };
     assert_eq!(
-        c.step(&config, ControllerInput::Submit { id: 1, action: 0 }),
+        c.step(
+            &config,
+            ControllerInput::Submit {
+                id: 1,
+                action: 0,
+                deadline: None
+            }
+        ),
         [send(Some(4))]
     );
     // Scheduler 1 restarted: its key names run 5, and the copy is sent

@@ -132,7 +132,9 @@ impl LeaseQueueModel {
             | controller::Effect::RequestProgress
             | controller::Effect::Send { .. }
             | controller::Effect::CreateQueue { .. }
-            | controller::Effect::Resolve { .. } => return,
+            | controller::Effect::Resolve { .. }
+            | controller::Effect::DeadlineIn { .. }
+            | controller::Effect::Overdue { .. } => return,
         };
         self.feed_controller(w, c, input);
     }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ActivationState, World};
+use crate::leasequeue::FailReason;
 
 /// What the properties need beyond the world itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,6 +40,11 @@ pub struct Ghost {
     /// A controller once placed a queue on another member than it would
     /// with every scheduler a member: its first choice had left.
     pub displaced: bool,
+    /// An activation was once started at or past its deadline.
+    pub late_start: bool,
+    /// A controller once told a caller there was no outcome by its
+    /// deadline.
+    pub overdue: bool,
 }
 
 /// Every action's routing agrees with etcd: a key's owner holds the queue
@@ -97,8 +103,15 @@ pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
     w.activations.last().copied()
 }
 
+/// Every activation submitted was executed, or failed only because its
+/// deadline passed before it could start.
 pub(super) fn all_submitted_executed(w: &World) -> bool {
-    w.activations
-        .iter()
-        .all(|a| matches!(a, ActivationState::Unsubmitted | ActivationState::Executed))
+    w.activations.iter().all(|a| {
+        matches!(
+            a,
+            ActivationState::Unsubmitted
+                | ActivationState::Executed
+                | ActivationState::Failed(FailReason::PastDeadline)
+        )
+    })
 }

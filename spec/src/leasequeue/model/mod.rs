@@ -305,6 +305,7 @@ impl Model for LeaseQueueModel {
             messages: Vec::new(),
             gone: vec![false; schedulers],
             activations: vec![ActivationState::Unsubmitted; total],
+            due: vec![None; total],
             left: b.faults.clone(),
             ghost: Ghost {
                 executions: vec![0; total],
@@ -318,6 +319,8 @@ impl Model for LeaseQueueModel {
                 drained: false,
                 drained_busy: false,
                 displaced: false,
+                late_start: false,
+                overdue: false,
             },
         };
         // The cluster has started: every scheduler (but those that join
@@ -476,8 +479,15 @@ impl Model for LeaseQueueModel {
                     .position(|a| *a == ActivationState::Unsubmitted)?
                     as u8;
                 w.activations[usize::from(id)] = ActivationState::Pending;
+                w.due[usize::from(id)] = self.bounds.deadline;
                 let (c, action) = self.bounds.submissions[usize::from(id)];
-                self.feed_controller(&mut w, c, controller::Input::Submit { id, action });
+                let deadline = self.bounds.deadline;
+                let submit = controller::Input::Submit {
+                    id,
+                    action,
+                    deadline,
+                };
+                self.feed_controller(&mut w, c, submit);
             }
             Action::UserProbe => {
                 // A new activation; the model gives it the probe's id again,
@@ -492,7 +502,12 @@ impl Model for LeaseQueueModel {
                 for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });
                 }
-                self.feed_controller(&mut w, 0, controller::Input::Submit { id, action: 0 });
+                let submit = controller::Input::Submit {
+                    id,
+                    action: 0,
+                    deadline: None,
+                };
+                self.feed_controller(&mut w, 0, submit);
             }
             Action::NetworkOutage => {
                 w.outages_left -= 1;
@@ -519,6 +534,7 @@ impl Model for LeaseQueueModel {
                         w.cut.iter_mut().for_each(|c| *c = false);
                     }
                 }
+                self.count_down_deadlines(&mut w);
                 let prompt = Self::keepalives_prompt(&w);
                 for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 1, scheduler::Input::Wake);
@@ -687,6 +703,10 @@ impl Model for LeaseQueueModel {
             Property::always("work only under a live lease", |_, w: &World| {
                 !w.ghost.unfenced
             }),
+            // □¬late_start: no activation starts at or past its deadline.
+            Property::always("nothing starts past its deadline", |_, w: &World| {
+                !w.ghost.late_start
+            }),
             Property::sometimes("an activation is executed", |_, w: &World| {
                 w.activations.contains(&ActivationState::Executed)
             }),
@@ -775,9 +795,10 @@ impl TemporalModel for LeaseQueueModel {
                 |_, w: &World| any_pending(w),
                 |_, w: &World| !any_pending(w),
             ),
-            // pending ~> (∀a submitted: executed(a)): every activation is
-            // executed in the end, none failed; failing everything ends
-            // activations, but fails this.
+            // pending ~> (∀a submitted: executed(a) ∨ failed(a,
+            // past deadline)): every activation is executed in the end, or
+            // failed only because its deadline passed; failing everything
+            // ends activations, but fails this.
             Liveness::leads_to(
                 "every activation submitted is executed",
                 |_, w: &World| any_pending(w),

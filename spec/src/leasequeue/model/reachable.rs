@@ -9,9 +9,10 @@
 
 use stateright::Property;
 
-use super::{first_choice, Bounds, LeaseQueueModel, World};
+use super::{first_choice, ActivationState, Bounds, LeaseQueueModel, World};
 use crate::leasequeue::controller::Watch;
 use crate::leasequeue::etcd::{Key, MIN_TTL};
+use crate::leasequeue::FailReason;
 use crate::leasequeue::Variant;
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
@@ -22,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 22] = [
+const REACHABLE: [Reachable; 24] = [
     // Controllers that know the schedulers in different orders put two
     // actions' queues on one scheduler; its lease's loss then deletes both
     // keys in one revision, which every controller must take in whole.
@@ -200,6 +201,22 @@ const REACHABLE: [Reachable; 22] = [
         name: "a scheduler is told to drain while it runs an activation",
         expected: |b| b.faults.drains > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.drained_busy,
+    },
+    // An activation waits on its scheduler, whose lease's validity ran out
+    // in the outage, until its deadline has passed: steadfast fails it
+    // there (OpenWhisk checks its deadline only as it arrives).
+    Reachable {
+        name: "an activation fails past its deadline",
+        expected: |b| b.variant == Variant::Steadfast && b.deadline.is_some() && b.outage_ticks > 0,
+        condition: |_, w| {
+            let failed = ActivationState::Failed(FailReason::PastDeadline);
+            w.activations.contains(&failed)
+        },
+    },
+    Reachable {
+        name: "a caller is told there is no outcome by its deadline",
+        expected: |b| b.deadline.is_some() && b.outage_ticks > 0,
+        condition: |_, w| w.ghost.overdue,
     },
     Reachable {
         name: "etcd loses its leader",

@@ -16,6 +16,7 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         outage_when_routed: false,
         submissions: Vec::new(),
         probe: false,
+        deadline: None,
         faults: Faults::default(),
     }
 }
@@ -243,6 +244,16 @@ pub fn drain(variant: Variant) -> LeaseQueueModel {
         },
         ..quiet(variant, 2, 1, 2)
     })
+}
+
+/// `seed5286` with a deadline two ticks after each submission (the probe
+/// has none): an activation that waits out the outage on its scheduler
+/// (whose lease's validity ran out) passes its deadline before it can
+/// start.
+pub fn deadline(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.deadline = Some(2);
+    model
 }
 
 /// `seed5286` with etcd's clock running one tick ahead of the

@@ -45,6 +45,9 @@ pub struct Bounds {
     /// Whether a probe activation is submitted again and again once the
     /// faults are over.
     pub probe: bool,
+    /// Ticks from its submission to each activation's deadline (the
+    /// probe's aside, which has none); `None`: no deadlines.
+    pub deadline: Option<u8>,
     /// The faults that may strike, each up to its budget.
     pub faults: Faults,
 }
@@ -163,6 +166,9 @@ pub struct World {
     pub gone: Vec<bool>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
+    /// Per activation, ticks until its deadline (zero: past it); `None`:
+    /// it has none, or is not submitted yet.
+    pub due: Vec<Option<u8>>,
     /// What is left of each fault budget.
     pub left: Faults,
     /// What the properties read.
@@ -282,6 +288,7 @@ impl LeaseQueueModel {
                     self.leave(w, s);
                 }
                 scheduler::Effect::Execute { id, action, lease } => {
+                    w.ghost.late_start |= w.due[usize::from(id)] == Some(0);
                     let owned = w
                         .etcd
                         .get(action)
@@ -374,7 +381,10 @@ impl LeaseQueueModel {
         let effects = w.controllers[usize::from(c)].step(&config, input);
         for effect in effects {
             match effect {
-                controller::Effect::WakeIn { .. } => {}
+                // The world counts each activation's ticks to its deadline,
+                // and tells its controller when it comes.
+                controller::Effect::WakeIn { .. } | controller::Effect::DeadlineIn { .. } => {}
+                controller::Effect::Overdue { .. } => w.ghost.overdue = true,
                 // etcd 3.4 answers a progress request only on a watcher in
                 // step with it (one catching up gets none), and never on a
                 // stream that is gone.
@@ -489,6 +499,7 @@ impl LeaseQueueModel {
                     action,
                     forwarded: forwarder.is_some(),
                     incarnation,
+                    left: w.due[usize::from(id)],
                 };
                 self.feed_scheduler(w, to, 0, input);
             }
@@ -557,6 +568,22 @@ impl LeaseQueueModel {
                     to,
                     incarnation,
                 };
+                self.feed_controller(w, self.submitter(id), input);
+            }
+        }
+    }
+
+    /// A tick passed: every deadline still ahead comes a tick nearer, and
+    /// the controller of each activation whose deadline comes now is told
+    /// (its timer fires).
+    pub(super) fn count_down_deadlines(&self, w: &mut World) {
+        for id in 0..w.due.len() as u8 {
+            let Some(left) = w.due[usize::from(id)].filter(|left| *left > 0) else {
+                continue;
+            };
+            w.due[usize::from(id)] = Some(left - 1);
+            if left == 1 {
+                let input = controller::Input::Deadline { id };
                 self.feed_controller(w, self.submitter(id), input);
             }
         }
