@@ -146,6 +146,12 @@ mod vacuity {
         }
 
         #[test]
+        fn a_live_owner_fails_when_what_bounced_is_sent_to_the_same_address() {
+            let model = steadfast(scenarios::departure).without(Rule::Reroute);
+            assert_violated(&model, "a departed member's actions get a live owner");
+        }
+
+        #[test]
         fn nothing_starts_past_its_deadline_fails_when_checked_only_on_arrival() {
             let model = steadfast(scenarios::deadline).without(Rule::Deadline);
             assert_violated(&model, "nothing starts past its deadline");

@@ -67,7 +67,7 @@ fn steadfast_should_prove_every_property_when_a_scheduler_joins() {
 /// Asserts that in `scenario`, where a scheduler leaves, steadfast holds
 /// every property and reaches each of `reached`, while OpenWhisk, which
 /// sends what bounced to the address it left for ever, leaves a
-/// submission unresolved.
+/// submission unresolved, and something routed to the departed scheduler.
 fn assert_routed_around_a_scheduler_that_left(
     scenario: fn(Variant) -> LeaseQueueModel,
     reached: &[&str],
@@ -76,10 +76,12 @@ fn assert_routed_around_a_scheduler_that_left(
     assert_all_hold(&report);
     assert_reached(&report, reached);
     let report = run(&scenario(Variant::OpenWhisk));
-    assert_eq!(
-        verdict(&report, "every submission resolves"),
-        Verdict::Violated
-    );
+    for property in [
+        "every submission resolves",
+        "a departed member's actions get a live owner",
+    ] {
+        assert_eq!(verdict(&report, property), Verdict::Violated, "{property}");
+    }
 }
 
 #[test]

@@ -116,6 +116,12 @@ fn a_send_that_bounced_must_be_routed_again() {
         "every submission resolves",
     );
     assert_needed(Rule::Reroute, scenarios::drain, "every submission resolves");
+    // What bounced is sent to the departed scheduler's address for ever.
+    assert_needed(
+        Rule::Reroute,
+        scenarios::departure,
+        "a departed member's actions get a live owner",
+    );
 }
 
 #[test]

@@ -95,6 +95,22 @@ fn endpoints_agree(w: &World) -> bool {
     })
 }
 
+/// Something is still routed to a scheduler that left for good: an
+/// action's endpoint key or a controller's cache names one, or an
+/// activation is being sent (by a controller) or forwarded (by a scheduler
+/// still running) to one.
+pub(super) fn routed_to_departed(w: &World) -> bool {
+    let gone = |s: &u8| w.gone[usize::from(*s)];
+    w.etcd.keys.iter().any(|k| gone(&k.owner))
+        || w.controllers.iter().any(|c| {
+            c.cache.iter().any(|(_, s)| gone(s)) || c.sent.iter().any(|sent| gone(&sent.to))
+        })
+        || w.schedulers
+            .iter()
+            .filter(|s| !gone(&s.id))
+            .any(|s| s.forwarding.iter().any(|f| gone(&f.to)))
+}
+
 pub(super) fn any_pending(w: &World) -> bool {
     w.activations.contains(&ActivationState::Pending)
 }

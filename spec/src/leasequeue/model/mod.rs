@@ -38,7 +38,9 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 pub use ghost::Ghost;
-use ghost::{all_submitted_executed, any_pending, probe_state, routing_restored};
+use ghost::{
+    all_submitted_executed, any_pending, probe_state, routed_to_departed, routing_restored,
+};
 pub(crate) use world::renumber_keepalives;
 pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Stream, World};
 
@@ -803,6 +805,16 @@ impl TemporalModel for LeaseQueueModel {
                 "every activation submitted is executed",
                 |_, w: &World| any_pending(w),
                 |_, w: &World| all_submitted_executed(w),
+            ),
+            // routed_to_departed ~> ¬routed_to_departed: once a scheduler
+            // has left for good, nothing stays routed to it: its keys go
+            // with its lease, every cache drops them, what was sent or
+            // forwarded to it is routed again, and its actions' next
+            // activations are placed among the live members.
+            Liveness::leads_to(
+                "a departed member's actions get a live owner",
+                |_, w: &World| routed_to_departed(w),
+                |_, w: &World| !routed_to_departed(w),
             ),
             // ◇□routing_restored: once the faults are over, each action's
             // key, queue and caches agree.
