@@ -52,6 +52,16 @@
 //! activation that run executed and acknowledged before it crashed, which
 //! this one cannot know. The sender takes the refusal as a bounce, and
 //! routes the activation again.
+//!
+//! # Deadlines
+//!
+//! A copy of an activation may come with the time left to its deadline
+//! ([`Input::Activation::left`]), which the scheduler counts down with its
+//! own time ([`Scheduler::deadlines`]). One past its deadline as it arrives
+//! fails at once ([`FailReason::PastDeadline`]); under [`Rule::Deadline`],
+//! one that waited past it (for its lease's validity, an election or a
+//! lookup) fails at the next wake-up or retry, and no hand-out starts one:
+//! after its deadline an activation has started, or never will.
 
 use serde::{Deserialize, Serialize};
 
