@@ -77,6 +77,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
     for input in inputs {
         let effects = role.step(&config, 5, input.clone());
         let record = Record {
+            at: 0,
             elapsed: 5,
             input,
             effects,
@@ -232,6 +233,7 @@ fn engine_trace(variant: lifecycle::Variant) -> String {
     while let Some(input) = inputs.pop() {
         let effects = engine.step(&config, input.clone());
         let record = lifecycle::trace::Record {
+            at: 0,
             input,
             effects: effects.clone(),
         };

@@ -17,6 +17,7 @@
 /// crate.
 pub use steadfast_spec as spec;
 
+mod clock;
 pub mod leasequeue;
 pub mod lifecycle;
 pub mod metrics;

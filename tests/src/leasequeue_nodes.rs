@@ -247,7 +247,9 @@ pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
 /// cross-role property violated. (OpenWhisk's rules violate them by design:
 /// an activation delivered twice is taken in twice, and may end twice.)
 pub fn replay_all(dir: &Path, cross_role_holds: bool) -> Vec<(PathBuf, usize)> {
-    let traces: Vec<replay::Trace> = traces_in(dir)
+    let paths = traces_in(dir);
+    paths.iter().for_each(|path| crate::assert_stamped(path));
+    let traces: Vec<replay::Trace> = paths
         .iter()
         .map(|path| replay::read(path).unwrap_or_else(|error| panic!("{error}")))
         .collect();

@@ -109,3 +109,32 @@ pub fn keep_traces(traces: &std::path::Path, prefix: &str) {
     }
     eprintln!("traces kept in {}", kept.display());
 }
+
+/// Asserts that every step of the trace at `path` (each line after the
+/// header) is stamped with when it was taken (`at`, milliseconds since the
+/// Unix epoch) within the last hour and not after now, and that the stamps
+/// never go back by more than a second (a wall clock may be stepped a
+/// little): what lets the traces of several nodes be merged in order.
+///
+/// # Panics
+///
+/// If the trace cannot be read, or a step is not so stamped.
+pub fn assert_stamped(path: &std::path::Path) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after the epoch")
+        .as_millis() as u64;
+    let text = std::fs::read_to_string(path).expect("the trace is readable");
+    let mut last = 0;
+    for (step, line) in text.lines().skip(1).enumerate() {
+        let record: serde_json::Value = serde_json::from_str(line).expect("a step is JSON");
+        let at = record["at"].as_u64().unwrap_or(0);
+        let where_ = format!("{} step {step}", path.display());
+        assert!(
+            now.saturating_sub(3_600_000) < at && at <= now,
+            "{where_}: stamped {at}, now {now}"
+        );
+        assert!(at + 1_000 >= last, "{where_}: stamped {at}, after {last}");
+        last = last.max(at);
+    }
+}

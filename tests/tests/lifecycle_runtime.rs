@@ -171,7 +171,11 @@ fn last_ticks(runs: &Runs) -> Vec<(String, i64)> {
 fn replay_all(dir: &Path, holds: bool) -> usize {
     let traces: Vec<Trace> = std::fs::read_dir(dir)
         .unwrap()
-        .map(|entry| replay::read(&entry.unwrap().path()).expect("a readable trace"))
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            steadfast_tests::assert_stamped(&path);
+            replay::read(&path).expect("a readable trace")
+        })
         .collect();
     let mut steps = 0;
     for trace in &traces {

@@ -444,7 +444,7 @@ impl Controller {
             action,
             payload,
             within: deadline.map(millis),
-            deadline: deadline.map(|within| super::wall_clock().saturating_add(millis(within))),
+            deadline: deadline.map(|within| crate::clock::now_ms().saturating_add(millis(within))),
             replies: vec![reply],
             sent: false,
         });
@@ -738,6 +738,7 @@ impl Driver {
         Recorder::write(
             &mut self.recorder,
             &Record {
+                at: crate::clock::now_ms(),
                 elapsed: 0,
                 input: &input,
                 effects: effects.iter().collect::<Vec<_>>(),

@@ -97,14 +97,3 @@ async fn serve_metrics(
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
-
-/// This machine's clock, in milliseconds since the Unix epoch: what an
-/// activation's deadline is written in on the wire
-/// ([`wire::Message::Activation`]).
-fn wall_clock() -> u64 {
-    let now = std::time::SystemTime::now();
-    millis(
-        now.duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default(),
-    )
-}

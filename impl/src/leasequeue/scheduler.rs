@@ -680,7 +680,7 @@ impl<E: Executor> Driver<E> {
                     .or_insert_with(|| Held::new(action.clone(), payload, reply_to, deadline));
                 self.delivered_by = Some(from);
                 // The role counts down what is left by its own time.
-                let now = super::wall_clock();
+                let now = crate::clock::now_ms();
                 self.feed(Input::Activation {
                     id,
                     action,
@@ -757,6 +757,7 @@ impl<E: Executor> Driver<E> {
         Recorder::write(
             &mut self.recorder,
             &Record {
+                at: crate::clock::now_ms(),
                 elapsed,
                 input: &input,
                 effects: effects.iter().collect::<Vec<_>>(),

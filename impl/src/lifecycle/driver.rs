@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, Patch as KubePatch, PatchParams};
@@ -30,15 +30,8 @@ use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
 use super::object::{error_patch, merge_patch_of, seen, split_status, unreadable};
+pub(crate) use crate::clock::now_ms;
 use crate::trace::Recorder;
-
-/// The wall clock, in ms since the epoch: times in progress records
-/// survive restarts.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 /// What the operator's watch says of one object.
 pub(crate) enum Event<K> {
@@ -309,6 +302,7 @@ where
         Recorder::write(
             &mut self.recorder,
             &Record {
+                at: now_ms(),
                 input,
                 effects: effects.clone(),
             },

@@ -1752,6 +1752,7 @@ fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec
     let records = inputs
         .into_iter()
         .map(|(elapsed, input)| Record {
+            at: 0,
             elapsed,
             effects: role.step(&config, elapsed, input.clone()),
             input,
@@ -1865,6 +1866,7 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
     let records: Vec<_> = inputs
         .into_iter()
         .map(|input| Record {
+            at: 0,
             elapsed: 0,
             effects: role.step(&config, input.clone()),
             input,

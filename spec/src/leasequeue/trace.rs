@@ -75,6 +75,12 @@ pub enum Header {
 /// One step of a role: what came in, and what `step` returned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record<I, E> {
+    /// When the step was taken: milliseconds since the Unix epoch by the
+    /// recording machine's clock, so that the traces of several nodes can
+    /// be merged in order, within their clocks' skew (0 in a trace written
+    /// before steps were stamped).
+    #[serde(default)]
+    pub at: u64,
     /// Milliseconds since the step before (the scheduler's `elapsed`; a
     /// controller's steps take no time, and record 0).
     pub elapsed: u64,

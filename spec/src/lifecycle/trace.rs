@@ -29,6 +29,12 @@ pub struct Header {
 /// One step: what came in, and what `step` returned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
+    /// When the step was taken: milliseconds since the Unix epoch by the
+    /// recording machine's clock, so that the traces of several nodes can
+    /// be merged in order, within their clocks' skew (0 in a trace written
+    /// before steps were stamped).
+    #[serde(default)]
+    pub at: u64,
     /// The input.
     pub input: Input<Named>,
     /// The effects.
