@@ -705,21 +705,15 @@ impl Driver {
         self.feed(input);
     }
 
-    /// Ends submission `id` with `result`, unless it ended already (an
-    /// outcome delivered again): every handle submitted under it. One whose
-    /// handles were told it was overdue has its end logged.
-    fn end(&mut self, id: &str, result: Result<Value, SubmitError>) {
+    /// Ends submission `id` as the role resolved it (`outcome`), handing
+    /// `result` to every handle submitted under it, unless it ended already
+    /// (an outcome delivered again). One whose handles were told it was
+    /// overdue has its end logged.
+    fn end(&mut self, id: &str, outcome: Outcome, result: Result<Value, SubmitError>) {
         if let Some(submission) = self.pending.remove(id) {
-            let (outcome, reason) = match &result {
-                Ok(_) => ("executed", None),
-                Err(SubmitError::Failed { reason, .. }) => ("failed", Some(*reason)),
-                Err(SubmitError::Stopped { .. }) => ("stopped", None),
-                // Refused before they reach the driver, or not an end;
-                // named if they ever did.
-                Err(SubmitError::InvalidId { .. } | SubmitError::InvalidDeadline { .. }) => {
-                    ("invalid", None)
-                }
-                Err(SubmitError::Overdue { .. }) => ("overdue", None),
+            let (outcome, reason) = match outcome {
+                Outcome::Executed => ("executed", None),
+                Outcome::Failed(reason) => ("failed", Some(reason)),
             };
             self.metrics.ended(outcome, reason, self.pending.len());
             if submission.replies.is_empty() {
@@ -880,7 +874,7 @@ impl Driver {
                         })
                     }
                 };
-                self.end(&id, result);
+                self.end(&id, outcome, result);
             }
         }
     }

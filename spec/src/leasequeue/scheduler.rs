@@ -1327,7 +1327,7 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// Whether activation `id`'s deadline has passed.
-    pub fn past_deadline(&self, id: &D::Activation) -> bool {
+    fn past_deadline(&self, id: &D::Activation) -> bool {
         passed::<D>(&self.deadlines, id)
     }
 
