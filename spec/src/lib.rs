@@ -14,8 +14,6 @@ pub mod mutex;
 pub mod rule_set;
 pub mod stable_hash;
 pub mod temporal;
-
-#[cfg(test)]
-mod trace_json;
+pub mod trace;
 
 pub use temporal::{Fairness, Formula, Liveness, StatePredicate, Strength, TemporalModel};

@@ -405,9 +405,11 @@ async fn start_baseline() -> Arc<StaticSender> {
     tokio::spawn(async move {
         while let Some(message) = messages.recv().await {
             if let Message::Outcome { id, from, .. } = message {
-                receiving
-                    .network
-                    .send(&from, &Message::OutcomeAck { id: id.clone() });
+                let ack = Message::OutcomeAck {
+                    id: id.clone(),
+                    from: Some(receiving.network.address().to_owned()),
+                };
+                receiving.network.send(&from, &ack);
                 if let Some(done) = receiving.waiting.lock().unwrap().remove(&id) {
                     let _ = done.send(());
                 }

@@ -1,7 +1,7 @@
 //! Leasequeue nodes for runtime tests and benchmarks: schedulers each in a
 //! tokio runtime of its own (killed as a process would be: every task
 //! stops at once, nothing is said to etcd), an executor that counts what it
-//! ran, and the replay of the traces every node recorded.
+//! ran.
 //!
 //! ```no_run
 //! # async fn demo(etcd: steadfast::leasequeue::etcd::EtcdOptions) {
@@ -17,14 +17,12 @@
 //! ```
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use steadfast::leasequeue::etcd::{Etcd, EtcdError, EtcdOptions};
 use steadfast::leasequeue::{Executor, Invocation, SchedulerBuilder, StartError};
-use steadfast_checker::replay::{self, Verdict, Violation};
 use tokio::sync::oneshot;
 
 /// Waits until every scheduler in `names` is a member (its member key is in
@@ -229,50 +227,4 @@ impl Ledger {
 /// [`Ledger::executor`] returns it).
 pub fn id_of(result: &Value) -> &str {
     result["id"].as_str().unwrap_or_default()
-}
-
-/// Every trace (`*.jsonl`) in `dir`, sorted.
-pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("the trace directory is readable")
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// Replays every trace in `dir`: returns each step count, and panics
-/// naming the first step that diverges or, when `cross_role_holds`, the
-/// cross-role property violated. (OpenWhisk's rules violate them by design:
-/// an activation delivered twice is taken in twice, and may end twice.)
-pub fn replay_all(dir: &Path, cross_role_holds: bool) -> Vec<(PathBuf, usize)> {
-    let paths = traces_in(dir);
-    paths.iter().for_each(|path| crate::assert_stamped(path));
-    let traces: Vec<replay::Trace> = paths
-        .iter()
-        .map(|path| replay::read(path).unwrap_or_else(|error| panic!("{error}")))
-        .collect();
-    assert!(!traces.is_empty(), "no trace in {}", dir.display());
-    let mut counts = Vec::new();
-    for trace in &traces {
-        match trace.replay() {
-            Verdict::Agrees(steps) => counts.push((trace.path.clone(), steps)),
-            Verdict::Diverged {
-                step,
-                recorded,
-                replayed,
-                ..
-            } => panic!(
-                "{}: step {step} diverges\n  recorded: {recorded}\n  replayed: {replayed}",
-                trace.path.display()
-            ),
-        }
-    }
-    let violations: Vec<Violation> = replay::cross_role(&traces);
-    assert!(
-        violations.is_empty() || !cross_role_holds,
-        "cross-role properties violated: {violations:#?}"
-    );
-    counts
 }

@@ -138,3 +138,54 @@ pub fn assert_stamped(path: &std::path::Path) {
         last = last.max(at);
     }
 }
+
+/// Every trace (`*.jsonl`) in `dir`, sorted.
+///
+/// # Panics
+///
+/// If `dir` cannot be read.
+pub fn traces_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .expect("the trace directory is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Replays every trace in `dir` as `steadfast replay` does (every step
+/// through its role, then every trace together against the protocols'
+/// properties and the world's rules), and returns each trace's step count.
+/// The world's rules must hold whatever the variant; the protocols'
+/// properties only if `properties_hold` (a legacy variant breaks them by
+/// design, as its model does).
+///
+/// # Panics
+///
+/// If a trace cannot be read or is not stamped, a step diverges, or a rule
+/// that must hold is broken: the report, as `steadfast replay` prints it.
+pub fn replay_all(
+    dir: &std::path::Path,
+    properties_hold: bool,
+) -> Vec<(std::path::PathBuf, usize)> {
+    use steadfast_checker::replay;
+    let paths = traces_in(dir);
+    assert!(!paths.is_empty(), "no trace in {}", dir.display());
+    paths.iter().for_each(|path| assert_stamped(path));
+    let traces: Vec<replay::Traced> = paths
+        .iter()
+        .map(|path| replay::read(path).unwrap_or_else(|error| panic!("{error}")))
+        .collect();
+    let report = replay::check(&traces, &replay::Options::default());
+    assert!(
+        report.passes(properties_hold),
+        "the replay fails:\n{}",
+        report.render(&traces)
+    );
+    paths
+        .into_iter()
+        .zip(report.replays)
+        .map(|(path, replay)| (path, replay.unwrap_or_default()))
+        .collect()
+}

@@ -17,9 +17,7 @@ use steadfast::leasequeue::{
     Controller, ControllerBuilder, Request, SchedulerBuilder, SubmitError, Variant,
 };
 use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer};
-use steadfast_tests::leasequeue_nodes::{
-    await_members, id_of, replay_all, Ledger, SchedulerProcess,
-};
+use steadfast_tests::leasequeue_nodes::{await_members, id_of, Ledger, SchedulerProcess};
 use steadfast_tests::tcp_proxy::{Mode, TcpProxy};
 use tempfile::TempDir;
 
@@ -174,7 +172,7 @@ impl Run {
     /// under the steadfast rules, hold the cross-role properties; returns
     /// what replayed.
     fn replay(&self) -> Vec<(PathBuf, usize)> {
-        replay_all(self.traces.path(), self.variant == Variant::Steadfast)
+        steadfast_tests::replay_all(self.traces.path(), self.variant == Variant::Steadfast)
     }
 }
 
@@ -969,7 +967,13 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
     let Some(Message::Outcome { from, .. }) = first else {
         panic!("the activation ran: {first:?}");
     };
-    network.send(&from, &Message::OutcomeAck { id: "copy".into() });
+    network.send(
+        &from,
+        &Message::OutcomeAck {
+            id: "copy".into(),
+            from: Some(network.address().to_owned()),
+        },
+    );
     assert!(wait_for(&mut messages, second, ack).await.is_some());
     assert_eq!(run.ledger.runs("copy"), 1);
 
@@ -1030,7 +1034,13 @@ async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_
     network.send(&address, &copy_to(Some(old)));
     let ran = wait_for(&mut messages, Duration::from_secs(10), outcome).await;
     assert!(ran.is_some(), "the activation ran");
-    network.send(&address, &Message::OutcomeAck { id: "once".into() });
+    network.send(
+        &address,
+        &Message::OutcomeAck {
+            id: "once".into(),
+            from: Some(network.address().to_owned()),
+        },
+    );
     assert_eq!(run.ledger.runs("once"), 1);
 
     // The scheduler crashes and comes back where it was: another run of

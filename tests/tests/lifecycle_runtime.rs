@@ -13,7 +13,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator, Variant};
-use steadfast_checker::replay::{self, Trace};
 use steadfast_tests::kube_target::KubeTarget;
 use steadfast_tests::kube_testserver::Fault;
 use tokio::sync::Notify;
@@ -165,30 +164,13 @@ fn last_ticks(runs: &Runs) -> Vec<(String, i64)> {
     last
 }
 
-/// Replays every trace in `dir` through the engine, as `steadfast replay`
-/// does: each agrees, step by step, and (if `holds`) no safety property the
-/// traces show is violated. Returns how many steps were replayed.
+/// Replays every trace in `dir` as `steadfast replay` does (see
+/// [`steadfast_tests::replay_all`]). Returns how many steps were replayed.
 fn replay_all(dir: &Path, holds: bool) -> usize {
-    let traces: Vec<Trace> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| {
-            let path = entry.unwrap().path();
-            steadfast_tests::assert_stamped(&path);
-            replay::read(&path).expect("a readable trace")
-        })
-        .collect();
-    let mut steps = 0;
-    for trace in &traces {
-        match trace.replay() {
-            replay::Verdict::Agrees(n) => steps += n,
-            diverged => panic!("{} diverges: {diverged:?}", trace.path.display()),
-        }
-    }
-    if holds {
-        let violations = replay::cross_role(&traces);
-        assert!(violations.is_empty(), "{violations:?}");
-    }
-    steps
+    steadfast_tests::replay_all(dir, holds)
+        .iter()
+        .map(|(_, steps)| steps)
+        .sum()
 }
 
 /// A test server with the Ticker CRD, a trace directory, the record of

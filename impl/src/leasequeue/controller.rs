@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use steadfast_spec::leasequeue::controller::{self, Config, Effect, Input};
-use steadfast_spec::leasequeue::trace::{Header, Named};
+use steadfast_spec::leasequeue::trace::{ControllerHeader, Named};
 use steadfast_spec::leasequeue::{FailReason, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -25,7 +25,7 @@ use super::wire::{self, Message};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
-use steadfast_spec::leasequeue::trace::Record;
+use steadfast_spec::trace::{Header, Record};
 
 /// Why a submission did not return a result.
 ///
@@ -290,11 +290,14 @@ impl ControllerBuilder {
             self.advertise.as_deref(),
             self.tls.clone(),
             self.trace.as_deref(),
-            |_| Header::Controller {
-                keys: listing.keys.clone(),
-                members: listing.members.clone(),
-                rev,
-                config: config.clone(),
+            |address| {
+                Header::Controller(ControllerHeader {
+                    address: address.to_owned(),
+                    keys: listing.keys.clone(),
+                    members: listing.members.clone(),
+                    rev,
+                    config: config.clone(),
+                })
             },
         )
         .await?;
@@ -643,21 +646,33 @@ impl Driver {
 
     fn message(&mut self, message: Message) {
         match message {
-            Message::Ack { id, from } => self.feed(Input::Acked { id, from }),
+            Message::Ack { id, from } => {
+                let input = Input::Acked {
+                    id,
+                    from: from.clone(),
+                };
+                self.receive(Some(from), input);
+            }
             Message::Refused {
                 id,
                 from,
                 incarnation,
-            } => self.feed(Input::Bounced {
-                id,
-                to: from,
-                incarnation,
-            }),
+            } => {
+                let input = Input::Bounced {
+                    id,
+                    to: from.clone(),
+                    incarnation,
+                };
+                self.receive(Some(from), input);
+            }
             Message::Outcome { id, outcome, from } => {
                 // The report arrived: its sender stops sending it, whatever
                 // the role makes of it.
-                self.network
-                    .send(&from, &Message::OutcomeAck { id: id.clone() });
+                let ack = Message::OutcomeAck {
+                    id: id.clone(),
+                    from: Some(self.network.address().to_owned()),
+                };
+                self.network.send(&from, &ack);
                 let outcome = match outcome {
                     wire::Outcome::Executed { result } => {
                         self.arriving = Some((id.clone(), result));
@@ -665,13 +680,13 @@ impl Driver {
                     }
                     wire::Outcome::Failed { reason } => Outcome::Failed(reason),
                 };
-                self.feed(Input::Outcome { id, outcome });
+                self.receive(Some(from), Input::Outcome { id, outcome });
                 self.arriving = None;
             }
-            Message::Activation { id, .. } | Message::OutcomeAck { id } => {
+            Message::Activation { id, .. } | Message::OutcomeAck { id, .. } => {
                 tracing::warn!(%id, "a controller was sent a scheduler's message; dropped");
             }
-            Message::CreateQueue { action } => {
+            Message::CreateQueue { action, .. } => {
                 tracing::warn!(%action, "a controller was asked to create a queue; dropped");
             }
         }
@@ -725,8 +740,14 @@ impl Driver {
         }
     }
 
-    /// One step of the role, recorded, and its effects carried out.
+    /// One step of the role on an input no node sent.
     fn feed(&mut self, input: Input<Named>) {
+        self.receive(None, input);
+    }
+
+    /// One step of the role on `input`, which node `from` sent (if any),
+    /// recorded, and its effects carried out.
+    fn receive(&mut self, from: Option<String>, input: Input<Named>) {
         let effects = self.role.step(&self.config, input.clone());
         tracing::trace!(?input, ?effects, "controller step");
         Recorder::write(
@@ -734,6 +755,7 @@ impl Driver {
             &Record {
                 at: crate::clock::now_ms(),
                 elapsed: 0,
+                from,
                 input: &input,
                 effects: effects.iter().collect::<Vec<_>>(),
             },
@@ -854,7 +876,9 @@ impl Driver {
                 self.network.send(&to, &message);
             }
             Effect::CreateQueue { action, to } => {
-                self.network.send(&to, &Message::CreateQueue { action });
+                let from = Some(self.network.address().to_owned());
+                self.network
+                    .send(&to, &Message::CreateQueue { action, from });
             }
             Effect::Resolve { id, outcome } => {
                 let result = match outcome {

@@ -6,7 +6,7 @@ use std::hash::Hash;
 use std::path::Path;
 use std::time::Duration;
 
-use steadfast_spec::leasequeue::trace::Header;
+use steadfast_spec::trace::Header;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input, Phase};
-use steadfast_spec::leasequeue::trace::{Header, Named};
+use steadfast_spec::leasequeue::trace::{Named, SchedulerHeader};
 use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
@@ -34,7 +34,7 @@ use super::wire::{self, Message};
 use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
-use steadfast_spec::leasequeue::trace::Record;
+use steadfast_spec::trace::{Header, Record};
 
 /// One activation to run: what an [`Executor`] is handed.
 ///
@@ -327,10 +327,12 @@ impl SchedulerBuilder {
             self.advertise.as_deref(),
             self.tls.clone(),
             self.trace.as_deref(),
-            |address| Header::Scheduler {
-                id: address.to_owned(),
-                incarnation,
-                config: config.clone(),
+            |address| {
+                Header::Scheduler(SchedulerHeader {
+                    id: address.to_owned(),
+                    incarnation,
+                    config: config.clone(),
+                })
             },
         )
         .await?;
@@ -573,8 +575,9 @@ struct Driver<E> {
     /// Per activation, the nodes that sent it and are owed an
     /// acknowledgement.
     senders: HashMap<String, Vec<String>>,
-    /// While the role takes in a copy of an activation: the node that sent
-    /// it, where a refusal of it ([`Effect::Refuse`]) goes.
+    /// While the role takes in a message: the node that sent it, recorded
+    /// with the step, and where a refusal of an activation
+    /// ([`Effect::Refuse`]) goes.
     delivered_by: Option<String>,
     /// The TTL etcd granted each lease with, in milliseconds: what a
     /// keepalive renews it to.
@@ -678,30 +681,40 @@ impl<E: Executor> Driver<E> {
                 self.held
                     .entry(id.clone())
                     .or_insert_with(|| Held::new(action.clone(), payload, reply_to, deadline));
-                self.delivered_by = Some(from);
                 // The role counts down what is left by its own time.
                 let now = crate::clock::now_ms();
-                self.feed(Input::Activation {
+                let input = Input::Activation {
                     id,
                     action,
                     forwarded,
                     incarnation,
                     left: deadline.map(|deadline| deadline.saturating_sub(now)),
-                });
-                self.delivered_by = None;
+                };
+                self.receive(Some(from), input);
             }
             Message::Refused {
                 id,
                 from,
                 incarnation,
-            } => self.feed(Input::Bounced {
-                id,
-                to: from,
-                incarnation,
-            }),
-            Message::CreateQueue { action } => self.feed(Input::CreateQueue { action }),
-            Message::Ack { id, from } => self.feed(Input::ForwardAcked { id, from }),
-            Message::OutcomeAck { id } => self.feed(Input::ReportAcked { id }),
+            } => {
+                let input = Input::Bounced {
+                    id,
+                    to: from.clone(),
+                    incarnation,
+                };
+                self.receive(Some(from), input);
+            }
+            Message::CreateQueue { action, from } => {
+                self.receive(from, Input::CreateQueue { action });
+            }
+            Message::Ack { id, from } => {
+                let input = Input::ForwardAcked {
+                    id,
+                    from: from.clone(),
+                };
+                self.receive(Some(from), input);
+            }
+            Message::OutcomeAck { id, from } => self.receive(from, Input::ReportAcked { id }),
             Message::Outcome { id, .. } => {
                 tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
             }
@@ -749,8 +762,16 @@ impl<E: Executor> Driver<E> {
         self.held.retain(|id, _| role.mentions(id));
     }
 
-    /// One step of the role, recorded, and its effects carried out.
+    /// One step of the role on an input no node sent.
     fn feed(&mut self, input: Input<Named>) {
+        self.receive(None, input);
+    }
+
+    /// One step of the role on `input`, which node `from` sent (if any),
+    /// recorded, and its effects carried out; while it runs, a refusal
+    /// ([`Effect::Refuse`]) goes to `from`.
+    fn receive(&mut self, from: Option<String>, input: Input<Named>) {
+        self.delivered_by = from;
         let elapsed = self.clock.elapsed_ms();
         let effects = self.role.step(&self.config, elapsed, input.clone());
         tracing::trace!(?input, ?effects, "scheduler step");
@@ -759,6 +780,7 @@ impl<E: Executor> Driver<E> {
             &Record {
                 at: crate::clock::now_ms(),
                 elapsed,
+                from: self.delivered_by.clone(),
                 input: &input,
                 effects: effects.iter().collect::<Vec<_>>(),
             },
@@ -766,6 +788,7 @@ impl<E: Executor> Driver<E> {
         for effect in effects {
             self.perform(effect);
         }
+        self.delivered_by = None;
         self.metrics.observe(&self.role);
         let waiting = match self.role.phase {
             Phase::Serving => self.role.valid_lease().is_none().then_some(WAITING),

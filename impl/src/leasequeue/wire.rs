@@ -60,6 +60,10 @@ pub enum Message {
     CreateQueue {
         /// The action.
         action: String,
+        /// The controller that asks, by the address it listens on (`None`
+        /// from a node of an earlier version, which did not say).
+        #[serde(default)]
+        from: Option<String>,
     },
     /// Activation `id` is settled by the node it was sent to (under
     /// OpenWhisk's rules: taken in): stop sending it.
@@ -97,6 +101,11 @@ pub enum Message {
     OutcomeAck {
         /// The activation.
         id: String,
+        /// The controller that took the outcome in, by the address it
+        /// listens on (`None` from a node of an earlier version, which did
+        /// not say).
+        #[serde(default)]
+        from: Option<String>,
     },
 }
 
@@ -162,6 +171,7 @@ mod tests {
             },
             Message::CreateQueue {
                 action: "hello".into(),
+                from: Some("127.0.0.1:2".into()),
             },
             Message::Ack {
                 id: "a-1".into(),
@@ -179,7 +189,10 @@ mod tests {
                 },
                 from: "127.0.0.1:1".into(),
             },
-            Message::OutcomeAck { id: "a-1".into() },
+            Message::OutcomeAck {
+                id: "a-1".into(),
+                from: Some("127.0.0.1:2".into()),
+            },
         ];
         for message in messages {
             let line = message.to_line();

@@ -19,10 +19,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use steadfast_spec::lifecycle::named::{canonical, Named};
-use steadfast_spec::lifecycle::trace::{Header, Record};
+use steadfast_spec::lifecycle::trace::EngineHeader;
 use steadfast_spec::lifecycle::{
     Config, Effect, Engine, Failure, Input, ObjectView, Outcome, RunId, Verdict,
 };
+use steadfast_spec::trace::{Header, Record};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
@@ -144,13 +145,13 @@ where
                 key.replace('/', "_"),
                 shared.incarnation
             );
-            let header = Header {
+            let header = Header::Engine(EngineHeader {
                 object: key.to_owned(),
                 identity: shared.identity.clone(),
                 incarnation: shared.incarnation,
                 started,
                 config: shared.config.clone(),
-            };
+            });
             Recorder::create(&dir.join(file), &header)
                 .map_err(|error| tracing::error!(%error, "no trace for {key}"))
                 .ok()
@@ -303,6 +304,8 @@ where
             &mut self.recorder,
             &Record {
                 at: now_ms(),
+                elapsed: 0,
+                from: None,
                 input,
                 effects: effects.clone(),
             },

@@ -7,9 +7,10 @@ use super::controller::{self, Watch};
 use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
-use super::trace::{Header, Named, Record, Replay, SchedulerRecord, Steps};
+use super::trace::{ControllerHeader, Named, SchedulerHeader, SchedulerRecord};
 use super::{Domain, FailReason, Outcome, Rule, Rules, Variant};
-use crate::trace_json::round_trip;
+use crate::trace::json::round_trip;
+use crate::trace::{Header, Record, Run, Trace};
 
 /// The roles as the model instantiates them.
 type Scheduler = scheduler::Scheduler<Small>;
@@ -1744,7 +1745,9 @@ fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_mem
 
 /// Runs `inputs` through a scheduler and returns its trace: the header and
 /// one record per step.
-fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec<SchedulerRecord>) {
+fn record_scheduler(
+    inputs: Vec<(u64, scheduler::Input<Named>)>,
+) -> (SchedulerHeader, Vec<SchedulerRecord>) {
     let config = runtime_config();
     let id = "scheduler-a:8081".to_string();
     let incarnation = 3;
@@ -1754,11 +1757,12 @@ fn record_scheduler(inputs: Vec<(u64, scheduler::Input<Named>)>) -> (Header, Vec
         .map(|(elapsed, input)| Record {
             at: 0,
             elapsed,
+            from: None,
             effects: role.step(&config, elapsed, input.clone()),
             input,
         })
         .collect();
-    let header = Header::Scheduler {
+    let header = SchedulerHeader {
         id,
         incarnation,
         config,
@@ -1814,9 +1818,15 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
 fn a_recorded_run_should_replay_through_the_roles_step_from_json() {
     let (header, records) = record_scheduler(a_scheduler_run());
     // Written and read back as a driver's JSON lines would be.
-    let header: Header = round_trip(&header);
-    let records = records.iter().map(round_trip).collect();
-    assert_eq!(header.replay(Steps::Scheduler(records)), Replay::Agrees(8));
+    let mut text = serde_json::to_string(&Header::Scheduler(header)).unwrap();
+    for record in &records {
+        text += "\n";
+        text += &serde_json::to_string(record).unwrap();
+    }
+    let trace = Trace::read(&text).unwrap();
+    assert_eq!(trace.role(), "scheduler scheduler-a:8081");
+    assert_eq!(trace.line(7), 9);
+    assert_eq!(trace.replay(), Ok(8));
 }
 
 #[test]
@@ -1829,9 +1839,7 @@ fn a_step_the_driver_decided_should_be_reported_where_it_diverged() {
         lease: 7,
     };
     records[6].effects.push(extra);
-    let Replay::SchedulerDiverged(divergence) = header.replay(Steps::Scheduler(records)) else {
-        panic!("the replay diverges");
-    };
+    let divergence = header.replay(&records).unwrap_err();
     assert_eq!(divergence.step, 6);
     assert_eq!(divergence.recorded.len(), divergence.replayed.len() + 1);
 }
@@ -1868,25 +1876,28 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         .map(|input| Record {
             at: 0,
             elapsed: 0,
+            from: None,
             effects: role.step(&config, input.clone()),
             input,
         })
         .collect();
-    let header = Header::Controller {
+    let header = ControllerHeader {
+        address: "controller-a:8080".into(),
         keys,
         members,
         rev: 41,
         config,
     };
-    assert_eq!(
-        header.replay(Steps::Controller(records.clone())),
-        Replay::Agrees(3)
-    );
+    assert_eq!(header.replay(&records), Ok(3));
+    // A controller's steps under a scheduler's header are no trace.
     let (scheduler_header, _) = record_scheduler(Vec::new());
-    assert_eq!(
-        scheduler_header.replay(Steps::Controller(records)),
-        Replay::WrongRole
-    );
+    let mut text = serde_json::to_string(&Header::Scheduler(scheduler_header)).unwrap();
+    text += "\n\n";
+    text += &serde_json::to_string(&records[0]).unwrap();
+    let error = Trace::read(&text).unwrap_err().to_string();
+    assert!(error.starts_with("3: not a scheduler record"), "{error}");
+    let trace = Trace::from(Run::Controller(header, records));
+    assert_eq!(trace.replay(), Ok(3));
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //!   annotations, and what happens to annotations it cannot read.
 //! - [`handlers`]: the registered handlers and the pure rules about them.
 //! - [`rules`]: the rules of the two variants, by name.
+//! - [`rerun`]: the rule "a handler succeeds once per digest per start",
+//!   shared by the model's ghost and the replay of real traces.
 //! - [`engine`]: the engine's transition function, shared by the model and
 //!   the runtime.
 //! - [`named`]: the runtime's domain (strings, canonical JSON, hashes,
@@ -23,6 +25,7 @@ pub mod handlers;
 pub mod model;
 pub mod named;
 pub mod object;
+pub mod rerun;
 pub mod rules;
 pub mod trace;
 

@@ -8,7 +8,7 @@ use super::handlers::{Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
 use super::object::{Claim, Final, ObjectView, Progress};
 use super::rules::{Rule, Variant};
-use crate::trace_json::round_trip;
+use crate::trace::json::round_trip;
 
 type View = ObjectView<Small>;
 

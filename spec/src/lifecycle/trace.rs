@@ -1,19 +1,17 @@
-//! Traces of an engine in the runtime's domain ([`Named`]): a header, then
-//! one record per step, as JSON lines; and their replay through
-//! [`Engine::step`] to the first step whose effects differ.
+//! A lifecycle engine's trace (the format is [`crate::trace`]'s): one
+//! object, in one operator start, in the runtime's domain ([`Named`]); and
+//! its replay through [`Engine::step`].
 
 use serde::{Deserialize, Serialize};
 
 use super::engine::{Effect, Engine, Input};
 use super::handlers::Config;
 use super::named::Named;
+use crate::trace::{self, Divergence, Record};
 
-/// The first line of an engine's trace: the object and how its engine
-/// started. Written with `"role": "engine"`, so that a reader tells it from
-/// a leasequeue role's.
+/// How an engine started: the header of its trace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "role", rename = "engine")]
-pub struct Header {
+pub struct EngineHeader {
     /// The object, `namespace/name` (or `name` for a cluster-scoped one).
     pub object: String,
     /// The replica the engine belongs to, as its claims name it.
@@ -26,47 +24,17 @@ pub struct Header {
     pub config: Config<Named>,
 }
 
-/// One step: what came in, and what `step` returned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    /// When the step was taken: milliseconds since the Unix epoch by the
-    /// recording machine's clock, so that the traces of several nodes can
-    /// be merged in order, within their clocks' skew (0 in a trace written
-    /// before steps were stamped).
-    #[serde(default)]
-    pub at: u64,
-    /// The input.
-    pub input: Input<Named>,
-    /// The effects.
-    pub effects: Vec<Effect<Named>>,
-}
+/// An engine's step as recorded (its steps take no time: `elapsed` is 0).
+pub type EngineRecord = Record<Input<Named>, Effect<Named>>;
 
-/// A recorded step whose effects `step` does not return.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Divergence {
-    /// The step, counted from 0 after the header.
-    pub step: usize,
-    /// The effects the trace holds.
-    pub recorded: Vec<Effect<Named>>,
-    /// The effects `step` returns.
-    pub replayed: Vec<Effect<Named>>,
-}
-
-impl Header {
-    /// Runs `records` through a fresh engine set up as this header says:
-    /// the number of steps if every one agrees, or the first divergence.
-    pub fn replay(&self, records: &[Record]) -> Result<usize, Divergence> {
+impl EngineHeader {
+    /// Runs `records` through a fresh engine set up as this header says.
+    ///
+    /// # Errors
+    ///
+    /// The first step whose effects differ.
+    pub fn replay(&self, records: &[EngineRecord]) -> Result<usize, Divergence<Effect<Named>>> {
         let mut engine = Engine::new(self.identity.clone(), self.incarnation, self.started);
-        for (step, record) in records.iter().enumerate() {
-            let replayed = engine.step(&self.config, record.input.clone());
-            if replayed != record.effects {
-                return Err(Divergence {
-                    step,
-                    recorded: record.effects.clone(),
-                    replayed,
-                });
-            }
-        }
-        Ok(records.len())
+        trace::replay(records, |r| engine.step(&self.config, r.input.clone()))
     }
 }

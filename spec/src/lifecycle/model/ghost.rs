@@ -9,6 +9,7 @@ use super::small::{Digest, Essence, Key};
 use super::{LifecycleModel, Run};
 use crate::lifecycle::engine::Patch;
 use crate::lifecycle::handlers::On;
+use crate::lifecycle::rerun::Returns;
 
 /// The ghost state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -33,7 +34,7 @@ pub struct Ghost {
     /// (incarnation) whose run it was, the digest it ran on, and whether a
     /// run of that start on that digest has succeeded since the handler
     /// last ran on another.
-    pub returns: Vec<(Key, u32, Digest, bool)>,
+    pub returns: Returns<Key, Digest, ()>,
     /// The version at which each progress record last changed.
     pub touched: Vec<(Key, u32)>,
     /// Delete handlers that returned for good.
@@ -202,20 +203,10 @@ impl Ghost {
     /// parent's run starts its sub-handlers' count afresh: they run as
     /// part of it.
     pub fn returned(&mut self, run: Run, digest: Digest, success: bool) {
-        let incarnation = run.id.incarnation;
-        if run.key.sub.is_none() {
-            self.returns
-                .retain(|(k, ..)| k.handler != run.key.handler || k.sub.is_none());
-        }
-        match self.returns.iter_mut().find(|(k, ..)| *k == run.key) {
-            Some(entry) => {
-                let same = entry.1 == incarnation && entry.2 == digest;
-                self.rerun |= same && entry.3;
-                *entry = (run.key, incarnation, digest, success || (same && entry.3));
-            }
-            None => self.returns.push((run.key, incarnation, digest, success)),
-        }
-        self.returns.sort();
+        let again = self
+            .returns
+            .returned(run.key, run.id.incarnation, digest, success, ());
+        self.rerun |= again.is_some();
     }
 
     /// A user's edit made the essence `after`.

@@ -125,6 +125,16 @@ pub struct Key {
     pub sub: Option<u8>,
 }
 
+impl crate::lifecycle::rerun::HandlerKey for Key {
+    fn is_top(&self) -> bool {
+        self.sub.is_none()
+    }
+
+    fn is_sub_of(&self, top: &Self) -> bool {
+        self.handler == top.handler && self.sub.is_some()
+    }
+}
+
 impl Key {
     /// A top-level handler.
     pub fn handler(handler: u8) -> Self {

@@ -1,4 +1,4 @@
-//! What the tests of every protocol share about traces.
+//! What the tests of every protocol share about traces: JSON round trips.
 
 /// `value` written as JSON (as a runtime's trace records it) and read back.
 pub(crate) fn round_trip<T>(value: &T) -> T

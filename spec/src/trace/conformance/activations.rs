@@ -1,0 +1,240 @@
+//! The leasequeue properties that span nodes, counted from the traces:
+//! "executed at most once", "at most one outcome" and "one owner per key".
+//!
+//! Every execution counts, acknowledged or not: the executions of an
+//! activation are the `Execute` effects of every scheduler's trace. As in
+//! the model, an activation may run again when a scheduler it was
+//! delivered to stopped before acknowledging it (its trace ends holding
+//! it unacknowledged: its sender sends it again), and once more each time
+//! a scheduler forgot it (its dedupe window past).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{controllers, schedulers, At, Rule, Violation};
+use crate::leasequeue::scheduler::{ClaimResult, Effect, Input};
+use crate::leasequeue::trace::SchedulerRecord;
+use crate::leasequeue::{controller, Outcome};
+use crate::trace::Trace;
+
+/// Per activation, where each of a kind of event happened.
+type Places = BTreeMap<String, Vec<At>>;
+
+pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
+    let mut executions = Places::new();
+    let mut ends = Places::new();
+    let mut failures = Places::new();
+    let mut resolved = Places::new();
+    let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
+    let mut forgotten: BTreeMap<String, usize> = BTreeMap::new();
+    let mut excused: BTreeSet<String> = BTreeSet::new();
+    for (trace, header, records) in schedulers(traces) {
+        let at = |step| At { trace, step };
+        excused.extend(unacknowledged(records));
+        facts(
+            &header.id,
+            header.config.remember_for,
+            records,
+            |fact, step| match fact {
+                Fact::Executed(id) => executions.entry(id).or_default().push(at(step)),
+                Fact::Ended(id, outcome) => {
+                    if matches!(outcome, Outcome::Failed(_)) {
+                        failures.entry(id.clone()).or_default().push(at(step));
+                    }
+                    ends.entry(id).or_default().push(at(step));
+                }
+                Fact::Forgotten(id) => *forgotten.entry(id).or_default() += 1,
+                Fact::Served(action, created) => {
+                    owners
+                        .entry((action, created))
+                        .or_default()
+                        .insert(header.id.clone());
+                }
+            },
+        );
+    }
+    for (trace, _, records) in controllers(traces) {
+        for (step, record) in records.iter().enumerate() {
+            // A failure the controller decided, rather than one a scheduler
+            // reported, is an end of its own.
+            let reported = matches!(record.input, controller::Input::Outcome { .. });
+            for effect in &record.effects {
+                if let controller::Effect::Resolve { id, outcome } = effect {
+                    let at = At { trace, step };
+                    resolved.entry(id.clone()).or_default().push(at);
+                    if let (Outcome::Failed(_), false) = (outcome, reported) {
+                        failures.entry(id.clone()).or_default().push(at);
+                        ends.entry(id.clone()).or_default().push(at);
+                    }
+                }
+            }
+        }
+    }
+    let allowed = |id: &String| 1 + forgotten.get(id).copied().unwrap_or(0);
+    for (id, places) in &executions {
+        if places.len() > allowed(id) && !excused.contains(id) {
+            out.push(Violation {
+                rule: Rule::ExecutedAtMostOnce,
+                places: places.clone(),
+                what: format!("activation {id} was executed {} times", places.len()),
+            });
+        }
+    }
+    for (id, places) in &ends {
+        if places.len() > allowed(id) {
+            out.push(Violation {
+                rule: Rule::AtMostOneOutcome,
+                places: places.clone(),
+                what: format!("activation {id} ended {} times", places.len()),
+            });
+        }
+    }
+    for (id, fails) in &failures {
+        let ran = executions.get(id).filter(|_| !forgotten.contains_key(id));
+        if let Some(ran) = ran {
+            let mut places = ran.clone();
+            places.extend(fails);
+            out.push(Violation {
+                rule: Rule::AtMostOneOutcome,
+                places,
+                what: format!("activation {id} failed after it was executed"),
+            });
+        }
+    }
+    for (id, places) in resolved.into_iter().filter(|(_, p)| p.len() > 1) {
+        out.push(Violation {
+            rule: Rule::AtMostOneOutcome,
+            what: format!("submission {id} resolved {} times", places.len()),
+            places,
+        });
+    }
+    for ((action, created), schedulers) in owners {
+        if schedulers.len() > 1 {
+            let schedulers: Vec<_> = schedulers.into_iter().collect();
+            out.push(Violation {
+                rule: Rule::OneOwnerPerKey,
+                places: Vec::new(),
+                what: format!(
+                    "schedulers {} all served action {action} from the key created at \
+                     revision {created}",
+                    schedulers.join(" and ")
+                ),
+            });
+        }
+    }
+}
+
+/// The activations a scheduler took in (delivered, not refused) and had
+/// not acknowledged when its trace ends.
+fn unacknowledged(records: &[SchedulerRecord]) -> BTreeSet<String> {
+    let mut held = BTreeSet::new();
+    for record in records {
+        if let Input::Activation { id, .. } = &record.input {
+            let refused = record
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Refuse { id: r, .. } if r == id));
+            if !refused {
+                held.insert(id.clone());
+            }
+        }
+        for effect in &record.effects {
+            if let Effect::Ack { id } = effect {
+                held.remove(id);
+            }
+        }
+    }
+    held
+}
+
+/// What a scheduler's trace says that a property reads.
+enum Fact {
+    /// The scheduler ran this activation.
+    Executed(String),
+    /// The scheduler settled this activation: it reported this end (a
+    /// report sent again before it was confirmed is the same end).
+    Ended(String, Outcome),
+    /// The scheduler forgot this activation: a copy of it is new again.
+    Forgotten(String),
+    /// Work of this action was handed out from the key created at this
+    /// revision.
+    Served(String, i64),
+}
+
+/// Walks scheduler `me`'s records and reports each [`Fact`] with its step.
+/// A scheduler that remembers what it settled for `remember_for` (by its
+/// own clock, the sum of its steps' `elapsed`) has forgotten an activation
+/// settled that long before it settles it again.
+fn facts(
+    me: &str,
+    remember_for: Option<u64>,
+    records: &[SchedulerRecord],
+    mut report: impl FnMut(Fact, usize),
+) {
+    let mut clock: u64 = 0;
+    // When (by its clock) each activation was last settled.
+    let mut settled_at: BTreeMap<String, u64> = BTreeMap::new();
+    // The key each (action, lease) queue was opened on, from the replies
+    // that open queues.
+    let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
+    // Reports not confirmed yet: one of these reported again is a resend,
+    // not another settlement.
+    let mut reporting: BTreeSet<String> = BTreeSet::new();
+    for (step, record) in records.iter().enumerate() {
+        clock += record.elapsed;
+        match &record.input {
+            Input::ReportAcked { id } | Input::ReportBounced { id } => {
+                reporting.remove(id);
+            }
+            Input::Claimed {
+                action,
+                lease,
+                result,
+            } => {
+                let created = match result {
+                    ClaimResult::Created { created } => Some(*created),
+                    ClaimResult::Exists(key) if key.owner == me => Some(key.created),
+                    ClaimResult::Exists(_) | ClaimResult::LeaseNotFound => None,
+                };
+                if let Some(created) = created {
+                    keys.insert((action.clone(), *lease), created);
+                }
+            }
+            Input::Resolved {
+                action,
+                key: Some(key),
+                ..
+            } if key.owner == me => {
+                keys.insert((action.clone(), key.lease), key.created);
+            }
+            Input::Forget { id } => {
+                reporting.remove(id);
+                report(Fact::Forgotten(id.clone()), step);
+            }
+            _ => {}
+        }
+        for effect in &record.effects {
+            match effect {
+                Effect::Execute { id, action, lease } => {
+                    report(Fact::Executed(id.clone()), step);
+                    if let Some(created) = keys.get(&(action.clone(), *lease)) {
+                        report(Fact::Served(action.clone(), *created), step);
+                    }
+                }
+                Effect::Report { id, outcome } => {
+                    if !reporting.insert(id.clone()) {
+                        continue;
+                    }
+                    let last = settled_at.insert(id.clone(), clock);
+                    let forgotten = last
+                        .zip(remember_for)
+                        .is_some_and(|(at, span)| clock >= at + span);
+                    if forgotten {
+                        report(Fact::Forgotten(id.clone()), step);
+                    }
+                    report(Fact::Ended(id.clone(), *outcome), step);
+                }
+                _ => {}
+            }
+        }
+    }
+}
