@@ -29,6 +29,11 @@ pub struct CheckOptions {
     pub max_states: Option<u32>,
     /// Stop exploring after this long; `None`: no limit.
     pub timeout: Option<Duration>,
+    /// Stop exploring once the process's resident memory passes this many
+    /// bytes, as a bound stops it, rather than be killed by the kernel;
+    /// `None`: no limit. It is watched while the graph is explored, where a
+    /// check's memory grows with its states.
+    pub memory: Option<u64>,
     /// Check only `always` and `sometimes` properties, keeping no edges.
     pub safety_only: bool,
     /// Which states may stutter forever.
@@ -107,6 +112,7 @@ impl Default for CheckOptions {
             threads: std::thread::available_parallelism().map_or(1, usize::from),
             max_states: None,
             timeout: None,
+            memory: None,
             safety_only: false,
             stuttering: Stuttering::Anywhere,
             deadlock: false,
@@ -286,6 +292,7 @@ where
             .unwrap_or(STATE_NUMBERS)
             .min(STATE_NUMBERS),
         timeout: options.timeout,
+        memory: options.memory.map(crate::memory::Watch::new),
         interrupt: options.interrupt.clone(),
         progress,
     };

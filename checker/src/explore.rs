@@ -65,6 +65,8 @@ pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) threads: usize,
     pub(crate) max_states: u32,
     pub(crate) timeout: Option<Duration>,
+    /// The limit on the process's resident memory, if any.
+    pub(crate) memory: Option<crate::memory::Watch>,
     pub(crate) interrupt: Option<Interrupt>,
     pub(crate) progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
@@ -475,6 +477,10 @@ where
             self.halt(Bound::Interrupted);
             return None;
         }
+        if let Some(limit) = self.run.memory.as_ref().and_then(|m| m.passed()) {
+            self.halt(Bound::Memory(limit));
+            return None;
+        }
         let index = self.next_chunk.fetch_add(1, Ordering::Relaxed);
         (index < self.frontier.chunks.len()).then_some(index)
     }
@@ -847,6 +853,7 @@ mod tests {
             threads,
             max_states: u32::MAX - 2,
             timeout: None,
+            memory: None,
             interrupt: None,
             progress: None,
         };

@@ -29,7 +29,7 @@ mod classes;
 mod explore;
 mod graph;
 mod liveness;
-mod memory;
+pub mod memory;
 mod packed;
 pub mod registry;
 mod render;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use steadfast_checker::memory::{self, Size};
 use steadfast_checker::registry::{self, Entry, RegistryError};
 use steadfast_checker::replay;
 use steadfast_checker::{CheckOptions, Interrupt, Progress, RenderedReport, Stuttering, Verdict};
@@ -105,6 +106,12 @@ struct CheckArgs {
     /// Stop exploring after this many seconds (the result is then incomplete).
     #[arg(long, value_parser = parse_seconds)]
     timeout: Option<Duration>,
+    /// Stop exploring once the check holds this much memory, as 512M or
+    /// 20G (the result is then incomplete, exit 3), rather than be killed
+    /// by the kernel. Default: two thirds of the memory the machine has
+    /// free as the check starts.
+    #[arg(long, value_parser = parse_size)]
+    memory: Option<Size>,
     /// Which states may stutter forever: `anywhere` (TLA+: progress comes
     /// only from declared fairness) or `when-stuck` (only a state without
     /// successors; assumes every behaviour moves while it can).
@@ -157,6 +164,28 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
             "{text} seconds is more than a year; leave --timeout out for no limit"
         )),
         _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
+}
+
+fn parse_size(text: &str) -> Result<Size, String> {
+    text.parse()
+}
+
+/// The memory bound of a check: `--memory`, or else two thirds of what the
+/// machine has free now, on top of what the process holds: the check
+/// passes its bound by what is in flight when it stops and by the search
+/// of the graph it found (a third more, measured), which must fit too.
+/// `None`, said on stderr, where the system does not tell.
+fn memory_bound(asked: Option<Size>) -> Option<u64> {
+    if let Some(Size(bytes)) = asked {
+        return Some(bytes);
+    }
+    match (memory::available(), memory::resident()) {
+        (Some(free), Some(held)) => Some(held + free / 3 * 2),
+        _ => {
+            say!("warning: no memory bound: the system does not say how much memory is free");
+            None
+        }
     }
 }
 
@@ -350,6 +379,7 @@ fn check(args: &CheckArgs) -> ExitCode {
             .map_or(CheckOptions::default().threads, usize::from),
         max_states: args.max_states,
         timeout: args.timeout,
+        memory: memory_bound(args.memory),
         safety_only: false,
         stuttering: args.stuttering.into(),
         deadlock: args.deadlock,

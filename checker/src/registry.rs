@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 18] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 20] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -577,6 +577,18 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 18] = [
         about: "general with a message sent twice besides: for benchmarks",
         by_default: false,
         value: lq_scenarios::bench,
+    },
+    Scenario {
+        name: "general-crash",
+        about: "general with a scheduler crash and an etcd leader loss besides",
+        by_default: false,
+        value: lq_scenarios::general_crash,
+    },
+    Scenario {
+        name: "three",
+        about: "3 schedulers, 1 controller, 2 actions; a scheduler stops for good, with what it holds",
+        by_default: false,
+        value: lq_scenarios::three,
     },
 ];
 

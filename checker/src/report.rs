@@ -15,6 +15,8 @@ pub enum Bound {
     Timeout(#[serde(serialize_with = "seconds")] Duration),
     /// The check was interrupted (Ctrl-C).
     Interrupted,
+    /// The process's resident memory passed this many bytes.
+    Memory(u64),
 }
 
 /// A duration as seconds, a number.
@@ -28,6 +30,7 @@ impl std::fmt::Display for Bound {
             Bound::States(n) => write!(f, "the state limit ({n} states)"),
             Bound::Timeout(t) => write!(f, "the time limit ({}s)", t.as_secs_f64()),
             Bound::Interrupted => write!(f, "an interruption (Ctrl-C)"),
+            Bound::Memory(bytes) => write!(f, "the memory limit ({})", crate::memory::Size(*bytes)),
         }
     }
 }

@@ -232,6 +232,32 @@ fn check_should_honour_a_timeout_on_several_threads() {
     assert_stopped_by(&output, "the time limit (0.3s)");
 }
 
+#[test]
+fn check_should_stop_at_its_memory_bound_rather_than_be_killed() {
+    // The mutex bench's 2.8 million states take some 200 MiB: a bound of
+    // 40 MiB stops it early, as any bound does.
+    let output = steadfast(&["check", "mutex", "--scenario", "bench", "--memory", "40M"]);
+    assert_stopped_by(&output, "the memory limit (40 MiB)");
+    let json = steadfast(&[
+        "check",
+        "mutex",
+        "--scenario",
+        "bench",
+        "--memory",
+        "40M",
+        "--json",
+    ]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
+    assert_valid(&value);
+    assert_eq!(
+        value["results"][0]["stopped"],
+        serde_json::json!({ "bound": "memory", "limit": 40 << 20 })
+    );
+    // A roomy bound changes nothing.
+    let output = steadfast(&["check", "mutex", "--memory", "8G"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}
+
 /// Asserts that a check exited 3, stopped by `bound`, with unknown verdicts.
 fn assert_stopped_by(output: &Output, bound: &str) {
     let text = stdout(output);
@@ -331,6 +357,8 @@ fn hostile_inputs_should_get_an_exit_code_never_a_panic() {
             &["check", "mutex", "--max-states", "99999999999"][..],
             "max-states",
         ),
+        (&["check", "mutex", "--memory", "12X"][..], "is not a size"),
+        (&["check", "mutex", "--memory", "0"][..], "is not a size"),
     ] {
         let output = steadfast(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -96,6 +96,20 @@ fn steadfast_should_route_again_what_a_scheduler_that_left_held() {
     );
 }
 
+/// Three schedulers, one stopping for good: its actions find a live owner
+/// among the other two.
+#[test]
+fn with_three_schedulers_a_departed_ones_actions_should_find_a_live_owner() {
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::three,
+        &[
+            "a scheduler leaves for good",
+            "a send to a scheduler that left bounces",
+            "a departed member's actions get a live owner",
+        ],
+    );
+}
+
 #[test]
 fn a_draining_scheduler_should_settle_what_it_runs_and_what_reaches_it_should_run_elsewhere() {
     assert_routed_around_a_scheduler_that_left(

@@ -169,6 +169,29 @@ pub fn etcd_faults(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// `general` with a scheduler crash and an etcd leader loss besides: a
+/// size the checker reaches only with its states kept compact.
+pub fn general_crash(variant: Variant) -> LeaseQueueModel {
+    let mut model = general(variant);
+    model.bounds.faults.crashes = 1;
+    model.bounds.faults.leader_losses = 1;
+    model
+}
+
+/// Three schedulers, one controller, two actions, one activation of each:
+/// a scheduler stops for good at any time, with what it holds, and its
+/// actions must find a live owner among the other two.
+pub fn three(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 1)],
+        faults: Faults {
+            departures: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 3, 1, 2)
+    })
+}
+
 /// `general` with a message sent twice besides: for benchmarks.
 pub fn bench(variant: Variant) -> LeaseQueueModel {
     let mut model = general(variant);
