@@ -101,12 +101,6 @@ impl Report {
                 .all(|v| !properties && v.rule.is_property())
     }
 
-    /// The violations of the world's rules: what no variant's thin driver
-    /// over a real etcd or API server shows.
-    pub fn of_the_world(&self) -> impl Iterator<Item = &Violation> {
-        self.violations.iter().filter(|v| !v.rule.is_property())
-    }
-
     /// The report as `steadfast replay` prints it: a line per trace, then
     /// a line per rule (`holds`, or `VIOLATED` and each violation with the
     /// file and line of every step that shows it).
