@@ -469,7 +469,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 20] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 21] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -589,6 +589,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 20] = [
         about: "3 schedulers, 1 controller, 2 actions; a scheduler stops for good, with what it holds",
         by_default: false,
         value: lq_scenarios::three,
+    },
+    Scenario {
+        name: "three-crash",
+        about: "3 schedulers, 2 controllers, 2 actions; a scheduler stops for good, one crashes",
+        by_default: false,
+        value: lq_scenarios::three_crash,
     },
 ];
 

@@ -192,6 +192,21 @@ pub fn three(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// Three schedulers, two controllers, two actions, an activation of each
+/// through a different controller: a scheduler stops for good and one
+/// crashes, each at any time. Too big for `cargo test`.
+pub fn three_crash(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (1, 1)],
+        faults: Faults {
+            departures: 1,
+            crashes: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 3, 2, 2)
+    })
+}
+
 /// `general` with a message sent twice besides: for benchmarks.
 pub fn bench(variant: Variant) -> LeaseQueueModel {
     let mut model = general(variant);
