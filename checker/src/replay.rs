@@ -81,11 +81,9 @@ pub struct Report {
 /// Replays each of `traces` through its role's `step`, and checks them
 /// together against every [`Rule`].
 pub fn check(traces: &[Traced], options: &Options) -> Report {
-    let replays = traces.iter().map(|t| t.trace.replay()).collect();
-    let all: Vec<Trace> = traces.iter().map(|t| t.trace.clone()).collect();
     Report {
-        replays,
-        violations: conformance::check(&all, options),
+        replays: traces.iter().map(|t| t.trace.replay()).collect(),
+        violations: conformance::check(traces.iter().map(|t| &t.trace), options),
     }
 }
 

@@ -647,24 +647,20 @@ impl Driver {
     fn message(&mut self, message: Message) {
         match message {
             Message::Ack { id, from } => {
-                let input = Input::Acked {
-                    id,
-                    from: from.clone(),
-                };
-                self.receive(Some(from), input);
+                self.receive(Some(from.clone()), Input::Acked { id, from })
             }
             Message::Refused {
                 id,
                 from,
                 incarnation,
-            } => {
-                let input = Input::Bounced {
+            } => self.receive(
+                Some(from.clone()),
+                Input::Bounced {
                     id,
-                    to: from.clone(),
+                    to: from,
                     incarnation,
-                };
-                self.receive(Some(from), input);
-            }
+                },
+            ),
             Message::Outcome { id, outcome, from } => {
                 // The report arrived: its sender stops sending it, whatever
                 // the role makes of it.

@@ -696,23 +696,19 @@ impl<E: Executor> Driver<E> {
                 id,
                 from,
                 incarnation,
-            } => {
-                let input = Input::Bounced {
+            } => self.receive(
+                Some(from.clone()),
+                Input::Bounced {
                     id,
-                    to: from.clone(),
+                    to: from,
                     incarnation,
-                };
-                self.receive(Some(from), input);
-            }
+                },
+            ),
             Message::CreateQueue { action, from } => {
                 self.receive(from, Input::CreateQueue { action });
             }
             Message::Ack { id, from } => {
-                let input = Input::ForwardAcked {
-                    id,
-                    from: from.clone(),
-                };
-                self.receive(Some(from), input);
+                self.receive(Some(from.clone()), Input::ForwardAcked { id, from });
             }
             Message::OutcomeAck { id, from } => self.receive(from, Input::ReportAcked { id }),
             Message::Outcome { id, .. } => {

@@ -19,7 +19,7 @@ use crate::trace::Trace;
 /// Per activation, where each of a kind of event happened.
 type Places = BTreeMap<String, Vec<At>>;
 
-pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let mut executions = Places::new();
     let mut ends = Places::new();
     let mut failures = Places::new();

@@ -14,7 +14,7 @@ use crate::leasequeue::controller::{self, Change};
 use crate::leasequeue::scheduler::{ClaimResult, Effect, Input};
 use crate::trace::Trace;
 
-pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let keys = Keys::answered(traces, out);
     let deleted = watches(traces, &keys, out);
     leases(traces, &keys, &deleted, out);
@@ -34,7 +34,7 @@ impl Keys {
     /// The keys the schedulers' answers name; two answers that name one
     /// key (one action, one create revision) with two owners or leases
     /// break "a key is created once between deletes".
-    fn answered(traces: &[Trace], out: &mut Vec<Violation>) -> Self {
+    fn answered(traces: &[&Trace], out: &mut Vec<Violation>) -> Self {
         let mut keys = Keys {
             known: BTreeMap::new(),
         };
@@ -97,7 +97,7 @@ struct Segment {
 /// created twice, and the creations the schedulers' answers reveal that a
 /// watch skipped. Returns the revision at which each key it saw created
 /// was deleted.
-fn watches(traces: &[Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap<Key, i64> {
+fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap<Key, i64> {
     let mut deleted = BTreeMap::new();
     let mut segments = Vec::new();
     for (trace, header, records) in controllers(traces) {
@@ -228,7 +228,7 @@ fn watches(traces: &[Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap<
 /// "a lease's keys go at one revision": the keys of a lease that no
 /// request deleted one by one were deleted together, as a revoke or an
 /// expiry deletes them.
-fn leases(traces: &[Trace], keys: &Keys, deleted: &BTreeMap<Key, i64>, out: &mut Vec<Violation>) {
+fn leases(traces: &[&Trace], keys: &Keys, deleted: &BTreeMap<Key, i64>, out: &mut Vec<Violation>) {
     // The keys their owners asked to delete one by one.
     let mut by_request: BTreeSet<Key> = BTreeSet::new();
     // The actions whose keys a request deleted whatever their revision.
@@ -281,7 +281,7 @@ fn leases(traces: &[Trace], keys: &Keys, deleted: &BTreeMap<Key, i64>, out: &mut
 /// "a keepalive succeeds only for a live lease": no keepalive sent after
 /// its scheduler learned that its lease was gone (a keepalive that found
 /// none, a revoke, a claim or a put that found no lease) succeeds.
-fn keepalives(traces: &[Trace], out: &mut Vec<Violation>) {
+fn keepalives(traces: &[&Trace], out: &mut Vec<Violation>) {
     for (trace, _, records) in schedulers(traces) {
         // The step at which each lease was first known to be gone.
         let mut gone: BTreeMap<i64, usize> = BTreeMap::new();

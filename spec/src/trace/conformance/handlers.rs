@@ -11,7 +11,7 @@ use crate::lifecycle::trace::{EngineHeader, EngineRecord};
 use crate::lifecycle::{Effect, Input, Outcome, RunId};
 use crate::trace::Trace;
 
-pub(super) fn check(traces: &[Trace], options: &Options, out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], options: &Options, out: &mut Vec<Violation>) {
     for (trace, header, records) in engines(traces) {
         reruns(trace, header, records, out);
     }
@@ -103,7 +103,7 @@ struct Span {
 
 /// Runs of one object by two engines (two replicas, or two starts of one)
 /// that overlap by more than the clocks' skew.
-fn overlaps(traces: &[Trace], options: &Options, out: &mut Vec<Violation>) {
+fn overlaps(traces: &[&Trace], options: &Options, out: &mut Vec<Violation>) {
     let mut by_object: BTreeMap<&str, Vec<(usize, Vec<Span>)>> = BTreeMap::new();
     for (trace, header, records) in engines(traces) {
         by_object

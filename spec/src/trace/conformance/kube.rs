@@ -13,7 +13,7 @@ use crate::lifecycle::trace::EngineRecord;
 use crate::lifecycle::{Effect, Input};
 use crate::trace::Trace;
 
-pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     // Per object: every version any engine saw or made, and where.
     let mut versions: BTreeMap<&str, Vec<(u64, At)>> = BTreeMap::new();
     // Per object: the versions patches made, and where.

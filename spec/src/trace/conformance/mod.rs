@@ -30,7 +30,11 @@ mod requests;
 #[cfg(test)]
 mod tests;
 
-use super::Trace;
+use super::{Run, Trace};
+use crate::leasequeue::trace::{
+    ControllerHeader, ControllerRecord, SchedulerHeader, SchedulerRecord,
+};
+use crate::lifecycle::trace::{EngineHeader, EngineRecord};
 
 /// A place in the traces: a trace, by its index in what [`check`] was
 /// given, and a step of it.
@@ -174,8 +178,11 @@ impl Default for Options {
 }
 
 /// Every violation of every [`Rule`] that `traces`, the traces of the
-/// nodes of one run, show together.
-pub fn check(traces: &[Trace], options: &Options) -> Vec<Violation> {
+/// nodes of one run, show together. [`At::trace`] counts them in the order
+/// given.
+pub fn check<'a>(traces: impl IntoIterator<Item = &'a Trace>, options: &Options) -> Vec<Violation> {
+    let traces: Vec<&Trace> = traces.into_iter().collect();
+    let traces = traces.as_slice();
     let mut violations = Vec::new();
     activations::check(traces, &mut violations);
     handlers::check(traces, options, &mut violations);
@@ -187,61 +194,44 @@ pub fn check(traces: &[Trace], options: &Options) -> Vec<Violation> {
     violations
 }
 
-/// The traces of a kind, each with its index.
+/// The traces of one kind of role, each with its index, header and
+/// records, as `pick` finds them.
 fn of<'a, H: 'a, R: 'a>(
-    traces: &'a [Trace],
-    pick: impl Fn(&'a super::Run) -> Option<(&'a H, &'a [R])> + 'a,
+    traces: &'a [&'a Trace],
+    pick: impl Fn(&'a Run) -> Option<(&'a H, &'a Vec<R>)> + 'a,
 ) -> impl Iterator<Item = (usize, &'a H, &'a [R])> + 'a {
-    traces
-        .iter()
-        .enumerate()
-        .filter_map(move |(index, trace)| pick(trace.run()).map(|(h, r)| (index, h, r)))
+    let found = move |(index, trace): (usize, &&'a Trace)| {
+        pick(trace.run()).map(|(header, records)| (index, header, records.as_slice()))
+    };
+    traces.iter().enumerate().filter_map(found)
 }
 
-/// The schedulers' traces, each with its index.
-fn schedulers(
-    traces: &[Trace],
-) -> impl Iterator<
-    Item = (
-        usize,
-        &crate::leasequeue::trace::SchedulerHeader,
-        &[crate::leasequeue::trace::SchedulerRecord],
-    ),
-> {
+/// The schedulers' traces.
+fn schedulers<'a>(
+    traces: &'a [&'a Trace],
+) -> impl Iterator<Item = (usize, &'a SchedulerHeader, &'a [SchedulerRecord])> + 'a {
     of(traces, |run| match run {
-        super::Run::Scheduler(header, records) => Some((header, records.as_slice())),
+        Run::Scheduler(header, records) => Some((header, records)),
         _ => None,
     })
 }
 
-/// The controllers' traces, each with its index.
-fn controllers(
-    traces: &[Trace],
-) -> impl Iterator<
-    Item = (
-        usize,
-        &crate::leasequeue::trace::ControllerHeader,
-        &[crate::leasequeue::trace::ControllerRecord],
-    ),
-> {
+/// The controllers' traces.
+fn controllers<'a>(
+    traces: &'a [&'a Trace],
+) -> impl Iterator<Item = (usize, &'a ControllerHeader, &'a [ControllerRecord])> + 'a {
     of(traces, |run| match run {
-        super::Run::Controller(header, records) => Some((header, records.as_slice())),
+        Run::Controller(header, records) => Some((header, records)),
         _ => None,
     })
 }
 
-/// The engines' traces, each with its index.
-fn engines(
-    traces: &[Trace],
-) -> impl Iterator<
-    Item = (
-        usize,
-        &crate::lifecycle::trace::EngineHeader,
-        &[crate::lifecycle::trace::EngineRecord],
-    ),
-> {
+/// The engines' traces.
+fn engines<'a>(
+    traces: &'a [&'a Trace],
+) -> impl Iterator<Item = (usize, &'a EngineHeader, &'a [EngineRecord])> + 'a {
     of(traces, |run| match run {
-        super::Run::Engine(header, records) => Some((header, records.as_slice())),
+        Run::Engine(header, records) => Some((header, records)),
         _ => None,
     })
 }

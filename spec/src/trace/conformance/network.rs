@@ -12,13 +12,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{controllers, schedulers, At, Options, Rule, Violation};
-use crate::leasequeue::{controller, scheduler};
+use crate::leasequeue::{controller, scheduler, Outcome};
 use crate::trace::Trace;
 
-pub(super) fn check(traces: &[Trace], options: &Options, out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], options: &Options, out: &mut Vec<Violation>) {
     let sent = Sent::of(traces);
     for (trace, header, records) in schedulers(traces) {
-        let me = &header.id;
+        let me = || header.id.clone();
         for (step, record) in records.iter().enumerate() {
             let Some(from) = &record.from else { continue };
             use scheduler::Input as I;
@@ -27,13 +27,13 @@ pub(super) fn check(traces: &[Trace], options: &Options, out: &mut Vec<Violation
                     id,
                     forwarded: false,
                     ..
-                } => format!("activation {id} to {me}"),
-                I::Activation { id, .. } => format!("forward of {id} to {me}"),
-                I::ForwardAcked { id, .. } => format!("acknowledgement of {id}"),
-                I::Bounced { id, .. } => format!("refusal of {id}"),
-                I::CreateQueue { action } => format!("queue for {action} to {me}"),
-                I::ReportAcked { id } => format!("receipt of the outcome of {id} from {me}"),
-                _ => format!("{:?}", record.input),
+                } => Message::Activation(id.clone(), me()),
+                I::Activation { id, .. } => Message::Forward(id.clone(), me()),
+                I::ForwardAcked { id, .. } => Message::Ack(id.clone()),
+                I::Bounced { id, .. } => Message::Refusal(id.clone()),
+                I::CreateQueue { action } => Message::Queue(action.clone(), me()),
+                I::ReportAcked { id } => Message::Receipt(id.clone(), me()),
+                other => Message::Other(format!("{other:?} to {}", header.id)),
             };
             sent.check(from, &message, record.at, At { trace, step }, options, out);
         }
@@ -43,12 +43,49 @@ pub(super) fn check(traces: &[Trace], options: &Options, out: &mut Vec<Violation
             let Some(from) = &record.from else { continue };
             use controller::Input as I;
             let message = match &record.input {
-                I::Acked { id, .. } => format!("acknowledgement of {id}"),
-                I::Bounced { id, .. } => format!("refusal of {id}"),
-                I::Outcome { id, outcome } => format!("outcome of {id}: {outcome:?}"),
-                _ => format!("{:?} to {}", record.input, header.address),
+                I::Acked { id, .. } => Message::Ack(id.clone()),
+                I::Bounced { id, .. } => Message::Refusal(id.clone()),
+                I::Outcome { id, outcome } => Message::Outcome(id.clone(), *outcome),
+                other => Message::Other(format!("{other:?} to {}", header.address)),
             };
             sent.check(from, &message, record.at, At { trace, step }, options, out);
+        }
+    }
+}
+
+/// A message between nodes, named alike by its sending and its taking in.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Message {
+    /// An activation from a controller to a scheduler.
+    Activation(String, String),
+    /// An activation forwarded to a scheduler.
+    Forward(String, String),
+    /// An acknowledgement of an activation.
+    Ack(String),
+    /// A refusal of a copy of an activation.
+    Refusal(String),
+    /// How an activation ended.
+    Outcome(String, Outcome),
+    /// A controller's confirmation that it took an outcome in, to the
+    /// scheduler that reported it.
+    Receipt(String, String),
+    /// A controller's request of a queue for an action, to a scheduler.
+    Queue(String, String),
+    /// A message no node sends as such: never found sent.
+    Other(String),
+}
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Message::Activation(id, to) => write!(f, "activation {id} to {to}"),
+            Message::Forward(id, to) => write!(f, "forward of {id} to {to}"),
+            Message::Ack(id) => write!(f, "acknowledgement of {id}"),
+            Message::Refusal(id) => write!(f, "refusal of {id}"),
+            Message::Outcome(id, outcome) => write!(f, "outcome of {id}: {outcome:?}"),
+            Message::Receipt(id, to) => write!(f, "receipt of the outcome of {id} from {to}"),
+            Message::Queue(action, to) => write!(f, "queue for {action} to {to}"),
+            Message::Other(what) => f.write_str(what),
         }
     }
 }
@@ -57,11 +94,11 @@ pub(super) fn check(traces: &[Trace], options: &Options, out: &mut Vec<Violation
 /// of a step that sent it.
 struct Sent {
     nodes: BTreeSet<String>,
-    first: BTreeMap<(String, String), u64>,
+    first: BTreeMap<(String, Message), u64>,
 }
 
 impl Sent {
-    fn of(traces: &[Trace]) -> Self {
+    fn of(traces: &[&Trace]) -> Self {
         let mut sent = Sent {
             nodes: BTreeSet::new(),
             first: BTreeMap::new(),
@@ -72,10 +109,10 @@ impl Sent {
                 for effect in &record.effects {
                     use scheduler::Effect as E;
                     let message = match effect {
-                        E::Forward { id, to, .. } => format!("forward of {id} to {to}"),
-                        E::Ack { id } => format!("acknowledgement of {id}"),
-                        E::Refuse { id, .. } => format!("refusal of {id}"),
-                        E::Report { id, outcome } => format!("outcome of {id}: {outcome:?}"),
+                        E::Forward { id, to, .. } => Message::Forward(id.clone(), to.clone()),
+                        E::Ack { id } => Message::Ack(id.clone()),
+                        E::Refuse { id, .. } => Message::Refusal(id.clone()),
+                        E::Report { id, outcome } => Message::Outcome(id.clone(), *outcome),
                         _ => continue,
                     };
                     sent.add(&header.id, message, record.at);
@@ -89,14 +126,14 @@ impl Sent {
                 if let (controller::Input::Outcome { id, .. }, Some(from)) =
                     (&record.input, &record.from)
                 {
-                    let message = format!("receipt of the outcome of {id} from {from}");
+                    let message = Message::Receipt(id.clone(), from.clone());
                     sent.add(&header.address, message, record.at);
                 }
                 for effect in &record.effects {
                     use controller::Effect as E;
                     let message = match effect {
-                        E::Send { id, to, .. } => format!("activation {id} to {to}"),
-                        E::CreateQueue { action, to } => format!("queue for {action} to {to}"),
+                        E::Send { id, to, .. } => Message::Activation(id.clone(), to.clone()),
+                        E::CreateQueue { action, to } => Message::Queue(action.clone(), to.clone()),
                         _ => continue,
                     };
                     sent.add(&header.address, message, record.at);
@@ -106,7 +143,7 @@ impl Sent {
         sent
     }
 
-    fn add(&mut self, node: &str, message: String, at: u64) {
+    fn add(&mut self, node: &str, message: Message, at: u64) {
         let first = self.first.entry((node.to_owned(), message)).or_insert(at);
         *first = (*first).min(at);
     }
@@ -115,7 +152,7 @@ impl Sent {
     fn check(
         &self,
         from: &str,
-        message: &str,
+        message: &Message,
         at: u64,
         place: At,
         options: &Options,
@@ -124,7 +161,7 @@ impl Sent {
         if !self.nodes.contains(from) {
             return;
         }
-        let what = match self.first.get(&(from.to_owned(), message.to_owned())) {
+        let what = match self.first.get(&(from.to_owned(), message.clone())) {
             None => format!("took in the {message}, which {from} never sent"),
             // Unstamped traces (written before steps were stamped) are
             // ordered by nothing.

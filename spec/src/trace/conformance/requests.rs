@@ -8,15 +8,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{controllers, schedulers, At, Rule, Violation};
+use crate::leasequeue::trace::Named;
 use crate::leasequeue::{controller, scheduler};
 use crate::trace::{Record, Trace};
 
-pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
+pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     for (trace, _, records) in schedulers(traces) {
+        let ledger = Ledger::default();
         walk(
             trace,
             records,
-            Asked::default(),
+            ledger,
             scheduler_request,
             scheduler_answer,
             out,
@@ -25,12 +27,12 @@ pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
     for (trace, _, records) in controllers(traces) {
         // A controller starts watching from after the listing its header
         // holds: its driver opens that watch before the first step.
-        let mut asked = Asked::default();
-        asked.ask("the watch".into());
+        let mut ledger = Ledger::default();
+        ledger.asked(Asks::Watch);
         walk(
             trace,
             records,
-            asked,
+            ledger,
             controller_request,
             controller_answer,
             out,
@@ -38,88 +40,134 @@ pub(super) fn check(traces: &[Trace], out: &mut Vec<Violation>) {
     }
 }
 
-/// What a request asks, by how its answer names it.
-enum Request {
-    /// An answer is owed for each one made.
-    Each(String),
+/// What a request asks for, named alike by the request and its answer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Asks {
+    WakeUp,
+    Retry,
+    Idle(String),
+    Deadline(String),
+    Grant,
+    KeepAlive(i64, u64),
+    Member(i64),
+    Revoke(i64),
+    Claim(String, i64),
+    Delete(String),
+    Lookup(String, String),
+    Execution(String),
+    Listing,
+    Watch,
+    Activation(String, String),
+    Outcome(String),
+}
+
+/// How a request is answered.
+enum Kind {
+    /// Once per request made.
+    Each,
     /// A timer: armed again, it replaces itself; it fires once.
-    Timer(String),
-    /// A message sent, which may bounce, once per send or less.
-    Sent(String),
+    Timer,
+    /// A message sent, which may bounce (once per send or less).
+    Sent,
 }
 
-/// What an input answers.
-enum Answer {
-    /// Not an answer (a message, a submission, the first wake-up).
-    None,
-    /// The answer to one [`Request::Each`].
-    Each(String),
-    /// The firing of a [`Request::Timer`].
-    Timer(String),
-    /// A bounce of a [`Request::Sent`].
-    Bounce(String),
-}
-
-/// The requests a role has made and not had answered.
-#[derive(Default)]
-struct Asked {
-    owed: BTreeMap<String, usize>,
-    armed: BTreeSet<String>,
-    sent: BTreeSet<String>,
-}
-
-impl Asked {
-    fn ask(&mut self, what: String) {
-        *self.owed.entry(what).or_default() += 1;
-    }
-
-    /// Takes `answer` in: whether a request was waiting for it.
-    fn answer(&mut self, answer: Answer) -> Result<(), String> {
-        match answer {
-            Answer::None => Ok(()),
-            Answer::Each(what) => match self.owed.get_mut(&what) {
-                Some(n) if *n > 0 => {
-                    *n -= 1;
-                    Ok(())
-                }
-                _ => Err(format!(
-                    "{what} was answered, but not asked for (or answered before)"
-                )),
-            },
-            Answer::Timer(what) => {
-                if self.armed.remove(&what) {
-                    Ok(())
-                } else {
-                    Err(format!("{what} fired, but was not armed"))
-                }
-            }
-            Answer::Bounce(what) => {
-                if self.sent.contains(&what) {
-                    Ok(())
-                } else {
-                    Err(format!("{what} bounced, but was never sent"))
-                }
-            }
+impl Asks {
+    fn kind(&self) -> Kind {
+        match self {
+            Asks::WakeUp | Asks::Retry | Asks::Idle(_) | Asks::Deadline(_) => Kind::Timer,
+            Asks::Activation(..) | Asks::Outcome(_) => Kind::Sent,
+            _ => Kind::Each,
         }
     }
 }
 
-/// Walks one role's records, its requests asked by `request` and its
-/// answers by `answer`.
+impl std::fmt::Display for Asks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Asks::WakeUp => write!(f, "the wake-up"),
+            Asks::Retry => write!(f, "the retry timer"),
+            Asks::Idle(action) => write!(f, "the idle timer of {action}"),
+            Asks::Deadline(id) => write!(f, "the deadline of {id}"),
+            Asks::Grant => write!(f, "a lease grant"),
+            Asks::KeepAlive(lease, keepalive) => {
+                write!(f, "keepalive {keepalive} of lease {lease}")
+            }
+            Asks::Member(lease) => write!(f, "the member key under lease {lease}"),
+            Asks::Revoke(lease) => write!(f, "the revoke of lease {lease}"),
+            Asks::Claim(action, lease) => write!(f, "the claim of {action} under lease {lease}"),
+            Asks::Delete(action) => write!(f, "the delete of {action}'s key"),
+            Asks::Lookup(action, id) => write!(f, "the lookup of {action} for {id}"),
+            Asks::Execution(id) => write!(f, "the execution of {id}"),
+            Asks::Listing => write!(f, "a listing"),
+            Asks::Watch => write!(f, "the watch"),
+            Asks::Activation(id, to) => write!(f, "activation {id} to {to}"),
+            Asks::Outcome(id) => write!(f, "the outcome of {id}"),
+        }
+    }
+}
+
+/// The requests a role has made and not had answered.
+#[derive(Default)]
+struct Ledger {
+    owed: BTreeMap<Asks, usize>,
+    armed: BTreeSet<Asks>,
+    sent: BTreeSet<Asks>,
+}
+
+impl Ledger {
+    /// The role asked for `what`.
+    fn asked(&mut self, what: Asks) {
+        match what.kind() {
+            Kind::Each => *self.owed.entry(what).or_default() += 1,
+            Kind::Timer => {
+                self.armed.insert(what);
+            }
+            Kind::Sent => {
+                self.sent.insert(what);
+            }
+        }
+    }
+
+    /// An input answered `what`: whether a request was waiting for it.
+    fn answered(&mut self, what: Asks) -> Result<(), String> {
+        let waiting = match what.kind() {
+            Kind::Each => match self.owed.get_mut(&what) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            },
+            Kind::Timer => self.armed.remove(&what),
+            Kind::Sent => self.sent.contains(&what),
+        };
+        if waiting {
+            return Ok(());
+        }
+        Err(match what.kind() {
+            Kind::Each => format!("{what} was answered, but not asked for (or answered before)"),
+            Kind::Timer => format!("{what} fired, but was not armed"),
+            Kind::Sent => format!("{what} bounced, but was never sent"),
+        })
+    }
+}
+
+/// Walks one role's records, what its effects ask for read by `request`,
+/// what its inputs answer by `answer` (told whether it is the first step).
 fn walk<I, E>(
     trace: usize,
     records: &[Record<I, E>],
-    mut asked: Asked,
-    request: impl Fn(&E) -> Option<Request>,
-    answer: impl Fn(&I, bool) -> Answer,
+    mut ledger: Ledger,
+    request: impl Fn(&E) -> Option<Asks>,
+    answer: impl Fn(&I, bool) -> Option<Asks>,
     out: &mut Vec<Violation>,
 ) {
     for (step, record) in records.iter().enumerate() {
         // A message from another node is no answer: the network rule reads
         // it.
-        let answered = match record.from {
-            Some(_) => Ok(()),
-            None => asked.answer(answer(&record.input, step == 0)),
+        let answered = match (&record.from, answer(&record.input, step == 0)) {
+            (None, Some(what)) => ledger.answered(what),
+            _ => Ok(()),
         };
         if let Err(what) = answered {
             out.push(Violation {
@@ -128,117 +176,95 @@ fn walk<I, E>(
                 what,
             });
         }
-        for effect in &record.effects {
-            match request(effect) {
-                Some(Request::Each(what)) => asked.ask(what),
-                Some(Request::Timer(what)) => {
-                    asked.armed.insert(what);
-                }
-                Some(Request::Sent(what)) => {
-                    asked.sent.insert(what);
-                }
-                None => {}
-            }
-        }
+        record
+            .effects
+            .iter()
+            .filter_map(&request)
+            .for_each(|what| ledger.asked(what));
     }
 }
 
-fn scheduler_request(
-    effect: &scheduler::Effect<crate::leasequeue::trace::Named>,
-) -> Option<Request> {
+fn scheduler_request(effect: &scheduler::Effect<Named>) -> Option<Asks> {
     use scheduler::Effect as E;
     Some(match effect {
-        E::WakeIn { .. } => Request::Timer("the wake-up".into()),
-        E::RetryIn { .. } => Request::Timer("the retry timer".into()),
-        E::IdleTimer { action, .. } => Request::Timer(format!("the idle timer of {action}")),
-        E::Grant { .. } => Request::Each("a lease grant".into()),
-        E::KeepAlive { lease, keepalive } => {
-            Request::Each(format!("keepalive {keepalive} of lease {lease}"))
-        }
-        E::Register { lease, .. } => Request::Each(format!("the member key under lease {lease}")),
-        E::Revoke { lease } => Request::Each(format!("the revoke of lease {lease}")),
-        E::Claim { action, lease, .. } => {
-            Request::Each(format!("the claim of {action} under lease {lease}"))
-        }
-        E::Delete { action, .. } => Request::Each(format!("the delete of {action}'s key")),
-        E::Resolve { id, action } => Request::Each(format!("the lookup of {action} for {id}")),
-        E::Execute { id, .. } => Request::Each(format!("the execution of {id}")),
-        E::Forward { id, to, .. } => Request::Sent(format!("activation {id} to {to}")),
-        E::Report { id, .. } => Request::Sent(format!("the outcome of {id}")),
+        E::WakeIn { .. } => Asks::WakeUp,
+        E::RetryIn { .. } => Asks::Retry,
+        E::IdleTimer { action, .. } => Asks::Idle(action.clone()),
+        E::Grant { .. } => Asks::Grant,
+        E::KeepAlive { lease, keepalive } => Asks::KeepAlive(*lease, *keepalive),
+        E::Register { lease, .. } => Asks::Member(*lease),
+        E::Revoke { lease } => Asks::Revoke(*lease),
+        E::Claim { action, lease, .. } => Asks::Claim(action.clone(), *lease),
+        E::Delete { action, .. } => Asks::Delete(action.clone()),
+        E::Resolve { id, action } => Asks::Lookup(action.clone(), id.clone()),
+        E::Execute { id, .. } => Asks::Execution(id.clone()),
+        E::Forward { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
+        E::Report { id, .. } => Asks::Outcome(id.clone()),
         E::Ack { .. } | E::Refuse { .. } | E::Drained => return None,
     })
 }
 
-fn scheduler_answer(
-    input: &scheduler::Input<crate::leasequeue::trace::Named>,
-    first: bool,
-) -> Answer {
+fn scheduler_answer(input: &scheduler::Input<Named>, first: bool) -> Option<Asks> {
     use scheduler::Input as I;
-    match input {
-        I::Wake if first => Answer::None,
-        I::Wake => Answer::Timer("the wake-up".into()),
-        I::Retry => Answer::Timer("the retry timer".into()),
-        I::Idle { action } => Answer::Timer(format!("the idle timer of {action}")),
-        I::Granted { .. } => Answer::Each("a lease grant".into()),
+    Some(match input {
+        // The first wake-up starts the role.
+        I::Wake if first => return None,
+        I::Wake => Asks::WakeUp,
+        I::Retry => Asks::Retry,
+        I::Idle { action } => Asks::Idle(action.clone()),
+        I::Granted { .. } => Asks::Grant,
         I::KeptAlive {
             lease, keepalive, ..
-        } => Answer::Each(format!("keepalive {keepalive} of lease {lease}")),
-        I::Registered { lease, .. } => Answer::Each(format!("the member key under lease {lease}")),
-        I::Revoked { lease } => Answer::Each(format!("the revoke of lease {lease}")),
-        I::Claimed { action, lease, .. } => {
-            Answer::Each(format!("the claim of {action} under lease {lease}"))
-        }
-        I::Deleted { action } => Answer::Each(format!("the delete of {action}'s key")),
-        I::Resolved { id, action, .. } => Answer::Each(format!("the lookup of {action} for {id}")),
-        I::Executed { id } => Answer::Each(format!("the execution of {id}")),
-        I::Bounced { id, to, .. } => Answer::Bounce(format!("activation {id} to {to}")),
-        I::ReportBounced { id } => Answer::Bounce(format!("the outcome of {id}")),
+        } => Asks::KeepAlive(*lease, *keepalive),
+        I::Registered { lease, .. } => Asks::Member(*lease),
+        I::Revoked { lease } => Asks::Revoke(*lease),
+        I::Claimed { action, lease, .. } => Asks::Claim(action.clone(), *lease),
+        I::Deleted { action } => Asks::Delete(action.clone()),
+        I::Resolved { id, action, .. } => Asks::Lookup(action.clone(), id.clone()),
+        I::Executed { id } => Asks::Execution(id.clone()),
+        I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
+        I::ReportBounced { id } => Asks::Outcome(id.clone()),
         I::Activation { .. }
         | I::ForwardAcked { .. }
         | I::ReportAcked { .. }
         | I::CreateQueue { .. }
         | I::Drain
-        | I::Forget { .. } => Answer::None,
-    }
+        | I::Forget { .. } => return None,
+    })
 }
 
-fn controller_request(
-    effect: &controller::Effect<crate::leasequeue::trace::Named>,
-) -> Option<Request> {
+fn controller_request(effect: &controller::Effect<Named>) -> Option<Asks> {
     use controller::Effect as E;
     Some(match effect {
-        E::WakeIn { .. } => Request::Timer("the wake-up".into()),
-        E::DeadlineIn { id, .. } => Request::Timer(format!("the deadline of {id}")),
-        E::Get { id, action } => Request::Each(format!("the lookup of {action} for {id}")),
-        E::List => Request::Each("a listing".into()),
-        E::Watch { .. } => Request::Each("the watch".into()),
-        E::Send { id, to, .. } => Request::Sent(format!("activation {id} to {to}")),
+        E::WakeIn { .. } => Asks::WakeUp,
+        E::DeadlineIn { id, .. } => Asks::Deadline(id.clone()),
+        E::Get { id, action } => Asks::Lookup(action.clone(), id.clone()),
+        E::List => Asks::Listing,
+        E::Watch { .. } => Asks::Watch,
+        E::Send { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         E::RequestProgress | E::CreateQueue { .. } | E::Resolve { .. } | E::Overdue { .. } => {
             return None
         }
     })
 }
 
-fn controller_answer(
-    input: &controller::Input<crate::leasequeue::trace::Named>,
-    first: bool,
-) -> Answer {
+fn controller_answer(input: &controller::Input<Named>, first: bool) -> Option<Asks> {
     use controller::Input as I;
-    match input {
-        I::Wake if first => Answer::None,
-        I::Wake => Answer::Timer("the wake-up".into()),
-        I::Deadline { id } => Answer::Timer(format!("the deadline of {id}")),
+    Some(match input {
+        I::Wake if first => return None,
+        I::Wake => Asks::WakeUp,
+        I::Deadline { id } => Asks::Deadline(id.clone()),
         I::Got { id, action, .. } | I::GetFailed { id, action } => {
-            Answer::Each(format!("the lookup of {action} for {id}"))
+            Asks::Lookup(action.clone(), id.clone())
         }
-        I::Listed { .. } => Answer::Each("a listing".into()),
-        I::WatchStarted { .. } => Answer::Each("the watch".into()),
-        I::Bounced { id, to, .. } => Answer::Bounce(format!("activation {id} to {to}")),
+        I::Listed { .. } => Asks::Listing,
+        I::WatchStarted { .. } => Asks::Watch,
+        I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         I::Submit { .. }
         | I::Changed { .. }
         | I::Progress { .. }
         | I::Compacted { .. }
         | I::Acked { .. }
-        | I::Outcome { .. } => Answer::None,
-    }
+        | I::Outcome { .. } => return None,
+    })
 }
