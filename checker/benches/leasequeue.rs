@@ -27,7 +27,10 @@ fn main() {
     if let [kind] = &args[..] {
         if let Some(kind) = kind.strip_prefix("run=") {
             let model = scenarios::bench(Variant::Steadfast);
-            println!("{}", measure(&model, THREADS, kind == "safety").to_line());
+            println!(
+                "{}",
+                measure(&model, THREADS, kind == "safety", false).to_line()
+            );
             return;
         }
     }

@@ -1,14 +1,20 @@
-//! The cost of sound liveness checking, measured on the `mutex` model's
-//! `bench` scenario (the filter lock for 6 processes that enter once each,
-//! 2.8 million states), beside stateright's own depth-first checker on the
-//! same model.
+//! The cost of sound liveness checking, beside stateright's own depth-first
+//! checker on the same model: the `mutex` model's `bench` scenario (the
+//! filter lock for 6 processes that enter once each, 2.8 million states),
+//! or two-phase commit (`twophase`, 8 resource managers by default); and what
+//! symmetry reduction saves on it.
 //!
-//! Run: `cargo bench -p steadfast-checker --bench liveness [-- PROCESSES [ROUNDS]]`
-//! (ROUNDS 0: without limit). stateright's DFS keeps the whole path with
-//! every pending state, so without a limit on rounds its memory grows with
-//! the depth of its search; it ran out of 24 GiB on the unbounded 6-process
-//! lock, so the benchmark bounds the rounds.
+//! Run: `cargo bench -p steadfast-checker --bench liveness [-- mutex
+//! [PROCESSES [ROUNDS]] | -- twophase [RMS]]` (ROUNDS 0: without limit).
+//! stateright's DFS keeps the whole path with every pending state, so
+//! without a limit on rounds its memory grows with the depth of its search;
+//! it ran out of 24 GiB on the unbounded 6-process lock, so the benchmark
+//! bounds the rounds.
 //!
+//! Every run but the last explores every state, as stateright does; the
+//! last checks liveness on the graph reduced by the model's symmetry (the
+//! lock's processes other than 0; two-phase commit's RMs up to 5 of them,
+//! so `twophase 5` shows it, and `twophase 8` is the same graph again).
 //! Each run happens in a process of its own; its peak memory is how far the
 //! process's peak resident set rose above what it held before the run, so it
 //! counts every allocation the run made, frontier states included.
@@ -16,7 +22,10 @@
 use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
+use steadfast_checker::CheckableState;
 use steadfast_spec::mutex::{Lock, LockVariant};
+use steadfast_spec::twophase::{TmVariant, TwoPhase};
+use steadfast_spec::TemporalModel;
 
 mod common;
 use common::{measure, peak_resident, resident, run_child, Run};
@@ -30,50 +39,110 @@ const REPEATS: usize = 5;
 
 /// The runs a benchmark makes, each in a process of its own so that its
 /// peak memory is its own.
-const RUNS: [(&str, usize); 5] = [
+const RUNS: [(&str, usize); 6] = [
     ("stateright-dfs", 1),
     ("safety", 1),
     ("safety", 2),
     ("liveness", 1),
     ("liveness", 2),
+    ("reduced", 1),
 ];
+
+/// The model measured, from the command line.
+enum Subject {
+    Mutex(Lock),
+    TwoPhase(TwoPhase),
+}
+
+impl Subject {
+    /// The model the arguments name (`mutex PROCESSES ROUNDS`, `twophase
+    /// RMS`; the first alone takes its defaults), and a line on it.
+    fn parse(args: &[String]) -> (Subject, String) {
+        let arg = |k: usize, default: &str| -> u8 {
+            let text = args.get(k).map_or(default, String::as_str);
+            text.parse().unwrap_or_else(|_| {
+                eprintln!("error: {text:?} is not a count; {USAGE}");
+                std::process::exit(2);
+            })
+        };
+        let fail = |e: &dyn std::fmt::Display| -> ! {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        };
+        match args.first().map_or("mutex", String::as_str) {
+            "mutex" => {
+                let (processes, rounds) = (arg(1, "6"), arg(2, "1"));
+                let lock = Lock::new(processes, LockVariant::Filter)
+                    .unwrap_or_else(|e| fail(&e))
+                    .with_rounds(rounds);
+                let about = format!(
+                    "mutex, variant filter, {processes} processes, rounds {rounds} (0: no limit)"
+                );
+                (Subject::Mutex(lock), about)
+            }
+            "twophase" => {
+                let rms = arg(1, "8");
+                let model = TwoPhase::new(rms, TmVariant::TwoPhase).unwrap_or_else(|e| fail(&e));
+                let about = format!("twophase, variant two-phase, {rms} resource managers");
+                (Subject::TwoPhase(model), about)
+            }
+            other => fail(&format!("no benchmark model {other:?}; {USAGE}")),
+        }
+    }
+
+    /// Makes the run `kind` on `threads` threads.
+    fn run(&self, kind: &str, threads: usize) -> Run {
+        match self {
+            Subject::Mutex(model) => run(model, kind, threads),
+            Subject::TwoPhase(model) => run(model, kind, threads),
+        }
+    }
+}
+
+const USAGE: &str = "the arguments are `mutex [PROCESSES [ROUNDS]]` or `twophase [RMS]`";
+
+/// Makes the run `kind` of `model` on `threads` threads.
+fn run<M>(model: &M, kind: &str, threads: usize) -> Run
+where
+    M: TemporalModel + Clone + Send + Sync + 'static,
+    M::State: CheckableState + std::fmt::Debug + 'static,
+    M::Action: Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static,
+{
+    match kind {
+        "stateright-dfs" => stateright_dfs(model),
+        "safety" => measure(model, threads, true, false),
+        "reduced" => measure(model, threads, false, true),
+        _ => measure(model, threads, false, false),
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|arg| !arg.starts_with('-'))
         .collect();
-    if let [kind, threads, processes, rounds] = &args[..] {
+    if let [kind, threads, model @ ..] = &args[..] {
         if let Some(threads) = threads.strip_prefix("threads=") {
-            let model = lock(processes, rounds);
-            let threads = threads.parse().unwrap_or(1);
-            let run = match kind.as_str() {
-                "stateright-dfs" => stateright_dfs(&model),
-                "safety" => measure(&model, threads, true),
-                _ => measure(&model, threads, false),
-            };
-            println!("{}", run.to_line());
+            let (subject, _) = Subject::parse(model);
+            println!(
+                "{}",
+                subject.run(kind, threads.parse().unwrap_or(1)).to_line()
+            );
             return;
         }
     }
-    let processes = args.first().map_or("6", String::as_str);
-    let rounds = args.get(1).map_or("1", String::as_str);
-    lock(processes, rounds);
+    let (_, about) = Subject::parse(&args);
     println!(
-        "model: mutex, variant filter, {processes} processes, rounds {rounds} (0: no limit); \
-         {REPEATS} runs each, taken in turn; the fastest shown, and the median time"
+        "model: {about}; {REPEATS} runs each, taken in turn; the fastest shown, and the median \
+         time"
     );
 
     let mut repeats: Vec<Vec<Run>> = RUNS.iter().map(|_| Vec::new()).collect();
     for _ in 0..REPEATS {
         for ((kind, threads), runs) in RUNS.iter().zip(&mut repeats) {
-            let args = [
-                kind.to_string(),
-                format!("threads={threads}"),
-                processes.into(),
-                rounds.into(),
-            ];
-            runs.push(run_child(&args));
+            let mut child = vec![kind.to_string(), format!("threads={threads}")];
+            child.extend(args.iter().cloned());
+            runs.push(run_child(&child));
         }
     }
     let mut runs = Vec::new();
@@ -95,7 +164,7 @@ fn main() {
         );
         runs.push((run, median));
     }
-    let [dfs, safety1, safety2, live1, live2] = &runs[..] else {
+    let [dfs, safety1, safety2, live1, live2, reduced] = &runs[..] else {
         return;
     };
     // The ratio of two runs' times: fastest against fastest, and median
@@ -124,22 +193,21 @@ fn main() {
         "1-thread safety against stateright's DFS: {} faster",
         ratio(dfs, safety1)
     );
+    println!(
+        "symmetry: {} states instead of {} ({:.1}x fewer); 1-thread liveness {} faster",
+        reduced.0.states,
+        live1.0.states,
+        live1.0.states as f64 / reduced.0.states as f64,
+        ratio(live1, reduced)
+    );
 }
 
-fn lock(processes: &str, rounds: &str) -> Lock {
-    let (Ok(processes), Ok(rounds)) = (processes.parse(), rounds.parse()) else {
-        eprintln!("error: the arguments are a process count and a round count, as numbers");
-        std::process::exit(2);
-    };
-    Lock::new(processes, LockVariant::Filter)
-        .unwrap_or_else(|e| {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        })
-        .with_rounds(rounds)
-}
-
-fn stateright_dfs(model: &Lock) -> Run {
+fn stateright_dfs<M>(model: &M) -> Run
+where
+    M: Model + Clone + Send + Sync + 'static,
+    M::State: Clone + PartialEq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static,
+    M::Action: Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static,
+{
     let before = resident();
     let started = Instant::now();
     let checker = model.clone().checker().spawn_dfs().join();

@@ -11,11 +11,12 @@ use stateright::{Expectation, Model};
 use steadfast_spec::{Formula, Strength, TemporalModel};
 
 use crate::classes::{ClassSet, Wide, MAX_CLASSES};
+use crate::concrete::{materialize_lasso, walk, Judge};
 use crate::explore::{Exploration, Target};
-use crate::graph::{Graph, Route};
-use crate::liveness::{find_violations, EdgeLasso, FairSets, LabelFormula, Rules};
+use crate::liveness::{find_violations, FairSets, LabelFormula, Rules};
 use crate::packed::{round_trips, worth_encoding};
-use crate::report::{Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict};
+use crate::report::{Evidence, PropertyKind, PropertyReport, Report, Stats, Verdict};
+use crate::symmetry::{Group, NamedPredicate};
 
 /// How far and how wide a check may go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +44,11 @@ pub struct CheckOptions {
     pub deadlock: bool,
     /// Stops the exploration when triggered, as a bound does (for Ctrl-C).
     pub interrupt: Option<Interrupt>,
+    /// Explore one state per orbit of the renamings the model declares
+    /// ([`TemporalModel::interchangeable`]), judging fairness exactly (see
+    /// docs/checker.md, "Symmetry"); a model that declares none is checked
+    /// as it is either way.
+    pub symmetry: bool,
 }
 
 /// A request, from another thread, to stop a check early. The check stops as
@@ -117,6 +123,7 @@ impl Default for CheckOptions {
             stuttering: Stuttering::Anywhere,
             deadlock: false,
             interrupt: None,
+            symmetry: true,
         }
     }
 }
@@ -183,6 +190,46 @@ pub enum CheckError {
          classes, or classes that fewer actions share"
     )]
     TooManyClassSets(usize),
+    /// The interchangeable sets a model declares have too many renamings
+    /// between them for an edge to name one.
+    #[error(
+        "the model's interchangeable ids have more than {0} renamings together; declare smaller \
+         sets, or check without symmetry (--no-symmetry)"
+    )]
+    TooManyRenamings(usize),
+    /// A counterexample found on the reduced graph is not, once rebuilt
+    /// through the model's steps, a fair behaviour violating its property:
+    /// the model's renaming is not a symmetry of it.
+    #[error(
+        "the counterexample of {property:?} found on the graph reduced by symmetry {why} once \
+         rebuilt through the model's steps: the model's rename is not a symmetry of it; fix \
+         it, or check without symmetry (--no-symmetry)"
+    )]
+    Unsound {
+        /// The property the counterexample was for.
+        property: &'static str,
+        /// What the rebuilt behaviour fails.
+        why: String,
+    },
+    /// A fairness class that belongs to an interchangeable id has no
+    /// counterpart for another id of its set.
+    #[error("the model's fairness is not symmetric: {0}")]
+    AsymmetricFairness(String),
+    /// The model declares interchangeable ids, and a renaming of them
+    /// changes what the model does: reducing by it would be unsound.
+    #[error(
+        "the model is not symmetric under the renaming {renaming}: {what}, in the state \
+         {state}; fix the model's rename or its interchangeable sets, or check without symmetry \
+         (--no-symmetry)"
+    )]
+    NotSymmetric {
+        /// What the renaming changed.
+        what: String,
+        /// The renaming, as the sets' ids and their new names.
+        renaming: String,
+        /// The state, as JSON (cut short).
+        state: String,
+    },
 }
 
 impl From<crate::packed::EncodingError> for CheckError {
@@ -196,6 +243,10 @@ impl From<crate::packed::EncodingError> for CheckError {
 /// state refused at the limit; the fair-cycle search marks finished states
 /// with the two as Tarjan indices, which run from 1 to the state count.
 const STATE_NUMBERS: u32 = u32::MAX - 2;
+
+/// How many states, from the initial ones, a model's declared symmetry is
+/// verified on before a reduced check (see `Group::verify`).
+const VERIFIED_STATES: usize = 2_000;
 
 /// What the checker needs of a model's state: to clone, hash and compare
 /// it, to share it between threads, and to keep it as its serde encoding
@@ -244,6 +295,9 @@ where
     M::Action: Clone,
 {
     let plan = Plan::new(model, options)?;
+    if let Some(group) = &plan.group {
+        group.verify(model, &plan.classes, &plan.predicates(), VERIFIED_STATES)?;
+    }
     let initial = model.init_states();
     for state in &initial {
         round_trips(state)?;
@@ -279,8 +333,10 @@ where
     } else {
         (plan.classes.clone(), plan.labels.clone())
     };
+    let group = plan.group.as_ref();
     let exploration = Exploration {
         model,
+        symmetry: group,
         classes,
         labels,
         targets: plan.targets(),
@@ -324,11 +380,17 @@ where
         } else {
             Verdict::Violated
         };
+        let evidence = match found {
+            Some(u) => Some(Evidence::Path(
+                walk(model, group, &plan.classes, &graph.route_to(u))?.0,
+            )),
+            None => None,
+        };
         properties.push(PropertyReport {
             name,
             kind,
             verdict: verdict(found.is_some(), complete, hit),
-            evidence: found.map(|u| Evidence::Path(walk(model, &graph.route_to(u)).0)),
+            evidence,
         });
     }
 
@@ -372,9 +434,26 @@ where
                 Some((earlier, at))
             })
         });
+        let judge = Judge {
+            property: property.name,
+            formula: property.formula,
+            labels: &plan.labels,
+            classes: &plan.classes,
+            strengths: &plan.strengths,
+            class_names: &plan.class_names,
+        };
         let evidence = match (shared, lasso) {
-            (Some((earlier, at)), _) => Some(materialize_lasso(model, graph, earlier, Some(at))),
-            (None, Some(lasso)) => Some(materialize_lasso(model, graph, lasso, None)),
+            (Some((earlier, at)), _) => Some(materialize_lasso(
+                model,
+                group,
+                graph,
+                earlier,
+                Some(at),
+                &judge,
+            )?),
+            (None, Some(lasso)) => {
+                Some(materialize_lasso(model, group, graph, lasso, None, &judge)?)
+            }
             (None, None) => None,
         };
         properties.push(PropertyReport {
@@ -439,6 +518,9 @@ struct Plan<M: Model> {
     classes: Vec<fn(&M::Action) -> bool>,
     /// Per class, weak or strong.
     strengths: Vec<Strength>,
+    class_names: Vec<&'static str>,
+    /// The renamings states are reduced by, when asked for and declared.
+    group: Option<Group>,
     labels: Vec<fn(&M, &M::State) -> bool>,
     safety: Vec<SafetyPlan<M>>,
     liveness: Vec<LivenessPlan>,
@@ -465,6 +547,8 @@ impl<M: TemporalModel> Plan<M> {
         let mut plan = Plan {
             classes: fairness.iter().map(|f| f.class).collect(),
             strengths: fairness.iter().map(|f| f.strength).collect(),
+            class_names: fairness.iter().map(|f| f.name).collect(),
+            group: None,
             labels: Vec::new(),
             safety: Vec::new(),
             liveness: Vec::new(),
@@ -526,7 +610,31 @@ impl<M: TemporalModel> Plan<M> {
         if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(CheckError::DuplicateName(pair[0]));
         }
+        if options.symmetry {
+            plan.group = Group::of(model, &fairness)?;
+        }
         Ok(plan)
+    }
+
+    /// Every predicate a verdict reads, with the name of a property that
+    /// reads it.
+    fn predicates(&self) -> Vec<NamedPredicate<M>> {
+        let mut named: Vec<_> = self.safety.iter().map(|p| (p.name, p.condition)).collect();
+        for property in &self.liveness {
+            let labels = match property.formula {
+                LabelFormula::LeadsTo { p, q } => vec![p, Some(q)],
+                LabelFormula::EventuallyAlways { p } | LabelFormula::InfinitelyOften { p } => {
+                    vec![Some(p)]
+                }
+            };
+            named.extend(
+                labels
+                    .into_iter()
+                    .flatten()
+                    .map(|k| (property.name, self.labels[k])),
+            );
+        }
+        named
     }
 
     /// The label bit for `predicate`, adding it if new.
@@ -550,122 +658,5 @@ impl<M: TemporalModel> Plan<M> {
                 wanted: p.kind == PropertyKind::Sometimes,
             })
             .collect()
-    }
-}
-
-/// The successor of `state` with the given ordinal (counting only actions
-/// that yield a state inside the boundary), with its action's index; `None`
-/// when `state` has no successor and so stutters.
-fn successor<M>(model: &M, state: &M::State, ordinal: u32) -> Option<(usize, M::Action, M::State)>
-where
-    M: Model,
-    M::Action: Clone,
-{
-    let mut actions = Vec::new();
-    model.actions(state, &mut actions);
-    let mut seen = 0;
-    for (index, action) in actions.into_iter().enumerate() {
-        let Some(next) = model.next_state(state, action.clone()) else {
-            continue;
-        };
-        if !model.within_boundary(&next) {
-            continue;
-        }
-        if seen == ordinal {
-            return Some((index, action, next));
-        }
-        seen += 1;
-    }
-    None
-}
-
-/// Replays a route through the model, returning the path and its last state.
-fn walk<M>(model: &M, route: &Route) -> (Path<M>, M::State)
-where
-    M: Model,
-    M::State: Clone,
-    M::Action: Clone,
-{
-    let init_index = route.init as usize;
-    let init = model.init_states().swap_remove(init_index);
-    let mut steps = vec![Step {
-        action: None,
-        state: init.clone(),
-    }];
-    let last = replay(model, init, &route.ordinals, &mut steps);
-    (Path { init_index, steps }, last)
-}
-
-/// Appends to `steps` the steps taken from `state` by `ordinals`; returns the
-/// state reached.
-fn replay<M>(model: &M, mut state: M::State, ordinals: &[u32], steps: &mut Vec<Step<M>>) -> M::State
-where
-    M: Model,
-    M::State: Clone,
-    M::Action: Clone,
-{
-    for &ordinal in ordinals {
-        let action = match successor(model, &state, ordinal) {
-            Some((index, action, next)) => {
-                state = next;
-                Some((index, action))
-            }
-            None => None,
-        };
-        steps.push(Step {
-            action,
-            state: state.clone(),
-        });
-    }
-    state
-}
-
-/// The successor ordinals of a run of edges that leaves `from`.
-fn ordinals<C: ClassSet>(graph: &Graph<C>, mut from: u32, edges: &[usize]) -> (Vec<u32>, u32) {
-    let ordinals = edges
-        .iter()
-        .map(|&e| {
-            let ordinal = graph.ordinal(from, e);
-            from = graph.target(e);
-            ordinal
-        })
-        .collect();
-    (ordinals, from)
-}
-
-/// The lasso's states and actions; its trigger is the step `trigger` names,
-/// or by default the step of its `start`.
-fn materialize_lasso<M, C>(
-    model: &M,
-    graph: &Graph<C>,
-    lasso: &EdgeLasso,
-    trigger: Option<usize>,
-) -> Evidence<M>
-where
-    C: ClassSet,
-    M: Model,
-    M::State: Clone,
-    M::Action: Clone,
-{
-    let mut route = graph.route_to(lasso.start);
-    let trigger = trigger.unwrap_or(route.ordinals.len());
-    let (bridge, entry) = ordinals(graph, lasso.start, &lasso.bridge);
-    route.ordinals.extend(bridge);
-    let (prefix, last) = walk(model, &route);
-    let (cycle_ordinals, _) = ordinals(graph, entry, &lasso.cycle);
-    let mut cycle = Vec::new();
-    if cycle_ordinals.is_empty() {
-        // The behaviour stutters at the entry forever.
-        cycle.push(Step {
-            action: None,
-            state: last,
-        });
-    } else {
-        replay(model, last, &cycle_ordinals, &mut cycle);
-    }
-    Evidence::Lasso {
-        prefix,
-        cycle,
-        trigger,
     }
 }

@@ -29,6 +29,8 @@ pub(crate) trait ClassSet:
     fn minus(self, other: Self) -> Self;
     /// Whether the set is empty.
     fn is_empty(self) -> bool;
+    /// Whether class `j` is in the set.
+    fn contains(self, j: usize) -> bool;
 }
 
 macro_rules! word_set {
@@ -52,6 +54,10 @@ macro_rules! word_set {
 
             fn is_empty(self) -> bool {
                 self == 0
+            }
+
+            fn contains(self, j: usize) -> bool {
+                self >> j & 1 != 0
             }
         }
     };
@@ -91,6 +97,10 @@ impl ClassSet for Wide {
     fn is_empty(self) -> bool {
         self.0.iter().all(|&w| w == 0)
     }
+
+    fn contains(self, j: usize) -> bool {
+        self.0[j / 64] >> (j % 64) & 1 != 0
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +115,7 @@ mod tests {
         assert_eq!(a.intersection(b), set(&[last]));
         assert_eq!(a.minus(b), set(&[0]));
         assert!(a.minus(a).is_empty() && !a.is_empty());
+        assert!(a.contains(last) && a.contains(0) && !a.contains(1));
         assert_ne!(
             set(&[last]),
             set(&[last - 1]),

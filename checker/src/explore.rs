@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stateright::Model;
+use steadfast_spec::TemporalModel;
 
 use crate::classes::ClassSet;
 use crate::graph::{Graph, Parent, MAX_CLASS_SETS, ROOT};
 use crate::packed::{EncodingError, Packed};
 use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Seen};
+use crate::symmetry::{Element, Group, IDENTITY};
 use crate::CheckError;
 use crate::{Bound, Interrupt, Progress};
 
@@ -53,6 +55,9 @@ pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) model: &'a M,
     /// The fairness classes, class `j` of an edge for `classes[j]`.
     pub(crate) classes: Vec<fn(&M::Action) -> bool>,
+    /// The renamings the model declares, when states are reduced to one per
+    /// orbit (see [`crate::symmetry`]).
+    pub(crate) symmetry: Option<&'a Group>,
     /// Predicates kept per state as label bits (for the liveness search).
     pub(crate) labels: Vec<fn(&M, &M::State) -> bool>,
     /// Predicates for which the first state found is remembered.
@@ -95,9 +100,9 @@ pub(crate) struct Explored<C> {
 struct Chunk<S> {
     /// Per expanded state, its out-degree.
     degrees: Vec<u32>,
-    /// Per edge, its target and the index of its class set in
-    /// [`ClassSets`].
-    edges: Vec<(u32, u16)>,
+    /// Per edge, its target, the index of its class set in [`ClassSets`],
+    /// and the renaming that made its target canonical.
+    edges: Vec<(u32, u16, Element)>,
     labels: Vec<u32>,
     found: Vec<Option<u32>>,
     /// The first expanded state without a successor.
@@ -244,9 +249,25 @@ struct Level<'a, M: Model, C> {
 
 impl<M> Exploration<'_, M>
 where
-    M: Model + Sync,
-    M::State: std::hash::Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned,
+    M: TemporalModel + Sync,
+    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned,
 {
+    /// The state that stands for `state`'s orbit, with its fingerprint and
+    /// the renaming that gives it: `state` itself without symmetry.
+    fn canonical(
+        &self,
+        state: M::State,
+        fingerprinter: &Fingerprinter,
+    ) -> (M::State, Fingerprint, Element) {
+        match self.symmetry {
+            Some(group) => group.canonical(self.model, state, fingerprinter),
+            None => {
+                let fingerprint = fingerprinter.fingerprint(&state);
+                (state, fingerprint, IDENTITY)
+            }
+        }
+    }
+
     pub(crate) fn run<C: ClassSet>(&self) -> Explored<C> {
         let started = Instant::now();
         let seen = Seen::new(self.max_states, self.threads);
@@ -264,7 +285,7 @@ where
         let class_sets = ClassSets::new();
         let mut initial = Discovered::new(self.encode);
         for (index, state) in self.model.init_states().into_iter().enumerate() {
-            let fingerprint = fingerprinter.fingerprint(&state);
+            let (state, fingerprint, _) = self.canonical(state, &fingerprinter);
             if let Insert::New(_) = seen.insert(fingerprint) {
                 initial.parents.push(Parent {
                     state: ROOT,
@@ -314,7 +335,7 @@ where
                     &mut found,
                     &mut deadlock,
                     previous,
-                    self.keep_edges,
+                    (self.keep_edges, self.symmetry.is_some()),
                 )
             });
             chunks.sort_unstable_by_key(|(index, _)| *index);
@@ -333,10 +354,13 @@ where
             &mut found,
             &mut deadlock,
             pending,
-            self.keep_edges,
+            (self.keep_edges, self.symmetry.is_some()),
         );
 
         graph.set_classes(class_sets.into_inner());
+        if let Some(group) = self.symmetry {
+            graph.reduce_by(group);
+        }
         // States found but never expanded: no edges, no labels.
         graph
             .labels
@@ -366,7 +390,7 @@ fn record<S, C: ClassSet>(
     found: &mut [Option<u32>],
     deadlock: &mut Option<u32>,
     chunks: Vec<Chunk<S>>,
-    keep_edges: bool,
+    (keep_edges, renamed): (bool, bool),
 ) {
     let mut complete = true;
     for chunk in chunks {
@@ -384,7 +408,7 @@ fn record<S, C: ClassSet>(
             }
             graph.expanded += 1;
         }
-        graph.add_edges(&chunk.edges);
+        graph.add_edges(&chunk.edges, renamed);
         graph.labels.extend(chunk.labels);
         complete = !chunk.truncated;
     }
@@ -409,8 +433,8 @@ fn place<S, C: ClassSet>(
 
 impl<M, C: ClassSet> Level<'_, M, C>
 where
-    M: Model + Sync,
-    M::State: std::hash::Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned,
+    M: TemporalModel + Sync,
+    M::State: Clone + std::hash::Hash + PartialEq + Send + Sync + Serialize + DeserializeOwned,
 {
     /// Expands the frontier on the run's threads, the calling thread doing
     /// `meanwhile` first; returns the chunks with their indices, in no
@@ -606,10 +630,9 @@ where
                 if next == *state {
                     scratch.successors.push(Successor::SelfLoop);
                 } else {
-                    scratch.successors.push(Successor::Other { fair });
-                    scratch
-                        .fingerprints
-                        .push(self.fingerprinter.fingerprint(&next));
+                    let (next, fingerprint, renaming) = run.canonical(next, self.fingerprinter);
+                    scratch.successors.push(Successor::Other { fair, renaming });
+                    scratch.fingerprints.push(fingerprint);
                     scratch.next_states.push(next);
                 }
             }
@@ -656,12 +679,12 @@ where
             let id = first + offset as u32;
             let edges_before = chunk.edges.len();
             for (ordinal, successor) in scratch.successors[begin..end].iter().enumerate() {
-                let (to, fair) = match *successor {
-                    Successor::SelfLoop => (id, C::default()),
-                    Successor::Other { fair } => {
+                let (to, fair, renaming) = match *successor {
+                    Successor::SelfLoop => (id, C::default(), IDENTITY),
+                    Successor::Other { fair, renaming } => {
                         let next = next_states.next();
                         match (results.next(), next) {
-                            (Some((Insert::Known(to), _)), _) => (to, fair),
+                            (Some((Insert::Known(to), _)), _) => (to, fair, renaming),
                             // Known, and no edge is kept.
                             (Some((Insert::Seen, _)), _) => continue,
                             (Some((Insert::New(to), fingerprint)), Some(next)) => {
@@ -677,7 +700,7 @@ where
                                 if let Err(error) = chunk.discovered.states.push(next) {
                                     self.fail(error);
                                 }
-                                (to, fair)
+                                (to, fair, renaming)
                             }
                             _ => {
                                 // A successor could not be numbered: this
@@ -704,7 +727,7 @@ where
                             0
                         }
                     };
-                    chunk.edges.push((to, set));
+                    chunk.edges.push((to, set, renaming));
                 }
             }
             begin = end;
@@ -713,7 +736,7 @@ where
             }
             if run.keep_edges && chunk.edges.len() == edges_before {
                 // A state with no successor stutters forever.
-                chunk.edges.push((id, 0));
+                chunk.edges.push((id, 0, IDENTITY));
             }
             chunk
                 .degrees
@@ -789,9 +812,10 @@ impl Drop for AbandonOnPanic<'_> {
 enum Successor<C> {
     /// The action leads back to the same state.
     SelfLoop,
-    /// The action leads elsewhere, taking these fairness classes; its
-    /// fingerprint and state are next in line in [`Scratch`].
-    Other { fair: C },
+    /// The action leads elsewhere, taking these fairness classes, to a state
+    /// that `renaming` made canonical; its fingerprint and canonical state
+    /// are next in line in [`Scratch`].
+    Other { fair: C, renaming: Element },
 }
 
 /// Buffers a thread reuses from chunk to chunk.
@@ -845,6 +869,7 @@ mod tests {
         let lock = Lock::new(5, LockVariant::Filter).unwrap().with_rounds(1);
         let run = Exploration {
             model: &lock,
+            symmetry: None,
             classes: Vec::new(),
             labels: Vec::new(),
             targets: Vec::new(),

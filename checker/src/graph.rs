@@ -3,6 +3,7 @@
 //! classes it takes.
 
 use crate::classes::ClassSet;
+use crate::symmetry::{Element, Group, Renamer, IDENTITY};
 
 /// One transition of the graph, as [`Graph::edge`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +13,9 @@ pub(crate) struct Edge<C> {
     /// The fairness classes this step takes. Always empty on a self-loop,
     /// which changes nothing and so takes no class.
     pub(crate) fair: C,
+    /// The renaming that made the successor canonical (see
+    /// [`crate::symmetry`]); the identity without symmetry.
+    pub(crate) renaming: Element,
 }
 
 /// How a state was first reached: from `parent` by its `ordinal`-th successor.
@@ -72,6 +76,11 @@ pub(crate) struct Graph<C> {
     /// The distinct sets of classes edges take; the empty set first, which
     /// every self-loop takes.
     class_sets: Vec<C>,
+    /// Per edge, the renaming that made its target canonical; empty
+    /// without symmetry (every renaming the identity).
+    renamings: Vec<Element>,
+    /// How renamings compose and rename classes, under symmetry.
+    pub(crate) symmetry: Option<Renamer<C>>,
     pub(crate) expanded: u32,
 }
 
@@ -88,6 +97,8 @@ impl<C: ClassSet> Graph<C> {
             targets: Vec::new(),
             takes: Vec::new(),
             class_sets: vec![C::default()],
+            renamings: Vec::new(),
+            symmetry: None,
             expanded: 0,
         }
     }
@@ -118,17 +129,27 @@ impl<C: ClassSet> Graph<C> {
         }
     }
 
-    /// Appends edges, each a target and the index of its class set (see
-    /// [`Graph::set_classes`]).
-    pub(crate) fn add_edges(&mut self, edges: &[(u32, u16)]) {
-        self.targets.extend(edges.iter().map(|&(to, _)| to));
-        self.takes.extend(edges.iter().map(|&(_, set)| set));
+    /// Appends edges, each a target, the index of its class set (see
+    /// [`Graph::set_classes`]) and the renaming that made the target
+    /// canonical, kept when `renamed` (under symmetry).
+    pub(crate) fn add_edges(&mut self, edges: &[(u32, u16, Element)], renamed: bool) {
+        self.targets.extend(edges.iter().map(|&(to, _, _)| to));
+        self.takes.extend(edges.iter().map(|&(_, set, _)| set));
+        if renamed {
+            self.renamings.extend(edges.iter().map(|&(_, _, g)| g));
+        }
     }
 
     /// Takes the distinct class sets edges name by index.
     pub(crate) fn set_classes(&mut self, class_sets: Vec<C>) {
         debug_assert_eq!(class_sets.first(), Some(&C::default()));
         self.class_sets = class_sets;
+    }
+
+    /// Makes the graph one of canonical states under `group`, once the
+    /// class sets are known.
+    pub(crate) fn reduce_by(&mut self, group: &Group) {
+        self.symmetry = Some(Renamer::new(group, &self.class_sets));
     }
 
     /// The positions of state `u`'s successors.
@@ -142,6 +163,17 @@ impl<C: ClassSet> Graph<C> {
         Edge {
             to: self.targets[e],
             fair: self.class_sets[usize::from(self.takes[e])],
+            renaming: self.renamings.get(e).copied().unwrap_or(IDENTITY),
+        }
+    }
+
+    /// The classes the edge at position `e` takes, renamed by `frame`: those
+    /// a concrete step takes from the state its source stands for under
+    /// `frame`.
+    pub(crate) fn taken_in(&self, e: usize, frame: Element) -> C {
+        match &self.symmetry {
+            Some(renamer) => renamer.rename_indexed(self.takes[e], frame),
+            None => self.class_sets[usize::from(self.takes[e])],
         }
     }
 
@@ -153,12 +185,6 @@ impl<C: ClassSet> Graph<C> {
     /// The successors of state `u`.
     pub(crate) fn out(&self, u: u32) -> impl Iterator<Item = Edge<C>> + '_ {
         self.edge_range(u).map(|e| self.edge(e))
-    }
-
-    /// The fairness classes enabled at `u`: those some non-stutter successor
-    /// takes.
-    pub(crate) fn enabled(&self, u: u32) -> C {
-        self.out(u).fold(C::default(), |acc, e| acc.union(e.fair))
     }
 
     /// Whether label `k` holds at `u`.

@@ -26,6 +26,7 @@
 
 mod check;
 mod classes;
+mod concrete;
 mod explore;
 mod graph;
 mod liveness;
@@ -36,6 +37,7 @@ mod render;
 pub mod replay;
 mod report;
 mod seen;
+mod symmetry;
 
 pub use check::{
     check, check_with_progress, max_threads, CheckError, CheckOptions, CheckableState, Interrupt,

@@ -22,6 +22,18 @@
 //!
 //! Tarjan's algorithm runs on an explicit stack, so deep graphs cannot
 //! overflow the thread's stack.
+//!
+//! Under symmetry a component of the graph of canonical states stands for
+//! components of the model whose states are its states renamed. Which
+//! classes such a component takes and where they are enabled is read through
+//! [`Frames`]: a renaming per state, under which the states stand for one
+//! concrete component, and the subgroup of renamings that component is
+//! closed under (the renamings its cycles compose to). A class is taken in
+//! it iff some element of the subgroup makes it of a class some edge takes
+//! in its state's frame; enabled everywhere iff every element keeps it
+//! enabled at every state. The concrete component is fair iff this says so,
+//! and a fair cycle is built over (state, frame) pairs, so that it closes on
+//! the same concrete state (see docs/checker.md, "Symmetry").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::classes::ClassSet;
 use crate::graph::Graph;
 use crate::memory::filled;
+use crate::symmetry::{Element, IDENTITY};
 
 /// A liveness formula over the label bits of the graph.
 #[derive(Clone, Copy, Debug)]
@@ -154,6 +167,26 @@ struct Summary<C> {
     somewhere: C,
 }
 
+/// A place in the concrete graph a component stands for: a state of the
+/// graph and the renaming under which it stands for the concrete state.
+type Node = (u32, Element);
+
+/// The frames of a strongly connected set of states (see the module's
+/// documentation); without symmetry every frame is the identity.
+struct Frames {
+    /// Per state, its frame: empty without symmetry.
+    of: HashMap<u32, Element>,
+    /// The renamings the concrete component is closed under: just the
+    /// identity without symmetry.
+    subgroup: Vec<Element>,
+}
+
+impl Frames {
+    fn of(&self, u: u32) -> Element {
+        self.of.get(&u).copied().unwrap_or(IDENTITY)
+    }
+}
+
 impl<'g, C: ClassSet> Tarjan<'g, C> {
     fn new(graph: &'g Graph<C>, rules: Rules<C>, allowed: impl Fn(u32) -> bool) -> Self {
         Tarjan {
@@ -224,10 +257,9 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
                 let members = &stack[start..];
                 // Judged while the members are still open, which tells
                 // their edges to one another from those leaving.
-                let (fair, reaches_fair) = if let [only] = members {
-                    self.judge_alone(*only, escapes)
-                } else {
-                    self.judge(members)
+                let (fair, reaches_fair) = match members {
+                    [only] if !self.renamed_loop(*only) => self.judge_alone(*only, escapes),
+                    _ => self.judge(members),
                 };
                 let index = if reaches_fair { DONE_REACHES } else { DONE };
                 for &u in members {
@@ -276,10 +308,21 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     /// at one of its states and taken by no edge inside sends it to
     /// [`Self::core`].
     fn judge(&self, members: &[u32]) -> (bool, bool) {
-        let FairSets { weak, strong } = self.rules.fairness;
+        if self.graph.symmetry.is_some() {
+            let escapes = members.iter().any(|&u| {
+                self.graph
+                    .out(u)
+                    .any(|edge| self.marks[edge.to as usize].index == DONE_REACHES)
+            });
+            let open = |w: u32| !matches!(self.marks[w as usize].index, 0 | DONE | DONE_REACHES);
+            let (summary, _) = self.summary(members, open);
+            let (weak_fair, spoiling) = self.fairness(&summary);
+            let fair = weak_fair && (spoiling.is_empty() || self.core(members, |_| true).is_some());
+            return (fair, fair || escapes);
+        }
         let mut summary = Summary {
             taken: C::default(),
-            always: weak,
+            always: self.rules.fairness.weak,
             somewhere: C::default(),
         };
         let mut escapes = false;
@@ -299,16 +342,121 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             summary.always = summary.always.intersection(enabled);
             summary.somewhere = summary.somewhere.union(enabled);
         }
+        let (weak_fair, spoiling) = self.fairness(&summary);
+        let fair = weak_fair && (spoiling.is_empty() || self.core(members, |_| true).is_some());
+        (fair, fair || escapes)
+    }
+
+    /// Whether a set of states with this summary passes weak fairness, and
+    /// the strongly fair classes enabled in it and taken by none of its
+    /// edges, which spoil every cycle through a state where they are
+    /// enabled.
+    fn fairness(&self, summary: &Summary<C>) -> (bool, C) {
+        let FairSets { weak, strong } = self.rules.fairness;
         let weak_fair = weak
             .intersection(summary.always)
             .minus(summary.taken)
             .is_empty();
-        let strong_fair = strong
-            .intersection(summary.somewhere)
-            .minus(summary.taken)
-            .is_empty();
-        let fair = weak_fair && (strong_fair || self.core(members, |_| true).is_some());
-        (fair, fair || escapes)
+        let spoiling = strong.intersection(summary.somewhere).minus(summary.taken);
+        (weak_fair, spoiling)
+    }
+
+    /// Whether `u` has an edge to itself that is a step, not a stutter:
+    /// one to another state of its orbit, under symmetry.
+    fn renamed_loop(&self, u: u32) -> bool {
+        self.graph.symmetry.is_some()
+            && self
+                .graph
+                .out(u)
+                .any(|edge| edge.to == u && edge.renaming != IDENTITY)
+    }
+
+    /// The frame reached from `frame` by the edge at position `e`.
+    fn next_frame(&self, frame: Element, e: usize) -> Element {
+        match &self.graph.symmetry {
+            Some(renamer) => renamer.compose(frame, renamer.inverse(self.graph.edge(e).renaming)),
+            None => IDENTITY,
+        }
+    }
+
+    /// The classes enabled at `u` in frame `frame`.
+    fn enabled_in(&self, u: u32, frame: Element) -> C {
+        self.graph.edge_range(u).fold(C::default(), |acc, e| {
+            acc.union(self.graph.taken_in(e, frame))
+        })
+    }
+
+    /// The frames of the strongly connected `set`, rooted at its first
+    /// state; `inside` tells its states from others.
+    fn frames(&self, set: &[u32], inside: impl Fn(u32) -> bool) -> Frames {
+        let Some(renamer) = &self.graph.symmetry else {
+            return Frames {
+                of: HashMap::new(),
+                subgroup: vec![IDENTITY],
+            };
+        };
+        let mut of = HashMap::from([(set[0], IDENTITY)]);
+        let mut generators = Vec::new();
+        let mut queue = VecDeque::from([set[0]]);
+        while let Some(u) = queue.pop_front() {
+            let frame = of[&u];
+            for e in self.graph.edge_range(u) {
+                let w = self.graph.target(e);
+                if !inside(w) {
+                    continue;
+                }
+                let next = self.next_frame(frame, e);
+                match of.get(&w) {
+                    None => {
+                        of.insert(w, next);
+                        queue.push_back(w);
+                    }
+                    Some(&known) => {
+                        let cycle = renamer.compose(next, renamer.inverse(known));
+                        if cycle != IDENTITY && !generators.contains(&cycle) {
+                            generators.push(cycle);
+                        }
+                    }
+                }
+            }
+        }
+        Frames {
+            of,
+            subgroup: renamer.subgroup(&generators),
+        }
+    }
+
+    /// What the classes do on the concrete component the strongly
+    /// connected `set` stands for (itself, without symmetry), in the frame
+    /// of its first state, with the frames it was read through.
+    fn summary(&self, set: &[u32], inside: impl Fn(u32) -> bool) -> (Summary<C>, Frames) {
+        let frames = self.frames(set, &inside);
+        let mut summary = Summary {
+            taken: C::default(),
+            always: self.rules.fairness.weak,
+            somewhere: C::default(),
+        };
+        for &u in set {
+            let frame = frames.of(u);
+            let mut enabled = C::default();
+            for e in self.graph.edge_range(u) {
+                let taken = self.graph.taken_in(e, frame);
+                enabled = enabled.union(taken);
+                if inside(self.graph.target(e)) {
+                    summary.taken = summary.taken.union(taken);
+                }
+            }
+            summary.always = summary.always.intersection(enabled);
+            summary.somewhere = summary.somewhere.union(enabled);
+        }
+        if let Some(renamer) = &self.graph.symmetry {
+            summary = Summary {
+                taken: renamer.closure(summary.taken, &frames.subgroup),
+                always: renamer.interior(summary.always, &frames.subgroup),
+                somewhere: renamer.closure(summary.somewhere, &frames.subgroup),
+            };
+        }
+        (summary, frames)
     }
 
     /// [`Self::judge`] for a component of one state, `u`, whose edges lead
@@ -335,28 +483,15 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
         self.rules.stutters && u < self.graph.expanded
     }
 
-    /// The classes on the states of `set` (which must all be allowed) and
-    /// the edges among them, and whether those edges or stutters close a
-    /// cycle.
-    fn summarize(&self, set: &[u32], inside: &HashSet<u32>) -> (Summary<C>, bool) {
-        let mut summary = Summary {
-            taken: C::default(),
-            always: self.rules.fairness.weak,
-            somewhere: C::default(),
-        };
-        let mut has_cycle = set.len() > 1 || set.iter().any(|&u| self.may_stutter(u));
-        for &u in set {
-            let enabled = self.graph.enabled(u);
-            for edge in self.graph.out(u) {
-                if inside.contains(&edge.to) {
-                    summary.taken = summary.taken.union(edge.fair);
-                    has_cycle |= edge.to == u;
-                }
-            }
-            summary.always = summary.always.intersection(enabled);
-            summary.somewhere = summary.somewhere.union(enabled);
-        }
-        (summary, has_cycle)
+    /// [`Self::summary`] of the strongly connected `set` (whose states must
+    /// all be allowed), and whether its edges or stutters close a cycle.
+    fn summarize(&self, set: &[u32], inside: &HashSet<u32>) -> (Summary<C>, Frames, bool) {
+        let has_cycle = set.len() > 1
+            || set
+                .iter()
+                .any(|&u| self.may_stutter(u) || self.graph.out(u).any(|edge| edge.to == u));
+        let (summary, frames) = self.summary(set, |w| inside.contains(&w));
+        (summary, frames, has_cycle)
     }
 
     /// A fair core of the strongly connected `members` holding a state that
@@ -365,31 +500,31 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     /// class spoils it; otherwise the states where a spoiling class is
     /// enabled are removed and the rest decomposed again.
     fn core(&self, members: &[u32], wanted: impl Fn(u32) -> bool) -> Option<Vec<u32>> {
-        let FairSets { weak, strong } = self.rules.fairness;
         let mut work = vec![members.to_vec()];
         while let Some(set) = work.pop() {
             if !set.iter().any(|&u| wanted(u)) {
                 continue;
             }
             let inside: HashSet<u32> = set.iter().copied().collect();
-            let (summary, has_cycle) = self.summarize(&set, &inside);
+            let (summary, frames, has_cycle) = self.summarize(&set, &inside);
             // Taking states away can only disable fewer and take fewer
             // classes: a weak failure is final.
-            if !has_cycle
-                || !weak
-                    .intersection(summary.always)
-                    .minus(summary.taken)
-                    .is_empty()
-            {
+            let (weak_fair, spoiling) = self.fairness(&summary);
+            if !has_cycle || !weak_fair {
                 continue;
             }
-            let spoiling = strong.intersection(summary.somewhere).minus(summary.taken);
             if spoiling.is_empty() {
                 return Some(set);
             }
+            // The spoiling classes are closed under the frames' subgroup, so
+            // a state spoils in one frame of the component iff in all.
             let rest: Vec<u32> = set
                 .into_iter()
-                .filter(|&u| self.graph.enabled(u).intersection(spoiling).is_empty())
+                .filter(|&u| {
+                    self.enabled_in(u, frames.of(u))
+                        .intersection(spoiling)
+                        .is_empty()
+                })
                 .collect();
             work.extend(self.components(&rest));
         }
@@ -501,7 +636,12 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     }
 
     /// The edges by which a breadth-first search from `from` reached `to`.
-    fn trace(&self, came_from: &HashMap<u32, (u32, usize)>, from: u32, to: u32) -> Vec<usize> {
+    fn trace<K: Copy + Eq + std::hash::Hash>(
+        &self,
+        came_from: &HashMap<K, (K, usize)>,
+        from: K,
+        to: K,
+    ) -> Vec<usize> {
         let mut edges = Vec::new();
         let mut at = to;
         loop {
@@ -522,81 +662,117 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     /// is disabled) until it owes none, then home; a class it meets on the
     /// way is paid on the way. Empty when `start` may stutter and owes
     /// nothing: the behaviour repeats `start` forever.
+    ///
+    /// It runs over (state, frame) pairs, from `start` in the identity
+    /// frame and back to it in the identity frame, so that under symmetry
+    /// it closes on the same concrete state and pays in concrete classes.
     fn fair_cycle(&self, core: &[u32], start: u32) -> Vec<usize> {
         let FairSets { weak, strong } = self.rules.fairness;
         let inside: HashSet<u32> = core.iter().copied().collect();
         let graph = self.graph;
-        let quiet = |u: u32| weak.minus(graph.enabled(u));
+        let quiet = |(u, frame): Node| weak.minus(self.enabled_in(u, frame));
         // A strongly fair class never enabled in the core is never owed;
         // one enabled there is paid only by taking it.
-        let enabled_in_core = core
-            .iter()
-            .fold(C::default(), |acc, &u| acc.union(graph.enabled(u)));
+        let mut rooted = core.to_vec();
+        if let Some(k) = rooted.iter().position(|&u| u == start) {
+            rooted.swap(0, k);
+        }
+        let (summary, _) = self.summary(&rooted, |w| inside.contains(&w));
+        let home: Node = (start, IDENTITY);
         let mut owed = weak
-            .union(strong.intersection(enabled_in_core))
-            .minus(quiet(start));
+            .union(strong.intersection(summary.somewhere))
+            .minus(quiet(home));
         let mut cycle = Vec::new();
-        let mut at = start;
+        let mut at = home;
         while !owed.is_empty() {
             let Some((legs, witness)) = self.nearest_witness(at, &inside, owed) else {
                 break;
             };
             for e in legs.into_iter().chain(witness) {
-                let to = graph.target(e);
-                owed = owed.minus(graph.edge(e).fair).minus(quiet(to));
+                owed = owed.minus(graph.taken_in(e, at.1));
+                at = (graph.target(e), self.next_frame(at.1, e));
+                owed = owed.minus(quiet(at));
                 cycle.push(e);
-                at = to;
             }
-            owed = owed.minus(quiet(at));
         }
         let stutter = cycle.is_empty() && self.may_stutter(start);
-        if at != start || (cycle.is_empty() && !stutter) {
-            let inside_core = |u: u32| inside.contains(&u);
-            if let Some((_, back)) = self.path(at, inside_core, |u| u == start, cycle.is_empty()) {
+        if at != home || (cycle.is_empty() && !stutter) {
+            if let Some(back) = self.way_home(at, home, &inside) {
                 cycle.extend(back);
             }
         }
         cycle
     }
 
+    /// The (state, frame) pair the edge at position `e` leads to from `at`.
+    fn follow(&self, at: Node, e: usize) -> Node {
+        (self.graph.target(e), self.next_frame(at.1, e))
+    }
+
+    /// A shortest run of edges, at least one, from `from` to `home` through
+    /// pairs whose states are in `inside`.
+    fn way_home(&self, from: Node, home: Node, inside: &HashSet<u32>) -> Option<Vec<usize>> {
+        let mut came_from: HashMap<Node, (Node, usize)> = HashMap::new();
+        let mut queue = VecDeque::from([from]);
+        while let Some(at) = queue.pop_front() {
+            for e in self.graph.edge_range(at.0) {
+                let next = self.follow(at, e);
+                if !inside.contains(&next.0) || came_from.contains_key(&next) {
+                    continue;
+                }
+                came_from.insert(next, (at, e));
+                if next == home {
+                    return Some(self.trace(&came_from, from, home));
+                }
+                queue.push_back(next);
+            }
+        }
+        None
+    }
+
     /// The nearest place from `from`, inside `inside`, that pays a class of
-    /// `owed`: the edges to a state where an owed weakly fair class is
-    /// disabled, or to a state and then one edge that takes an owed class.
+    /// `owed`: the edges to a pair where an owed weakly fair class is
+    /// disabled, or to a pair and then one edge that takes an owed class.
     fn nearest_witness(
         &self,
-        from: u32,
+        from: Node,
         inside: &HashSet<u32>,
         owed: C,
     ) -> Option<(Vec<usize>, Option<usize>)> {
         let graph = self.graph;
         let weak = self.rules.fairness.weak;
-        let mut came_from: HashMap<u32, (u32, usize)> = HashMap::new();
+        let mut came_from: HashMap<Node, (Node, usize)> = HashMap::new();
         let mut queue = VecDeque::from([from]);
         let mut seen = HashSet::from([from]);
-        while let Some(u) = queue.pop_front() {
+        while let Some(at) = queue.pop_front() {
             let legs = || {
-                if u == from {
+                if at == from {
                     Vec::new()
                 } else {
-                    self.trace(&came_from, from, u)
+                    self.trace(&came_from, from, at)
                 }
             };
-            if !weak.minus(graph.enabled(u)).intersection(owed).is_empty() {
+            let (u, frame) = at;
+            if !weak
+                .minus(self.enabled_in(u, frame))
+                .intersection(owed)
+                .is_empty()
+            {
                 return Some((legs(), None));
             }
             let internal = graph
                 .edge_range(u)
                 .filter(|&e| inside.contains(&graph.target(e)));
             for e in internal.clone() {
-                if !graph.edge(e).fair.intersection(owed).is_empty() {
+                if !graph.taken_in(e, frame).intersection(owed).is_empty() {
                     return Some((legs(), Some(e)));
                 }
             }
             for e in internal {
-                let w = graph.target(e);
-                if seen.insert(w) {
-                    came_from.insert(w, (u, e));
-                    queue.push_back(w);
+                let next = self.follow(at, e);
+                if seen.insert(next) {
+                    came_from.insert(next, (at, e));
+                    queue.push_back(next);
                 }
             }
         }

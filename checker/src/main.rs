@@ -121,6 +121,10 @@ struct CheckArgs {
     /// verdict "no deadlock".
     #[arg(long)]
     deadlock: bool,
+    /// Explore every state, even where the model declares interchangeable
+    /// ids (schedulers, processes) whose renamings it could explore one of.
+    #[arg(long)]
+    no_symmetry: bool,
     /// Print the results as JSON on stdout instead of tables.
     #[arg(long)]
     json: bool,
@@ -384,6 +388,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         stuttering: args.stuttering.into(),
         deadlock: args.deadlock,
         interrupt: Some(interrupt.clone()),
+        symmetry: !args.no_symmetry,
     };
     let jobs = match jobs(args) {
         Ok(jobs) => jobs,

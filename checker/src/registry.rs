@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use steadfast_spec::leasequeue::model::{scenarios as lq_scenarios, LeaseQueueModel};
 use steadfast_spec::lifecycle::model::{scenarios, LifecycleModel};
 use steadfast_spec::mutex::{Lock, LockVariant};
+use steadfast_spec::twophase::{TmVariant, TwoPhase};
 use steadfast_spec::TemporalModel;
 use steadfast_spec::{leasequeue, lifecycle};
 
@@ -607,7 +608,60 @@ static LEASEQUEUE: ModelEntry<LeaseQueueModel, leasequeue::Variant, LeaseQueueSc
         build: from_scenario::<leasequeue::Variant, LeaseQueueModel>,
     };
 
-static REGISTRY: [&dyn Entry; 3] = [&LIFECYCLE, &LEASEQUEUE, &MUTEX];
+/// Two-phase commit's transaction managers: the protocol first.
+static TWO_PHASE_VARIANTS: [Variant<TmVariant>; 3] = [
+    Variant {
+        name: "two-phase",
+        about: "commits once every RM is prepared, aborts at will before: consistent, and decides",
+        value: TmVariant::TwoPhase,
+    },
+    Variant {
+        name: "hasty",
+        about: "commits once any RM is prepared: an RM that aborted on its own disagrees",
+        value: TmVariant::Hasty,
+    },
+    Variant {
+        name: "no-abort",
+        about: "never aborts: after an RM aborts on its own, the prepared ones wait forever",
+        value: TmVariant::NoAbort,
+    },
+];
+
+/// How many resource managers take part.
+static TWO_PHASE_SCENARIOS: [Scenario<u8>; 3] = [
+    Scenario {
+        name: "three",
+        about: "3 resource managers",
+        by_default: true,
+        value: 3,
+    },
+    Scenario {
+        name: "five",
+        about: "5 resource managers",
+        by_default: true,
+        value: 5,
+    },
+    Scenario {
+        name: "bench",
+        about: "8 resource managers, 1.7 million states, explored whole: for benchmarks",
+        by_default: false,
+        value: 8,
+    },
+];
+
+fn build_two_phase(variant: &TmVariant, rms: &u8) -> Result<TwoPhase, String> {
+    TwoPhase::new(*rms, *variant).map_err(|e| e.to_string())
+}
+
+static TWO_PHASE: ModelEntry<TwoPhase, TmVariant, u8> = ModelEntry {
+    name: "twophase",
+    about: "an example: two-phase commit with interchangeable resource managers, fair one by one",
+    variants: &TWO_PHASE_VARIANTS,
+    scenarios: &TWO_PHASE_SCENARIOS,
+    build: build_two_phase,
+};
+
+static REGISTRY: [&dyn Entry; 4] = [&LIFECYCLE, &LEASEQUEUE, &MUTEX, &TWO_PHASE];
 
 /// Every model the `steadfast` command knows, in listing order.
 pub fn registry() -> &'static [&'static dyn Entry] {

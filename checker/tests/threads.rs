@@ -4,9 +4,11 @@
 use steadfast_checker::{check, CheckOptions, Verdict};
 use steadfast_spec::mutex::{Lock, LockVariant};
 
+/// Without symmetry, so that the levels are wide.
 fn options(threads: usize) -> CheckOptions {
     CheckOptions {
         threads,
+        symmetry: false,
         ..CheckOptions::default()
     }
 }
@@ -37,9 +39,8 @@ fn state_limit_should_stop_every_thread_count_with_unknown_verdicts() {
     let model = Lock::new(4, LockVariant::Filter).unwrap();
     for threads in [1, 2] {
         let options = CheckOptions {
-            threads,
             max_states: Some(5_000),
-            ..CheckOptions::default()
+            ..options(threads)
         };
         let report = check(&model, &options).unwrap();
         assert!(report.stopped.is_some());

@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
+use crate::symmetry::{Interchangeable, Renaming};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
 
 /// Which waiting rule the processes follow.
@@ -307,16 +308,40 @@ impl TemporalModel for Lock {
         // would let one process run while another starves.
         let classes = [
             Fairness::weak("process 0", LockAction::is_lock_step_of::<0>),
-            Fairness::weak("process 1", LockAction::is_lock_step_of::<1>),
-            Fairness::weak("process 2", LockAction::is_lock_step_of::<2>),
-            Fairness::weak("process 3", LockAction::is_lock_step_of::<3>),
-            Fairness::weak("process 4", LockAction::is_lock_step_of::<4>),
-            Fairness::weak("process 5", LockAction::is_lock_step_of::<5>),
+            Fairness::weak("process 1", LockAction::is_lock_step_of::<1>).of(0, 1),
+            Fairness::weak("process 2", LockAction::is_lock_step_of::<2>).of(0, 2),
+            Fairness::weak("process 3", LockAction::is_lock_step_of::<3>).of(0, 3),
+            Fairness::weak("process 4", LockAction::is_lock_step_of::<4>).of(0, 4),
+            Fairness::weak("process 5", LockAction::is_lock_step_of::<5>).of(0, 5),
         ];
         classes
             .into_iter()
             .take(usize::from(self.processes))
             .collect()
+    }
+
+    /// Every process but 0, which the liveness property names: they run
+    /// one program and differ only by their ids.
+    fn interchangeable(&self) -> Vec<Interchangeable> {
+        vec![Interchangeable::new("process", 1..self.processes)]
+    }
+
+    /// Moves each process's entries to its new index and renames the
+    /// victims (a level no process yielded yet names process 0, which keeps
+    /// its name).
+    fn rename(&self, state: &LockState, renaming: &Renaming) -> LockState {
+        let mut renamed = state.clone();
+        for i in 0..self.processes {
+            let to = usize::from(renaming.id(0, i));
+            let from = usize::from(i);
+            renamed.pc[to] = state.pc[from];
+            renamed.level[to] = state.level[from];
+            renamed.entries[to] = state.entries[from];
+        }
+        for victim in &mut renamed.victim[1..usize::from(self.processes)] {
+            *victim = renaming.id(0, *victim);
+        }
+        renamed
     }
 
     fn liveness(&self) -> Vec<Liveness<Self>> {

@@ -25,6 +25,8 @@
 
 use stateright::Model;
 
+use crate::symmetry::{Interchangeable, Renaming};
+
 /// A predicate over one state of a model, as in stateright's `Property`.
 pub type StatePredicate<M> = fn(&M, &<M as Model>::State) -> bool;
 
@@ -49,6 +51,11 @@ pub struct Fairness<M: Model> {
     pub class: fn(&M::Action) -> bool,
     /// Weak or strong.
     pub strength: Strength,
+    /// The id whose class this is, as a set (its index in
+    /// [`TemporalModel::interchangeable`]) and an id: a renaming of ids maps
+    /// the `k`-th class declared for an id to the `k`-th declared for its new
+    /// name. `None`: a class of no id, which every renaming keeps.
+    pub member: Option<(usize, u8)>,
 }
 
 impl<M: Model> Fairness<M> {
@@ -60,6 +67,7 @@ impl<M: Model> Fairness<M> {
             name,
             class,
             strength: Strength::Weak,
+            member: None,
         }
     }
 
@@ -73,6 +81,16 @@ impl<M: Model> Fairness<M> {
             name,
             class,
             strength: Strength::Strong,
+            member: None,
+        }
+    }
+
+    /// The same class, declared as id `id`'s of the interchangeable set
+    /// `set` (see [`Fairness::member`]).
+    pub fn of(self, set: usize, id: u8) -> Self {
+        Fairness {
+            member: Some((set, id)),
+            ..self
         }
     }
 }
@@ -83,6 +101,7 @@ impl<M: Model> Clone for Fairness<M> {
             name: self.name,
             class: self.class,
             strength: self.strength,
+            member: self.member,
         }
     }
 }
@@ -177,5 +196,25 @@ pub trait TemporalModel: Model {
     /// The liveness properties, judged under [`TemporalModel::fairness`].
     fn liveness(&self) -> Vec<Liveness<Self>> {
         Vec::new()
+    }
+
+    /// The sets of ids the model treats alike (see [`crate::symmetry`]);
+    /// none by default. A model that declares some also renames its states
+    /// ([`TemporalModel::rename`]) and says whose each fairness class is
+    /// ([`Fairness::of`]).
+    fn interchangeable(&self) -> Vec<Interchangeable> {
+        Vec::new()
+    }
+
+    /// `state` with its ids renamed by `renaming`: renaming a state must
+    /// rename its successors, and renaming by one renaming then another
+    /// must be renaming by the two composed. By default the state as it is,
+    /// right for a model that declares no interchangeable ids.
+    fn rename(&self, state: &Self::State, renaming: &Renaming) -> Self::State
+    where
+        Self::State: Clone,
+    {
+        let _ = renaming;
+        state.clone()
     }
 }

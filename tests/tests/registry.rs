@@ -55,3 +55,52 @@ fn other_variants_should_each_violate_something_with_evidence() {
         }
     }
 }
+
+/// Every registered scenario gives the same verdicts with and without
+/// symmetry reduction, under a bound on states that keeps `cargo test`
+/// short: where both runs complete, every verdict is the same; where a bound
+/// stopped one, no verdict contradicts the other's (a bound leaves
+/// `unknown`, never a wrong answer). Scenarios past the bound are compared
+/// by `steadfast check` with and without `--no-symmetry`.
+#[test]
+fn every_scenario_should_give_the_same_verdicts_with_and_without_symmetry() {
+    let bounded = |symmetry| CheckOptions {
+        max_states: Some(60_000),
+        symmetry,
+        ..CheckOptions::default()
+    };
+    let mut compared = 0;
+    for entry in registry() {
+        for (variant, _) in entry.variants() {
+            for (scenario, _, _) in entry.scenarios() {
+                let run = |symmetry| {
+                    entry
+                        .check(variant, scenario, &bounded(symmetry), None)
+                        .unwrap_or_else(|e| panic!("{} {variant} {scenario}: {e}", entry.name()))
+                };
+                let (full, reduced) = (run(false), run(true));
+                let both = full.stopped.is_none() && reduced.stopped.is_none();
+                compared += usize::from(both);
+                for (f, r) in full.properties.iter().zip(&reduced.properties) {
+                    assert_eq!(f.name, r.name);
+                    let agree = if both {
+                        f.verdict == r.verdict
+                    } else {
+                        f.verdict == r.verdict
+                            || f.verdict == Verdict::Unknown
+                            || r.verdict == Verdict::Unknown
+                    };
+                    assert!(
+                        agree,
+                        "{} {variant} {scenario}: {} is {:?} in full, {:?} reduced",
+                        entry.name(),
+                        f.name,
+                        f.verdict,
+                        r.verdict
+                    );
+                }
+            }
+        }
+    }
+    assert!(compared > 0, "some scenario completes within the bound");
+}

@@ -72,8 +72,9 @@ pub fn run_child(args: &[String]) -> Run {
 }
 
 /// Checks `model` on `threads` threads, for safety alone or with liveness,
-/// and asserts that every property judged holds.
-pub fn measure<M>(model: &M, threads: usize, safety_only: bool) -> Run
+/// reduced by its symmetry or not, and asserts that every property judged
+/// holds.
+pub fn measure<M>(model: &M, threads: usize, safety_only: bool, symmetry: bool) -> Run
 where
     M: TemporalModel + Sync,
     M::State: CheckableState,
@@ -83,6 +84,7 @@ where
     let options = CheckOptions {
         threads,
         safety_only,
+        symmetry,
         ..CheckOptions::default()
     };
     let started = Instant::now();
