@@ -190,13 +190,21 @@ pub enum CheckError {
          classes, or classes that fewer actions share"
     )]
     TooManyClassSets(usize),
-    /// The interchangeable sets a model declares have too many renamings
-    /// between them for an edge to name one.
+    /// The interchangeable sets a model declares have more renamings
+    /// between them than the reduction takes.
     #[error(
-        "the model's interchangeable ids have more than {0} renamings together; declare smaller \
-         sets, or check without symmetry (--no-symmetry)"
+        "the model's interchangeable ids have more than {most} renamings together{}; declare \
+         smaller sets, or check without symmetry (--no-symmetry)",
+        if *given_form { "" } else {
+            ", the most tried one by one: give a canonical form (TemporalModel::canonical)"
+        }
     )]
-    TooManyRenamings(usize),
+    TooManyRenamings {
+        /// The most it takes.
+        most: usize,
+        /// Whether that is with a canonical form the model gives.
+        given_form: bool,
+    },
     /// A counterexample found on the reduced graph is not, once rebuilt
     /// through the model's steps, a fair behaviour violating its property:
     /// the model's renaming is not a symmetry of it.
@@ -333,10 +341,9 @@ where
     } else {
         (plan.classes.clone(), plan.labels.clone())
     };
-    let group = plan.group.as_ref();
     let exploration = Exploration {
         model,
-        symmetry: group,
+        symmetry: plan.group.as_ref(),
         classes,
         labels,
         targets: plan.targets(),
@@ -353,6 +360,7 @@ where
         progress,
     };
     let explored = exploration.run::<C>();
+    let group = plan.group.as_deref();
     if let Some(error) = explored.failed {
         return Err(error);
     }
@@ -520,7 +528,7 @@ struct Plan<M: Model> {
     strengths: Vec<Strength>,
     class_names: Vec<&'static str>,
     /// The renamings states are reduced by, when asked for and declared.
-    group: Option<Group>,
+    group: Option<Arc<Group>>,
     labels: Vec<fn(&M, &M::State) -> bool>,
     safety: Vec<SafetyPlan<M>>,
     liveness: Vec<LivenessPlan>,
@@ -611,7 +619,7 @@ impl<M: TemporalModel> Plan<M> {
             return Err(CheckError::DuplicateName(pair[0]));
         }
         if options.symmetry {
-            plan.group = Group::of(model, &fairness)?;
+            plan.group = Group::of(model, &fairness)?.map(Arc::new);
         }
         Ok(plan)
     }

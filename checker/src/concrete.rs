@@ -148,7 +148,7 @@ where
                 state: next,
             });
         };
-        let renamed = self.model.rename(&next, group.renaming(self.frame));
+        let renamed = self.model.rename(&next, &group.renaming(self.frame));
         let mut taking: Vec<usize> = classes_of(self.classes, &action)
             .into_iter()
             .map(|j| group.class(self.frame, j))

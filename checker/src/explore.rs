@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
@@ -57,7 +57,7 @@ pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) classes: Vec<fn(&M::Action) -> bool>,
     /// The renamings the model declares, when states are reduced to one per
     /// orbit (see [`crate::symmetry`]).
-    pub(crate) symmetry: Option<&'a Group>,
+    pub(crate) symmetry: Option<&'a Arc<Group>>,
     /// Predicates kept per state as label bits (for the liveness search).
     pub(crate) labels: Vec<fn(&M, &M::State) -> bool>,
     /// Predicates for which the first state found is remembered.
@@ -359,7 +359,7 @@ where
 
         graph.set_classes(class_sets.into_inner());
         if let Some(group) = self.symmetry {
-            graph.reduce_by(group);
+            graph.reduce_by(group.clone());
         }
         // States found but never expanded: no edges, no labels.
         graph

@@ -3,7 +3,9 @@
 //! classes it takes.
 
 use crate::classes::ClassSet;
-use crate::symmetry::{Element, Group, Renamer, IDENTITY};
+use std::sync::Arc;
+
+use crate::symmetry::{Element, Group, IDENTITY};
 
 /// One transition of the graph, as [`Graph::edge`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +82,7 @@ pub(crate) struct Graph<C> {
     /// without symmetry (every renaming the identity).
     renamings: Vec<Element>,
     /// How renamings compose and rename classes, under symmetry.
-    pub(crate) symmetry: Option<Renamer<C>>,
+    pub(crate) symmetry: Option<Arc<Group>>,
     pub(crate) expanded: u32,
 }
 
@@ -146,10 +148,9 @@ impl<C: ClassSet> Graph<C> {
         self.class_sets = class_sets;
     }
 
-    /// Makes the graph one of canonical states under `group`, once the
-    /// class sets are known.
-    pub(crate) fn reduce_by(&mut self, group: &Group) {
-        self.symmetry = Some(Renamer::new(group, &self.class_sets));
+    /// Makes the graph one of canonical states under `group`.
+    pub(crate) fn reduce_by(&mut self, group: Arc<Group>) {
+        self.symmetry = Some(group);
     }
 
     /// The positions of state `u`'s successors.
@@ -172,7 +173,7 @@ impl<C: ClassSet> Graph<C> {
     /// `frame`.
     pub(crate) fn taken_in(&self, e: usize, frame: Element) -> C {
         match &self.symmetry {
-            Some(renamer) => renamer.rename_indexed(self.takes[e], frame),
+            Some(group) => group.rename(self.class_sets[usize::from(self.takes[e])], frame),
             None => self.class_sets[usize::from(self.takes[e])],
         }
     }

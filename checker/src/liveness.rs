@@ -176,9 +176,9 @@ type Node = (u32, Element);
 struct Frames {
     /// Per state, its frame: empty without symmetry.
     of: HashMap<u32, Element>,
-    /// The renamings the concrete component is closed under: just the
-    /// identity without symmetry.
-    subgroup: Vec<Element>,
+    /// Renamings that generate the subgroup the concrete component is
+    /// closed under: none without symmetry.
+    generators: Vec<Element>,
 }
 
 impl Frames {
@@ -374,7 +374,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     /// The frame reached from `frame` by the edge at position `e`.
     fn next_frame(&self, frame: Element, e: usize) -> Element {
         match &self.graph.symmetry {
-            Some(renamer) => renamer.compose(frame, renamer.inverse(self.graph.edge(e).renaming)),
+            Some(group) => group.compose(frame, group.inverse(self.graph.edge(e).renaming)),
             None => IDENTITY,
         }
     }
@@ -389,10 +389,10 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
     /// The frames of the strongly connected `set`, rooted at its first
     /// state; `inside` tells its states from others.
     fn frames(&self, set: &[u32], inside: impl Fn(u32) -> bool) -> Frames {
-        let Some(renamer) = &self.graph.symmetry else {
+        let Some(group) = &self.graph.symmetry else {
             return Frames {
                 of: HashMap::new(),
-                subgroup: vec![IDENTITY],
+                generators: Vec::new(),
             };
         };
         let mut of = HashMap::from([(set[0], IDENTITY)]);
@@ -412,7 +412,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
                         queue.push_back(w);
                     }
                     Some(&known) => {
-                        let cycle = renamer.compose(next, renamer.inverse(known));
+                        let cycle = group.compose(next, group.inverse(known));
                         if cycle != IDENTITY && !generators.contains(&cycle) {
                             generators.push(cycle);
                         }
@@ -420,10 +420,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
                 }
             }
         }
-        Frames {
-            of,
-            subgroup: renamer.subgroup(&generators),
-        }
+        Frames { of, generators }
     }
 
     /// What the classes do on the concrete component the strongly
@@ -449,11 +446,11 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             summary.always = summary.always.intersection(enabled);
             summary.somewhere = summary.somewhere.union(enabled);
         }
-        if let Some(renamer) = &self.graph.symmetry {
+        if let Some(group) = &self.graph.symmetry {
             summary = Summary {
-                taken: renamer.closure(summary.taken, &frames.subgroup),
-                always: renamer.interior(summary.always, &frames.subgroup),
-                somewhere: renamer.closure(summary.somewhere, &frames.subgroup),
+                taken: group.closure(summary.taken, &frames.generators),
+                always: group.interior(summary.always, &frames.generators),
+                somewhere: group.closure(summary.somewhere, &frames.generators),
             };
         }
         (summary, frames)

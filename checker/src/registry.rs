@@ -643,7 +643,7 @@ static TWO_PHASE_SCENARIOS: [Scenario<u8>; 3] = [
     },
     Scenario {
         name: "bench",
-        about: "8 resource managers, 1.7 million states, explored whole: for benchmarks",
+        about: "8 resource managers (1.7 million states whole): for benchmarks",
         by_default: false,
         value: 8,
     },

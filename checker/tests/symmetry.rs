@@ -11,6 +11,7 @@ use proptest::prelude::*;
 use stateright::{Model, Property};
 use steadfast_checker::{check, CheckError, CheckOptions, Evidence, Report, Verdict};
 use steadfast_spec::mutex::{Lock, LockAction, LockState, LockVariant};
+use steadfast_spec::twophase::{TmVariant, TwoPhase, TwoPhaseAction, TwoPhaseState};
 use steadfast_spec::{Fairness, Interchangeable, Liveness, Renaming, TemporalModel};
 
 /// The most processes of a [`Ring`].
@@ -417,4 +418,78 @@ fn a_renaming_that_is_not_a_symmetry_should_be_refused_naming_what_it_breaks() {
         // Without reduction, the same model is checked as it is.
         assert!(check(&broken, &options(false)).is_ok(), "{how:?}");
     }
+}
+
+#[test]
+fn two_phase_commit_should_keep_its_verdicts_under_its_own_canonical_form() {
+    for rms in 2..=6 {
+        for variant in [TmVariant::TwoPhase, TmVariant::Hasty, TmVariant::NoAbort] {
+            let model = TwoPhase::new(rms, variant).unwrap();
+            let full = check(&model, &options(false)).unwrap();
+            let reduced = check(&model, &options(true)).unwrap();
+            assert_eq!(verdicts(&reduced), verdicts(&full), "{rms} {variant:?}");
+            assert!(
+                reduced.stats.unique_states < full.stats.unique_states,
+                "{rms} {variant:?}"
+            );
+        }
+    }
+}
+
+/// Two-phase commit whose canonical form sorts the RMs by their state
+/// alone: two RMs in one state whose votes differ are left in the order
+/// they came, so two renamings of a state get different forms.
+struct CoarseForm(TwoPhase);
+
+impl Model for CoarseForm {
+    type State = TwoPhaseState;
+    type Action = TwoPhaseAction;
+
+    fn init_states(&self) -> Vec<TwoPhaseState> {
+        self.0.init_states()
+    }
+
+    fn actions(&self, s: &TwoPhaseState, actions: &mut Vec<TwoPhaseAction>) {
+        self.0.actions(s, actions);
+    }
+
+    fn next_state(&self, s: &TwoPhaseState, action: TwoPhaseAction) -> Option<TwoPhaseState> {
+        self.0.next_state(s, action)
+    }
+}
+
+impl TemporalModel for CoarseForm {
+    fn interchangeable(&self) -> Vec<Interchangeable> {
+        self.0.interchangeable()
+    }
+
+    fn rename(&self, s: &TwoPhaseState, renaming: &Renaming) -> TwoPhaseState {
+        self.0.rename(s, renaming)
+    }
+
+    fn canonical(&self, s: &TwoPhaseState) -> Option<(TwoPhaseState, Renaming)> {
+        let rms = self.0.interchangeable()[0].ids.len();
+        let mut order: Vec<u8> = (0..rms as u8).collect();
+        order.sort_by_key(|&i| s.rm[usize::from(i)]);
+        let mut images = vec![0; rms];
+        for (place, &i) in order.iter().enumerate() {
+            images[usize::from(i)] = place as u8;
+        }
+        let renaming = Renaming::from_images(&self.0.interchangeable(), vec![images])?;
+        Some((self.rename(s, &renaming), renaming))
+    }
+}
+
+#[test]
+fn a_canonical_form_that_tells_renamings_apart_should_be_refused() {
+    let coarse = CoarseForm(TwoPhase::new(3, TmVariant::TwoPhase).unwrap());
+    let text = check(&coarse, &options(true))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        text.contains("the renamed state has another canonical form than the state"),
+        "{text}"
+    );
+    assert!(check(&coarse, &options(false)).is_ok());
 }

@@ -101,6 +101,23 @@ impl Renaming {
         }
     }
 
+    /// The renaming that undoes this one.
+    pub fn inverse(&self) -> Renaming {
+        Renaming {
+            sets: self
+                .sets
+                .iter()
+                .map(|(start, images)| {
+                    let mut undone = vec![0; images.len()];
+                    for (k, &image) in images.iter().enumerate() {
+                        undone[usize::from(image - start)] = start + k as u8;
+                    }
+                    (*start, undone)
+                })
+                .collect(),
+        }
+    }
+
     /// Whether it renames nothing.
     pub fn is_identity(&self) -> bool {
         self.sets.iter().all(|(start, images)| {
@@ -130,6 +147,8 @@ mod tests {
         }
         assert!(!both.is_identity());
         assert!(Renaming::identity(&sets).is_identity());
+        assert!(both.inverse().after(&both).is_identity());
+        assert!(both.after(&both.inverse()).is_identity());
     }
 
     #[test]

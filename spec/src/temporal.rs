@@ -217,4 +217,14 @@ pub trait TemporalModel: Model {
         let _ = renaming;
         state.clone()
     }
+
+    /// A representative of `state`'s orbit, and the renaming that makes it
+    /// of `state`, when the model can find one faster than by trying every
+    /// renaming (sorting its processes by all they hold, say). Every state
+    /// of an orbit must get the same representative. `None` (the default):
+    /// the checker tries every renaming, which it does for at most 256.
+    fn canonical(&self, state: &Self::State) -> Option<(Self::State, Renaming)> {
+        let _ = state;
+        None
+    }
 }
