@@ -66,6 +66,8 @@ pub enum Tm {
 /// sets.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Debug)]
 pub struct TwoPhaseState {
+    /// How many RMs are in use.
+    rms: u8,
     /// Each RM's state; only the first `n` are in use.
     pub rm: [Rm; MAX_RMS as usize],
     /// The TM's state.
@@ -169,6 +171,7 @@ impl Model for TwoPhase {
 
     fn init_states(&self) -> Vec<TwoPhaseState> {
         vec![TwoPhaseState {
+            rms: self.rms,
             rm: [Rm::Working; MAX_RMS as usize],
             tm: Tm::Init,
             tm_prepared: 0,
@@ -297,44 +300,61 @@ impl TemporalModel for TwoPhase {
     }
 
     fn rename(&self, s: &TwoPhaseState, renaming: &Renaming) -> TwoPhaseState {
-        let mut renamed = s.clone();
+        s.renamed(|i| renaming.id(0, i))
+    }
+
+    /// The RMs sorted by all each holds ([`TwoPhaseState::sorting`]).
+    fn canonical(&self, s: &TwoPhaseState) -> Option<(TwoPhaseState, Renaming)> {
+        let renaming = Renaming::from_images(&self.interchangeable(), vec![s.sorting()])?;
+        Some((self.rename(s, &renaming), renaming))
+    }
+}
+
+impl TwoPhaseState {
+    /// The state with RM `i` renamed `id(i)`.
+    fn renamed(&self, id: impl Fn(u8) -> u8) -> TwoPhaseState {
         let bits = |set: u16| {
             (0..self.rms)
                 .filter(|&i| set & 1 << i != 0)
-                .fold(0u16, |acc, i| acc | 1 << renaming.id(0, i))
+                .fold(0u16, |acc, i| acc | 1 << id(i))
         };
+        let mut renamed = self.clone();
         for i in 0..self.rms {
-            renamed.rm[usize::from(renaming.id(0, i))] = s.rm[usize::from(i)];
+            renamed.rm[usize::from(id(i))] = self.rm[usize::from(i)];
         }
-        renamed.tm_prepared = bits(s.tm_prepared);
-        renamed.prepared_sent = bits(s.prepared_sent);
+        renamed.tm_prepared = bits(self.tm_prepared);
+        renamed.prepared_sent = bits(self.prepared_sent);
         renamed
     }
 
-    /// The RMs sorted by all each holds (its state, and whether its vote
-    /// was sent and heard): two RMs that hold the same are alike, so the
-    /// order of a tie does not matter.
-    fn canonical(&self, s: &TwoPhaseState) -> Option<(TwoPhaseState, Renaming)> {
-        let sets = self.interchangeable();
-        if sets.is_empty() {
-            return None;
-        }
+    /// Per RM, its place once the RMs are sorted by all each holds (its
+    /// state, and whether its vote was sent and heard): two RMs that hold
+    /// the same are alike, so the order of a tie does not matter.
+    fn sorting(&self) -> Vec<u8> {
         let held = |i: u8| {
             let bit = 1 << i;
             (
-                s.rm[usize::from(i)],
-                s.prepared_sent & bit != 0,
-                s.tm_prepared & bit != 0,
+                self.rm[usize::from(i)],
+                self.prepared_sent & bit != 0,
+                self.tm_prepared & bit != 0,
             )
         };
         let mut order: Vec<u8> = (0..self.rms).collect();
         order.sort_by_key(|&i| held(i));
-        let mut images = vec![0; usize::from(self.rms)];
+        let mut places = vec![0; usize::from(self.rms)];
         for (place, &i) in order.iter().enumerate() {
-            images[usize::from(i)] = place as u8;
+            places[usize::from(i)] = place as u8;
         }
-        let renaming = Renaming::from_images(&sets, vec![images])?;
-        Some((self.rename(s, &renaming), renaming))
+        places
+    }
+}
+
+/// The same canonical form, for stateright's own symmetry reduction (of
+/// safety), so that the two checkers can be measured reduced alike.
+impl stateright::Representative for TwoPhaseState {
+    fn representative(&self) -> Self {
+        let places = self.sorting();
+        self.renamed(|i| places[usize::from(i)])
     }
 }
 
