@@ -54,6 +54,28 @@ fn classes_of<A>(classes: &[fn(&A) -> bool], action: &A) -> Vec<usize> {
     (0..classes.len()).filter(|&j| classes[j](action)).collect()
 }
 
+/// The successors of `state` inside the boundary and other than itself (the
+/// steps that enable a class), each with the classes its action takes.
+pub(crate) fn successors<M: Model>(
+    model: &M,
+    state: &M::State,
+    classes: &[fn(&M::Action) -> bool],
+) -> Vec<(M::State, Vec<usize>)>
+where
+    M::State: PartialEq,
+{
+    let mut actions = Vec::new();
+    model.actions(state, &mut actions);
+    actions
+        .into_iter()
+        .filter_map(|action| {
+            let taken = classes_of(classes, &action);
+            let next = model.next_state(state, action)?;
+            (next != *state && model.within_boundary(&next)).then_some((next, taken))
+        })
+        .collect()
+}
+
 /// The model's step from `state` to `to` that takes the classes `taking`
 /// (two actions to one state may differ in the classes they take, and so
 /// in what fairness they serve), with its action's index.
@@ -291,20 +313,9 @@ where
     if last != entry {
         return Err("does not close its cycle on the state it entered it by".into());
     }
-    let classes_of = |action: &M::Action| classes_of(judge.classes, action);
     let enabled = |state: &M::State| -> Vec<usize> {
-        let mut actions = Vec::new();
-        model.actions(state, &mut actions);
-        let mut on = Vec::new();
-        for action in actions {
-            let classes = classes_of(&action);
-            if let Some(next) = model.next_state(state, action) {
-                if next != *state && model.within_boundary(&next) {
-                    on.extend(classes);
-                }
-            }
-        }
-        on
+        let steps = successors(model, state, judge.classes);
+        steps.into_iter().flat_map(|(_, taken)| taken).collect()
     };
     let mut states = vec![entry];
     let mut taken = Vec::new();
@@ -312,7 +323,7 @@ where
     for step in cycle {
         if let Some((_, action)) = &step.action {
             if step.state != *previous {
-                taken.extend(classes_of(action));
+                taken.extend(classes_of(judge.classes, action));
             }
         }
         states.push(&step.state);

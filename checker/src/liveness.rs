@@ -687,7 +687,7 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             };
             for e in legs.into_iter().chain(witness) {
                 owed = owed.minus(graph.taken_in(e, at.1));
-                at = (graph.target(e), self.next_frame(at.1, e));
+                at = self.follow(at, e);
                 owed = owed.minus(quiet(at));
                 cycle.push(e);
             }

@@ -22,6 +22,7 @@ use steadfast_spec::{
 };
 
 use crate::classes::ClassSet;
+use crate::concrete::successors;
 use crate::seen::{Fingerprint, Fingerprinter};
 use crate::CheckError;
 
@@ -77,9 +78,11 @@ impl Group {
         fairness: &[Fairness<M>],
     ) -> Result<Option<Self>, CheckError> {
         let sets = model.interchangeable();
+        // The product of the sets' factorials, saturating: a set of 255 ids
+        // has more renamings than any check could take.
         let size = sets
             .iter()
-            .map(|set| (1..=set.ids.len()).product::<usize>())
+            .flat_map(|set| 1..=set.ids.len())
             .try_fold(1usize, |acc, n| acc.checked_mul(n))
             .unwrap_or(usize::MAX);
         if size == 1 {
@@ -281,9 +284,13 @@ impl Group {
         M::State: Clone + std::hash::Hash,
     {
         let Some(tried) = &self.tried else {
-            let (canonical, renaming) = model
-                .canonical(&state)
-                .expect("a model that gave one canonical form gives all");
+            // A state the model gives no form for stands for itself: sound
+            // (its edges still name their renamings), only reduced less; the
+            // verification refuses a model that does so on its first states.
+            let Some((canonical, renaming)) = model.canonical(&state) else {
+                let fp = fingerprinter.fingerprint(&state);
+                return (state, fp, IDENTITY);
+            };
             let fp = fingerprinter.fingerprint(&canonical);
             return (canonical, fp, self.number(renaming));
         };
@@ -346,7 +353,10 @@ impl Group {
         let mut queue: std::collections::VecDeque<M::State> = model.init_states().into();
         let mut checked = 0;
         while let Some(state) = queue.pop_front() {
-            if checked == budget || !seen.insert(fingerprinter.fingerprint(&state)) {
+            if checked == budget {
+                break;
+            }
+            if !seen.insert(fingerprinter.fingerprint(&state)) {
                 continue;
             }
             checked += 1;
@@ -419,30 +429,6 @@ impl Group {
         }
         Ok(())
     }
-}
-
-/// The successors of `state` inside the boundary and other than itself,
-/// each with the classes its action takes.
-fn successors<M: Model>(
-    model: &M,
-    state: &M::State,
-    classes: &[fn(&M::Action) -> bool],
-) -> Vec<(M::State, Vec<usize>)>
-where
-    M::State: PartialEq,
-{
-    let mut actions = Vec::new();
-    model.actions(state, &mut actions);
-    actions
-        .into_iter()
-        .filter_map(|action| {
-            let taken = (0..classes.len())
-                .filter(|&j| classes[j](&action))
-                .collect();
-            let next = model.next_state(state, action)?;
-            (next != *state && model.within_boundary(&next)).then_some((next, taken))
-        })
-        .collect()
 }
 
 /// The start of a state's JSON, for an error message.

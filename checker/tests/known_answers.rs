@@ -412,3 +412,35 @@ fn many_fairness_classes_should_each_count() {
         "{error}"
     );
 }
+
+/// Two-phase commit explored whole gives TLC's counts for Lamport's
+/// `TwoPhase` (288 states for 3 RMs, 8,832 for 5), and each broken TM
+/// breaks the property it exists for: `hasty` consistency, `no-abort` the
+/// RMs' deciding (and not consistency), while the protocol proves both.
+#[test]
+fn two_phase_commit_should_match_tlc_and_fail_only_where_its_tm_is_broken() {
+    use steadfast_spec::twophase::{TmVariant, TwoPhase};
+    let whole = CheckOptions {
+        symmetry: false,
+        ..CheckOptions::default()
+    };
+    for (rms, states) in [(3, 288), (5, 8_832)] {
+        let model = TwoPhase::new(rms, TmVariant::TwoPhase).unwrap();
+        let report = check(&model, &whole).unwrap();
+        assert_eq!(report.stats.unique_states, states, "{rms} RMs");
+    }
+    for (variant, consistent, decides) in [
+        (TmVariant::TwoPhase, Verdict::Holds, Verdict::Holds),
+        (TmVariant::Hasty, Verdict::Violated, Verdict::Violated),
+        (TmVariant::NoAbort, Verdict::Holds, Verdict::Violated),
+    ] {
+        let report = check(&TwoPhase::new(3, variant).unwrap(), &whole).unwrap();
+        assert_eq!(verdict(&report, "consistent"), consistent, "{variant:?}");
+        assert_eq!(verdict(&report, "every RM decides"), decides, "{variant:?}");
+        assert_eq!(
+            verdict(&report, "some commit"),
+            Verdict::Holds,
+            "{variant:?}"
+        );
+    }
+}

@@ -222,7 +222,11 @@ pub trait TemporalModel: Model {
     /// of `state`, when the model can find one faster than by trying every
     /// renaming (sorting its processes by all they hold, say). Every state
     /// of an orbit must get the same representative. `None` (the default):
-    /// the checker tries every renaming, which it does for at most 256.
+    /// the checker tries every renaming, which it does for at most 256. A
+    /// model that gives forms must give one for every state: one it does not
+    /// stands for itself (still sound, reduced less), and the checker's
+    /// verification refuses a model that gives none for one of its first
+    /// states.
     fn canonical(&self, state: &Self::State) -> Option<(Self::State, Renaming)> {
         let _ = state;
         None

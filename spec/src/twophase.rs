@@ -303,7 +303,8 @@ impl TemporalModel for TwoPhase {
         s.renamed(|i| renaming.id(0, i))
     }
 
-    /// The RMs sorted by all each holds ([`TwoPhaseState::sorting`]).
+    /// The RMs sorted by all each holds (their state, and whether their
+    /// vote was sent and heard).
     fn canonical(&self, s: &TwoPhaseState) -> Option<(TwoPhaseState, Renaming)> {
         let renaming = Renaming::from_images(&self.interchangeable(), vec![s.sorting()])?;
         Some((self.rename(s, &renaming), renaming))
