@@ -100,9 +100,8 @@ pub(crate) struct Explored<C> {
 struct Chunk<S> {
     /// Per expanded state, its out-degree.
     degrees: Vec<u32>,
-    /// Per edge, its target, the index of its class set in [`ClassSets`],
-    /// and the renaming that made its target canonical.
-    edges: Vec<(u32, u16, Element)>,
+    /// Its edges.
+    edges: ChunkEdges,
     labels: Vec<u32>,
     found: Vec<Option<u32>>,
     /// The first expanded state without a successor.
@@ -209,20 +208,24 @@ impl<S: Serialize + DeserializeOwned> Frontier<S> {
         Ok(first)
     }
 
-    /// The states of chunk `index`, in order: those kept as they are from
-    /// the frontier, the others from `decoded`, as [`Frontier::decode`]
-    /// left them.
-    fn pieces<'a>(&'a self, index: usize, decoded: &'a [S]) -> Vec<&'a [S]> {
+    /// The states of chunk `index`, in order, each piece with its states'
+    /// fingerprints: those kept as they are from the frontier, the others
+    /// from `decoded`, as [`Frontier::decode`] left them.
+    fn pieces<'a>(&'a self, index: usize, decoded: &'a [S]) -> Vec<(&'a [S], &'a [Fingerprint])> {
         let mut at = 0;
         self.chunks[index]
             .iter()
-            .map(|(run, range)| match &self.runs[*run].states {
-                Packed::Plain(states) => &states[range.clone()],
-                Packed::Encoded(_) => {
-                    let piece = &decoded[at..at + range.len()];
-                    at += range.len();
-                    piece
-                }
+            .map(|(run, range)| {
+                let run = &self.runs[*run];
+                let states = match &run.states {
+                    Packed::Plain(states) => &states[range.clone()],
+                    Packed::Encoded(_) => {
+                        let piece = &decoded[at..at + range.len()];
+                        at += range.len();
+                        piece
+                    }
+                };
+                (states, &run.fingerprints[range.clone()])
             })
             .collect()
     }
@@ -232,6 +235,7 @@ impl<S: Serialize + DeserializeOwned> Frontier<S> {
 struct Level<'a, M: Model, C> {
     run: &'a Exploration<'a, M>,
     class_sets: &'a ClassSets<C>,
+    spare_edges: &'a SpareEdges,
     seen: &'a Seen,
     fingerprinter: &'a Fingerprinter,
     frontier: &'a Frontier<M::State>,
@@ -268,6 +272,31 @@ where
         }
     }
 
+    /// `next`, a successor of `state` (whose fingerprint is `own`), made
+    /// canonical as [`Exploration::canonical`] does; `None` when it is
+    /// `state` itself, a step that changes nothing (a stutter, which takes
+    /// no fairness class).
+    ///
+    /// Without symmetry the fingerprint the seen set needs anyway tells a
+    /// move from a stutter before the states are compared: comparing every
+    /// successor with its state took a seventh of the time on leasequeue.
+    /// Under symmetry the canonical successor of a stutter may be renamed,
+    /// so the states are compared first.
+    fn moved(
+        &self,
+        state: &M::State,
+        own: Fingerprint,
+        next: M::State,
+        fingerprinter: &Fingerprinter,
+    ) -> Option<(M::State, Fingerprint, Element)> {
+        if self.symmetry.is_some() && next == *state {
+            return None;
+        }
+        let (next, fingerprint, renaming) = self.canonical(next, fingerprinter);
+        let stutters = self.symmetry.is_none() && fingerprint == own && next == *state;
+        (!stutters).then_some((next, fingerprint, renaming))
+    }
+
     pub(crate) fn run<C: ClassSet>(&self) -> Explored<C> {
         let started = Instant::now();
         let seen = Seen::new(self.max_states, self.threads);
@@ -283,6 +312,7 @@ where
         let stop = Mutex::new(None);
         let failed = Mutex::new(None);
         let class_sets = ClassSets::new();
+        let spare_edges = SpareEdges::default();
         let mut initial = Discovered::new(self.encode);
         for (index, state) in self.model.init_states().into_iter().enumerate() {
             let (state, fingerprint, _) = self.canonical(state, &fingerprinter);
@@ -316,6 +346,7 @@ where
             let level = Level {
                 run: self,
                 class_sets: &class_sets,
+                spare_edges: &spare_edges,
                 seen: &seen,
                 fingerprinter: &fingerprinter,
                 frontier: &frontier,
@@ -332,9 +363,9 @@ where
             let mut chunks = level.expand(|| {
                 record(
                     &mut graph,
-                    &mut found,
-                    &mut deadlock,
+                    (&mut found, &mut deadlock),
                     previous,
+                    &spare_edges,
                     (self.keep_edges, self.symmetry.is_some()),
                 )
             });
@@ -351,9 +382,9 @@ where
         }
         record(
             &mut graph,
-            &mut found,
-            &mut deadlock,
+            (&mut found, &mut deadlock),
             pending,
+            &spare_edges,
             (self.keep_edges, self.symmetry.is_some()),
         );
 
@@ -366,7 +397,7 @@ where
             .labels
             .resize(graph.parents.len() * graph.label_words, 0);
         if self.keep_edges {
-            let end = graph.offsets[graph.offsets.len() - 1];
+            let end = graph.offsets.last().expect("the first offset");
             graph.offsets.resize(graph.parents.len() + 1, end);
         }
         let stopped = stop.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -384,12 +415,13 @@ where
 }
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
-/// labels of the expanded prefix, and every target found.
+/// labels of the expanded prefix, and every target and deadlock found. Their
+/// edge buffers, emptied, go to `spare` for the next chunks.
 fn record<S, C: ClassSet>(
     graph: &mut Graph<C>,
-    found: &mut [Option<u32>],
-    deadlock: &mut Option<u32>,
+    (found, deadlock): (&mut [Option<u32>], &mut Option<u32>),
     chunks: Vec<Chunk<S>>,
+    spare: &SpareEdges,
     (keep_edges, renamed): (bool, bool),
 ) {
     let mut complete = true;
@@ -403,7 +435,7 @@ fn record<S, C: ClassSet>(
         *deadlock = (*deadlock).or(chunk.deadlock);
         for degree in chunk.degrees {
             if keep_edges {
-                let end = graph.offsets[graph.offsets.len() - 1] + u64::from(degree);
+                let end = graph.offsets.last().expect("the first offset") + u64::from(degree);
                 graph.offsets.push(end);
             }
             graph.expanded += 1;
@@ -411,6 +443,38 @@ fn record<S, C: ClassSet>(
         graph.add_edges(&chunk.edges, renamed);
         graph.labels.extend(chunk.labels);
         complete = !chunk.truncated;
+        spare.keep(chunk.edges);
+    }
+}
+
+/// A chunk's edges: per edge its target, the index of its class set in
+/// [`ClassSets`], and the renaming that made its target canonical.
+type ChunkEdges = Vec<(u32, u16, Element)>;
+
+/// Edge buffers of chunks already recorded, for later chunks to fill. A
+/// chunk's edges are its largest buffer; allocated afresh for every chunk,
+/// each came from pages the allocator had given back and faulted in again
+/// (a tenth of a two-phase commit check's time on mimalloc).
+#[derive(Default)]
+struct SpareEdges(Mutex<Vec<ChunkEdges>>);
+
+impl SpareEdges {
+    /// At most this many are kept: enough for the threads to take turns.
+    const KEPT: usize = 64;
+
+    /// Keeps `edges`, emptied, unless enough are kept.
+    fn keep(&self, mut edges: ChunkEdges) {
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < Self::KEPT && edges.capacity() > 0 {
+            edges.clear();
+            spare.push(edges);
+        }
+    }
+
+    /// An empty buffer, with room from an earlier chunk when one is kept.
+    fn take(&self) -> ChunkEdges {
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        spare.pop().unwrap_or_default()
     }
 }
 
@@ -576,7 +640,7 @@ where
                 Vec::new()
             }
         };
-        let count = pieces.iter().map(|piece| piece.len()).sum();
+        let count = pieces.iter().map(|(piece, _)| piece.len()).sum();
         let mut chunk = Chunk {
             degrees: Vec::with_capacity(count),
             edges: Vec::new(),
@@ -594,7 +658,10 @@ where
         scratch.fingerprints.clear();
         scratch.next_states.clear();
         scratch.ends.clear();
-        for (offset, state) in pieces.iter().flat_map(|piece| piece.iter()).enumerate() {
+        let states_with_fingerprints = pieces
+            .iter()
+            .flat_map(|(states, fingerprints)| states.iter().zip(fingerprints.iter().copied()));
+        for (offset, (state, own)) in states_with_fingerprints.enumerate() {
             let id = first + offset as u32;
             for (slot, target) in chunk.found.iter_mut().zip(&run.targets) {
                 if slot.is_none() && (target.condition)(model, state) == target.wanted {
@@ -627,13 +694,13 @@ where
                 if !model.within_boundary(&next) {
                     continue;
                 }
-                if next == *state {
-                    scratch.successors.push(Successor::SelfLoop);
-                } else {
-                    let (next, fingerprint, renaming) = run.canonical(next, self.fingerprinter);
-                    scratch.successors.push(Successor::Other { fair, renaming });
-                    scratch.fingerprints.push(fingerprint);
-                    scratch.next_states.push(next);
+                match run.moved(state, own, next, self.fingerprinter) {
+                    None => scratch.successors.push(Successor::SelfLoop),
+                    Some((next, fingerprint, renaming)) => {
+                        scratch.successors.push(Successor::Other { fair, renaming });
+                        scratch.fingerprints.push(fingerprint);
+                        scratch.next_states.push(next);
+                    }
                 }
             }
             scratch.ends.push(scratch.successors.len());
@@ -660,6 +727,7 @@ where
         // stay dense.
         if run.keep_edges {
             // At most one per successor, and a stutter step per state.
+            chunk.edges = self.spare_edges.take();
             chunk.edges.reserve_exact(scratch.successors.len() + count);
         }
         let new = scratch

@@ -5,6 +5,7 @@
 use crate::classes::ClassSet;
 use std::sync::Arc;
 
+use crate::segmented::{Offsets, Segmented};
 use crate::symmetry::{Element, Group, IDENTITY};
 
 /// One transition of the graph, as [`Graph::edge`] gives it.
@@ -40,7 +41,7 @@ pub(crate) const ROOT: u32 = u32::MAX;
 pub(crate) const MAX_CLASS_SETS: usize = 1 << 16;
 
 /// The reachable graph as far as it was explored: 6 bytes per edge, and per
-/// state 4 for its parent, 8 for where its edges start and 4 per 32 labels
+/// state 4 for its parent, 4 for where its edges start and 4 per 32 labels
 /// (a safety-only check keeps no edges, and 4 bytes for the ordinal instead).
 ///
 /// States `0..expanded` have their successors recorded: edges
@@ -55,32 +56,32 @@ pub(crate) const MAX_CLASS_SETS: usize = 1 << 16;
 pub(crate) struct Graph<C> {
     /// Per state, its predecessor on a shortest path from an initial state;
     /// [`ROOT`] for an initial state.
-    pub(crate) parents: Vec<u32>,
+    pub(crate) parents: Segmented<u32>,
     /// Per state, which of its parent's successors it is, only while no
     /// edges are kept (a safety-only check): with edges, it is the position
     /// of the first edge from the parent to it (the first successor that
     /// reached a state is the one that discovered it).
-    ordinals: Vec<u32>,
+    ordinals: Segmented<u32>,
     /// Per initial state (numbered first, in order), its index in
     /// `init_states()`.
     roots: Vec<u32>,
     /// Per state, [`Graph::label_words`] words: bit `k % 32` of word `k / 32`
     /// set when label predicate `k` holds there.
-    pub(crate) labels: Vec<u32>,
+    pub(crate) labels: Segmented<u32>,
     /// Words of label bits per state.
     pub(crate) label_words: usize,
     /// Empty when edges were not kept (a safety-only check).
-    pub(crate) offsets: Vec<u64>,
+    pub(crate) offsets: Offsets,
     /// Per edge, the successor's state number.
-    targets: Vec<u32>,
+    targets: Segmented<u32>,
     /// Per edge, the index in `class_sets` of the classes it takes.
-    takes: Vec<u16>,
+    takes: Segmented<u16>,
     /// The distinct sets of classes edges take; the empty set first, which
     /// every self-loop takes.
     class_sets: Vec<C>,
     /// Per edge, the renaming that made its target canonical; empty
     /// without symmetry (every renaming the identity).
-    renamings: Vec<Element>,
+    renamings: Segmented<Element>,
     /// How renamings compose and rename classes, under symmetry.
     pub(crate) symmetry: Option<Arc<Group>>,
     pub(crate) expanded: u32,
@@ -90,16 +91,16 @@ impl<C: ClassSet> Graph<C> {
     /// An empty graph whose states carry `labels` label bits.
     pub(crate) fn new(labels: usize) -> Self {
         Graph {
-            parents: Vec::new(),
-            ordinals: Vec::new(),
+            parents: Segmented::new(),
+            ordinals: Segmented::new(),
             roots: Vec::new(),
-            labels: Vec::new(),
+            labels: Segmented::new(),
             label_words: labels.div_ceil(32),
-            offsets: Vec::new(),
-            targets: Vec::new(),
-            takes: Vec::new(),
+            offsets: Offsets::new(),
+            targets: Segmented::new(),
+            takes: Segmented::new(),
             class_sets: vec![C::default()],
-            renamings: Vec::new(),
+            renamings: Segmented::new(),
             symmetry: None,
             expanded: 0,
         }
@@ -156,7 +157,7 @@ impl<C: ClassSet> Graph<C> {
     /// The positions of state `u`'s successors.
     pub(crate) fn edge_range(&self, u: u32) -> std::ops::Range<usize> {
         let u = u as usize;
-        self.offsets[u] as usize..self.offsets[u + 1] as usize
+        self.offsets.get(u) as usize..self.offsets.get(u + 1) as usize
     }
 
     /// The edge at position `e`.
@@ -164,7 +165,7 @@ impl<C: ClassSet> Graph<C> {
         Edge {
             to: self.targets[e],
             fair: self.class_sets[usize::from(self.takes[e])],
-            renaming: self.renamings.get(e).copied().unwrap_or(IDENTITY),
+            renaming: self.renamings.get(e).unwrap_or(IDENTITY),
         }
     }
 
@@ -200,7 +201,7 @@ impl<C: ClassSet> Graph<C> {
         if parent == ROOT {
             return self.roots[u as usize];
         }
-        if let Some(&ordinal) = self.ordinals.get(u as usize) {
+        if let Some(ordinal) = self.ordinals.get(u as usize) {
             return ordinal;
         }
         let range = self.edge_range(parent);

@@ -37,6 +37,7 @@ mod render;
 pub mod replay;
 mod report;
 mod seen;
+mod segmented;
 mod symmetry;
 
 pub use check::{

@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::classes::ClassSet;
 use crate::graph::Graph;
 use crate::memory::filled;
+use crate::segmented::Segmented;
 use crate::symmetry::{Element, IDENTITY};
 
 /// A liveness formula over the label bits of the graph.
@@ -125,7 +126,7 @@ struct Tarjan<'g, C> {
     allowed: StateSet,
     /// Per state, its index and low-link side by side: the search reads
     /// both of a state it meets, so they share a cache line.
-    marks: Vec<Mark>,
+    marks: Segmented<Mark>,
     /// Per component number, whether it holds a fair cycle.
     fair: Vec<bool>,
 }
@@ -193,7 +194,11 @@ impl<'g, C: ClassSet> Tarjan<'g, C> {
             graph,
             rules,
             allowed: StateSet::from_fn(graph.len(), allowed),
-            marks: filled(graph.len() as usize, Mark { index: 0, low: 0 }),
+            marks: {
+                let mut marks = Segmented::new();
+                marks.resize(graph.len() as usize, Mark { index: 0, low: 0 });
+                marks
+            },
             fair: Vec::new(),
         }
     }

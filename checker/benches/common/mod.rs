@@ -6,6 +6,11 @@
 
 use std::time::{Duration, Instant};
 
+/// The allocator the `steadfast` command runs on, so that the figures are
+/// the command's (stateright's runs share it).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use steadfast_checker::{check, CheckOptions, CheckableState, Report, Verdict};
 use steadfast_spec::TemporalModel;
 
