@@ -366,7 +366,8 @@ where
             let mut chunks = level.expand(|| {
                 record(
                     &mut graph,
-                    (&mut found, &mut deadlock),
+                    &mut found,
+                    &mut deadlock,
                     previous,
                     &spare_edges,
                     (self.keep_edges, self.symmetry.is_some()),
@@ -385,7 +386,8 @@ where
         }
         record(
             &mut graph,
-            (&mut found, &mut deadlock),
+            &mut found,
+            &mut deadlock,
             pending,
             &spare_edges,
             (self.keep_edges, self.symmetry.is_some()),
@@ -422,7 +424,8 @@ where
 /// edge buffers, emptied, go to `spare` for the next chunks.
 fn record<S, C: ClassSet>(
     graph: &mut Graph<C>,
-    (found, deadlock): (&mut [Option<u32>], &mut Option<u32>),
+    found: &mut [Option<u32>],
+    deadlock: &mut Option<u32>,
     chunks: Vec<Chunk<S>>,
     spare: &SpareEdges,
     (keep_edges, renamed): (bool, bool),

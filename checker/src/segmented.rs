@@ -37,15 +37,17 @@ impl<T: Copy> Segmented<T> {
         self.len
     }
 
-    /// Appends `value`.
-    pub(crate) fn push(&mut self, value: T) {
+    /// The last segment, a new one when the last is full.
+    fn with_room(&mut self) -> &mut Vec<T> {
         if self.len % SEGMENT == 0 {
             self.segments.push(Vec::with_capacity(SEGMENT));
         }
-        self.segments
-            .last_mut()
-            .expect("a segment with room")
-            .push(value);
+        self.segments.last_mut().expect("a segment with room")
+    }
+
+    /// Appends `value`.
+    pub(crate) fn push(&mut self, value: T) {
+        self.with_room().push(value);
         self.len += 1;
     }
 
@@ -73,10 +75,7 @@ impl<T: Copy> Extend<T> for Segmented<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
         let mut values = values.into_iter().peekable();
         while values.peek().is_some() {
-            if self.len % SEGMENT == 0 {
-                self.segments.push(Vec::with_capacity(SEGMENT));
-            }
-            let last = self.segments.last_mut().expect("a segment with room");
+            let last = self.with_room();
             let before = last.len();
             last.extend(values.by_ref().take(SEGMENT - before));
             self.len += last.len() - before;

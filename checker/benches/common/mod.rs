@@ -6,13 +6,13 @@
 
 use std::time::{Duration, Instant};
 
+use steadfast_checker::{check, CheckOptions, CheckableState, Report, Verdict};
+use steadfast_spec::TemporalModel;
+
 /// The allocator the `steadfast` command runs on, so that the figures are
 /// the command's (stateright's runs share it).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-use steadfast_checker::{check, CheckOptions, CheckableState, Report, Verdict};
-use steadfast_spec::TemporalModel;
 
 /// One measured run of the checker.
 pub struct Run {
