@@ -16,6 +16,7 @@ use crate::explore::{Exploration, Target};
 use crate::liveness::{find_violations, FairSets, LabelFormula, Rules};
 use crate::packed::{round_trips, worth_encoding};
 use crate::report::{Evidence, PropertyKind, PropertyReport, Report, Stats, Verdict};
+use crate::spill::{SpillDir, Spiller};
 use crate::symmetry::{Group, NamedPredicate};
 
 /// How far and how wide a check may go.
@@ -35,6 +36,9 @@ pub struct CheckOptions {
     /// `None`: no limit. It is watched while the graph is explored, where a
     /// check's memory grows with its states.
     pub memory: Option<u64>,
+    /// Where the graph and the frontier go to disk past `memory`, so that
+    /// the check goes on, more slowly; `None`: `memory` stops the check.
+    pub spill: Option<Spilling>,
     /// Check only `always` and `sometimes` properties, keeping no edges.
     pub safety_only: bool,
     /// Which states may stutter forever.
@@ -49,6 +53,25 @@ pub struct CheckOptions {
     /// docs/checker.md, "Symmetry"); a model that declares none is checked
     /// as it is either way.
     pub symmetry: bool,
+}
+
+/// Where a check writes its graph and its frontier once its memory passes
+/// [`CheckOptions::memory`] (see docs/checker.md, "Memory").
+///
+/// Spilling starts when the process's resident memory first passes the
+/// bound: from then on the graph's columns go to disk a segment at a time as
+/// they fill, and every level's frontier as it is made; the liveness search
+/// reads them back through a cache. If memory passes the bound again once a
+/// whole level was spilled (what stays is the seen set and the level being
+/// discovered), the check stops there as a bound stops it; if a write fails
+/// (a full disk), it stops at [`crate::Bound::Disk`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spilling {
+    /// The directory of the spill files. They are anonymous temporary
+    /// files: nothing is left there, however the check ends.
+    pub dir: std::path::PathBuf,
+    /// Spill from the first level on, whatever the memory.
+    pub from_start: bool,
 }
 
 /// A request, from another thread, to stop a check early. The check stops as
@@ -119,6 +142,7 @@ impl Default for CheckOptions {
             max_states: None,
             timeout: None,
             memory: None,
+            spill: None,
             safety_only: false,
             stuttering: Stuttering::Anywhere,
             deadlock: false,
@@ -218,6 +242,18 @@ pub enum CheckError {
         property: &'static str,
         /// What the rebuilt behaviour fails.
         why: String,
+    },
+    /// The directory given to spill to cannot hold files.
+    #[error(
+        "cannot spill to {}: {reason}; give a directory that exists and is writable \
+         (--spill-dir)",
+        dir.display()
+    )]
+    SpillDir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Why a file could not be made there.
+        reason: String,
     },
     /// A fairness class that belongs to an interchangeable id has no
     /// counterpart for another id of its set.
@@ -356,6 +392,16 @@ where
             .min(STATE_NUMBERS),
         timeout: options.timeout,
         memory: options.memory.map(crate::memory::Watch::new),
+        spill: match &options.spill {
+            Some(spilling) => {
+                let dir = SpillDir::new(&spilling.dir).map_err(|error| CheckError::SpillDir {
+                    dir: spilling.dir.clone(),
+                    reason: error.to_string(),
+                })?;
+                Some(Spiller::new(dir, spilling.from_start))
+            }
+            None => None,
+        },
         interrupt: options.interrupt.clone(),
         progress,
     };
@@ -420,11 +466,7 @@ where
         fairness,
         stutters: options.stuttering == Stuttering::Anywhere,
     };
-    let initial = graph
-        .parents
-        .iter()
-        .take_while(|&&p| p == crate::graph::ROOT)
-        .count() as u32;
+    let initial = graph.initial_states();
     let lassos = if options.safety_only {
         vec![None; plan.liveness.len()]
     } else {
@@ -485,6 +527,7 @@ where
             depth: explored.depth,
             explore_time: explored.elapsed,
             liveness_time: liveness_started.elapsed(),
+            spilled: explored.spilled,
         },
         stopped: explored.stopped,
     })

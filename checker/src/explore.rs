@@ -23,6 +23,7 @@ use crate::classes::ClassSet;
 use crate::graph::{Graph, Parent, MAX_CLASS_SETS, ROOT};
 use crate::packed::{EncodingError, Packed};
 use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Seen};
+use crate::spill::{SpillDir, SpillFile, Spiller};
 use crate::symmetry::{Element, Group, IDENTITY};
 use crate::CheckError;
 use crate::{Bound, Interrupt, Progress};
@@ -72,6 +73,9 @@ pub(crate) struct Exploration<'a, M: Model> {
     pub(crate) timeout: Option<Duration>,
     /// The limit on the process's resident memory, if any.
     pub(crate) memory: Option<crate::memory::Watch>,
+    /// Where the graph and the frontier go past the memory limit; `None`:
+    /// the limit stops the exploration.
+    pub(crate) spill: Option<Spiller>,
     pub(crate) interrupt: Option<Interrupt>,
     pub(crate) progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
@@ -94,6 +98,8 @@ pub(crate) struct Explored<C> {
     /// How many levels were expanded.
     pub(crate) depth: u32,
     pub(crate) elapsed: Duration,
+    /// Bytes of the graph and the frontier written to disk.
+    pub(crate) spilled: u64,
 }
 
 /// The output of expanding one chunk of the frontier.
@@ -138,6 +144,8 @@ struct Frontier<S> {
     runs: Vec<Discovered<S>>,
     /// Per chunk, its pieces: a run, and the range of the run's states.
     chunks: Vec<Vec<(usize, std::ops::Range<usize>)>>,
+    /// Where its runs' encodings are once [spilled](Frontier::spill).
+    file: Option<SpillFile>,
 }
 
 impl<S> Discovered<S> {
@@ -176,7 +184,28 @@ impl<S> Frontier<S> {
         if size > 0 {
             chunks.push(chunk);
         }
-        Frontier { runs, chunks }
+        Frontier {
+            runs,
+            chunks,
+            file: None,
+        }
+    }
+
+    /// Writes its runs' encodings to a file of `dir`, and frees them;
+    /// returns how many bytes went. States kept as they are (a small
+    /// model's) stay in memory.
+    fn spill(&mut self, dir: &SpillDir) -> std::io::Result<u64> {
+        let mut written = 0;
+        for run in &mut self.runs {
+            if let Packed::Encoded(encoded) = &mut run.states {
+                let file = match &mut self.file {
+                    Some(file) => file,
+                    None => self.file.insert(dir.file()?),
+                };
+                written += encoded.spill(file)?;
+            }
+        }
+        Ok(written)
     }
 }
 
@@ -201,7 +230,7 @@ impl<S: Serialize + DeserializeOwned> Frontier<S> {
         for (run, range) in pieces {
             let run = &self.runs[*run];
             if let Packed::Encoded(encoded) = &run.states {
-                encoded.decode(range.clone(), decoded, scratch)?;
+                encoded.decode(range.clone(), decoded, scratch, self.file.as_ref())?;
                 fingerprints.extend_from_slice(&run.fingerprints[range.clone()]);
             }
         }
@@ -371,7 +400,8 @@ where
                     previous,
                     &spare_edges,
                     (self.keep_edges, self.symmetry.is_some()),
-                )
+                );
+                self.spill(|dir| graph.spill(dir), &stop, &stopping);
             });
             chunks.sort_unstable_by_key(|(index, _)| *index);
             generated += chunks.iter().map(|(_, chunk)| chunk.generated).sum::<u64>();
@@ -382,6 +412,10 @@ where
                 .map(|(_, chunk)| std::mem::replace(&mut chunk.discovered, Discovered::new(false)))
                 .collect();
             frontier = place(&mut graph, discovered, self.keep_edges);
+            self.spill(|dir| frontier.spill(dir), &stop, &stopping);
+            if let Some(spiller) = &self.spill {
+                spiller.level_done();
+            }
             pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
         }
         record(
@@ -392,6 +426,7 @@ where
             &spare_edges,
             (self.keep_edges, self.symmetry.is_some()),
         );
+        self.spill(|dir| graph.spill(dir), &stop, &stopping);
 
         graph.set_classes(class_sets.into_inner());
         if let Some(group) = self.symmetry {
@@ -400,10 +435,10 @@ where
         // States found but never expanded: no edges, no labels.
         graph
             .labels
-            .resize(graph.parents.len() * graph.label_words, 0);
+            .resize(graph.len() as usize * graph.label_words, 0);
         if self.keep_edges {
             let end = graph.offsets.last().expect("the first offset");
-            graph.offsets.resize(graph.parents.len() + 1, end);
+            graph.offsets.resize(graph.len() as usize + 1, end);
         }
         let stopped = stop.into_inner().unwrap_or_else(|p| p.into_inner());
         Explored {
@@ -415,8 +450,33 @@ where
             failed: failed.into_inner().unwrap_or_else(|p| p.into_inner()),
             depth,
             elapsed: started.elapsed(),
+            spilled: self.spill.as_ref().map_or(0, Spiller::written),
         }
     }
+
+    /// Runs `spill` if the exploration is spilling; a write that fails
+    /// stops it as a bound does (the disk is full, say), with what was
+    /// written and what was not both still whole.
+    fn spill(
+        &self,
+        spill: impl FnOnce(&SpillDir) -> std::io::Result<u64>,
+        stop: &Mutex<Option<Bound>>,
+        stopping: &AtomicBool,
+    ) {
+        let Some(spiller) = &self.spill else {
+            return;
+        };
+        if let Err(error) = spiller.pass(spill) {
+            halt(stop, stopping, Bound::Disk(error.kind()));
+        }
+    }
+}
+
+/// Stops the exploration at `bound`, unless another bound stopped it first.
+fn halt(stop: &Mutex<Option<Bound>>, stopping: &AtomicBool, bound: Bound) {
+    let mut stop = stop.lock().unwrap_or_else(|p| p.into_inner());
+    stop.get_or_insert(bound);
+    stopping.store(true, Ordering::Relaxed);
 }
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
@@ -495,7 +555,7 @@ fn place<S, C: ClassSet>(
 ) -> Frontier<S> {
     let mut frontier = Frontier::new(discovered);
     for run in &mut frontier.runs {
-        debug_assert_eq!(run.first as usize, graph.parents.len());
+        debug_assert_eq!(run.first as usize, graph.len() as usize);
         graph.add_states(&std::mem::take(&mut run.parents), keep_edges);
     }
     frontier
@@ -572,17 +632,17 @@ where
             return None;
         }
         if let Some(limit) = self.run.memory.as_ref().and_then(|m| m.passed()) {
-            self.halt(Bound::Memory(limit));
-            return None;
+            if !self.run.spill.as_ref().is_some_and(Spiller::memory_passed) {
+                self.halt(Bound::Memory(limit));
+                return None;
+            }
         }
         let index = self.next_chunk.fetch_add(1, Ordering::Relaxed);
         (index < self.frontier.chunks.len()).then_some(index)
     }
 
     fn halt(&self, bound: Bound) {
-        let mut stop = self.stop.lock().unwrap_or_else(|p| p.into_inner());
-        stop.get_or_insert(bound);
-        self.stopping.store(true, Ordering::Relaxed);
+        halt(self.stop, self.stopping, bound);
     }
 
     /// Stops the exploration for a state that could not be kept as bytes:
@@ -953,6 +1013,7 @@ mod tests {
             max_states: u32::MAX - 2,
             timeout: None,
             memory: None,
+            spill: None,
             interrupt: None,
             progress: None,
         };
@@ -962,16 +1023,21 @@ mod tests {
     #[test]
     fn threads_should_number_every_state_as_one_thread_does() {
         let one = explore(1);
-        assert_eq!(one.parents.len(), 139_183);
+        assert_eq!(one.len(), 139_183);
+        let parents =
+            |graph: &Graph<u32>| -> Vec<_> { (0..graph.len()).map(|u| graph.parent(u)).collect() };
+        let ranges = |graph: &Graph<u32>| -> Vec<_> {
+            (0..graph.len()).map(|u| graph.edge_range(u)).collect()
+        };
+        let edges = |graph: &Graph<u32>| -> Vec<_> {
+            (0..graph.edge_count()).map(|e| graph.edge(e)).collect()
+        };
         for _ in 0..3 {
             let two = explore(2);
-            assert!(two.parents == one.parents, "the same parents");
+            assert!(parents(&two) == parents(&one), "the same parents");
             assert_eq!(two.edge_count(), one.edge_count());
-            let edges = |graph: &Graph<u32>| -> Vec<_> {
-                (0..graph.edge_count()).map(|e| graph.edge(e)).collect()
-            };
             assert!(edges(&two) == edges(&one), "the same edges");
-            assert_eq!(two.offsets, one.offsets);
+            assert!(ranges(&two) == ranges(&one), "the same offsets");
         }
     }
 }

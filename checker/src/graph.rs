@@ -5,7 +5,8 @@
 use crate::classes::ClassSet;
 use std::sync::Arc;
 
-use crate::segmented::{Offsets, Segmented};
+use crate::segmented::{Column, Offsets};
+use crate::spill::SpillDir;
 use crate::symmetry::{Element, Group, IDENTITY};
 
 /// One transition of the graph, as [`Graph::edge`] gives it.
@@ -56,32 +57,32 @@ pub(crate) const MAX_CLASS_SETS: usize = 1 << 16;
 pub(crate) struct Graph<C> {
     /// Per state, its predecessor on a shortest path from an initial state;
     /// [`ROOT`] for an initial state.
-    pub(crate) parents: Segmented<u32>,
+    parents: Column<u32>,
     /// Per state, which of its parent's successors it is, only while no
     /// edges are kept (a safety-only check): with edges, it is the position
     /// of the first edge from the parent to it (the first successor that
     /// reached a state is the one that discovered it).
-    ordinals: Segmented<u32>,
+    ordinals: Column<u32>,
     /// Per initial state (numbered first, in order), its index in
     /// `init_states()`.
     roots: Vec<u32>,
     /// Per state, [`Graph::label_words`] words: bit `k % 32` of word `k / 32`
     /// set when label predicate `k` holds there.
-    pub(crate) labels: Segmented<u32>,
+    pub(crate) labels: Column<u32>,
     /// Words of label bits per state.
     pub(crate) label_words: usize,
     /// Empty when edges were not kept (a safety-only check).
     pub(crate) offsets: Offsets,
     /// Per edge, the successor's state number.
-    targets: Segmented<u32>,
+    targets: Column<u32>,
     /// Per edge, the index in `class_sets` of the classes it takes.
-    takes: Segmented<u16>,
+    takes: Column<u16>,
     /// The distinct sets of classes edges take; the empty set first, which
     /// every self-loop takes.
     class_sets: Vec<C>,
     /// Per edge, the renaming that made its target canonical; empty
     /// without symmetry (every renaming the identity).
-    renamings: Segmented<Element>,
+    renamings: Column<Element>,
     /// How renamings compose and rename classes, under symmetry.
     pub(crate) symmetry: Option<Arc<Group>>,
     pub(crate) expanded: u32,
@@ -91,16 +92,16 @@ impl<C: ClassSet> Graph<C> {
     /// An empty graph whose states carry `labels` label bits.
     pub(crate) fn new(labels: usize) -> Self {
         Graph {
-            parents: Segmented::new(),
-            ordinals: Segmented::new(),
+            parents: Column::new(),
+            ordinals: Column::new(),
             roots: Vec::new(),
-            labels: Segmented::new(),
+            labels: Column::new(),
             label_words: labels.div_ceil(32),
             offsets: Offsets::new(),
-            targets: Segmented::new(),
-            takes: Segmented::new(),
+            targets: Column::new(),
+            takes: Column::new(),
             class_sets: vec![C::default()],
-            renamings: Segmented::new(),
+            renamings: Column::new(),
             symmetry: None,
             expanded: 0,
         }
@@ -109,6 +110,11 @@ impl<C: ClassSet> Graph<C> {
     /// How many states were found.
     pub(crate) fn len(&self) -> u32 {
         self.parents.len() as u32
+    }
+
+    /// How many initial states it has: they are numbered first.
+    pub(crate) fn initial_states(&self) -> u32 {
+        self.roots.len() as u32
     }
 
     /// How many edges were kept.
@@ -163,9 +169,9 @@ impl<C: ClassSet> Graph<C> {
     /// The edge at position `e`.
     pub(crate) fn edge(&self, e: usize) -> Edge<C> {
         Edge {
-            to: self.targets[e],
-            fair: self.class_sets[usize::from(self.takes[e])],
-            renaming: self.renamings.get(e).unwrap_or(IDENTITY),
+            to: self.targets.get(e),
+            fair: self.class_sets[usize::from(self.takes.get(e))],
+            renaming: self.renamings.checked(e).unwrap_or(IDENTITY),
         }
     }
 
@@ -174,14 +180,14 @@ impl<C: ClassSet> Graph<C> {
     /// `frame`.
     pub(crate) fn taken_in(&self, e: usize, frame: Element) -> C {
         match &self.symmetry {
-            Some(group) => group.rename(self.class_sets[usize::from(self.takes[e])], frame),
-            None => self.class_sets[usize::from(self.takes[e])],
+            Some(group) => group.rename(self.class_sets[usize::from(self.takes.get(e))], frame),
+            None => self.class_sets[usize::from(self.takes.get(e))],
         }
     }
 
     /// The successor's number of the edge at position `e`.
     pub(crate) fn target(&self, e: usize) -> u32 {
-        self.targets[e]
+        self.targets.get(e)
     }
 
     /// The successors of state `u`.
@@ -191,23 +197,23 @@ impl<C: ClassSet> Graph<C> {
 
     /// Whether label `k` holds at `u`.
     pub(crate) fn label(&self, u: u32, k: usize) -> bool {
-        self.labels[u as usize * self.label_words + k / 32] >> (k % 32) & 1 != 0
+        self.labels.get(u as usize * self.label_words + k / 32) >> (k % 32) & 1 != 0
     }
 
     /// Which of its parent's successors `u` is, or for an initial state its
     /// index in `init_states()`.
     fn ordinal_of(&self, u: u32) -> u32 {
-        let parent = self.parents[u as usize];
+        let parent = self.parent(u);
         if parent == ROOT {
             return self.roots[u as usize];
         }
-        if let Some(ordinal) = self.ordinals.get(u as usize) {
+        if let Some(ordinal) = self.ordinals.checked(u as usize) {
             return ordinal;
         }
         let range = self.edge_range(parent);
         let first = range
             .clone()
-            .find(|&e| self.targets[e] == u)
+            .find(|&e| self.targets.get(e) == u)
             .expect("a state's parent has an edge to it");
         (first - range.start) as u32
     }
@@ -219,7 +225,7 @@ impl<C: ClassSet> Graph<C> {
         let mut ordinals = Vec::new();
         let mut at = u;
         loop {
-            let parent = self.parents[at as usize];
+            let parent = self.parent(at);
             if parent == ROOT {
                 ordinals.reverse();
                 return Route {
@@ -230,6 +236,24 @@ impl<C: ClassSet> Graph<C> {
             ordinals.push(self.ordinal_of(at));
             at = parent;
         }
+    }
+
+    /// The predecessor of `u` on a shortest path from an initial state;
+    /// [`ROOT`] for an initial state.
+    pub(crate) fn parent(&self, u: u32) -> u32 {
+        self.parents.get(u as usize)
+    }
+
+    /// Writes every full segment of its columns to files of `dir`, and frees
+    /// them (see [`Column::spill`]); returns how many bytes went.
+    pub(crate) fn spill(&mut self, dir: &SpillDir) -> std::io::Result<u64> {
+        Ok(self.parents.spill(dir)?
+            + self.ordinals.spill(dir)?
+            + self.labels.spill(dir)?
+            + self.offsets.spill(dir)?
+            + self.targets.spill(dir)?
+            + self.takes.spill(dir)?
+            + self.renamings.spill(dir)?)
     }
 
     /// The successor ordinal of the edge at position `e`, which leaves `from`.

@@ -38,11 +38,12 @@ pub mod replay;
 mod report;
 mod seen;
 mod segmented;
+mod spill;
 mod symmetry;
 
 pub use check::{
     check, check_with_progress, max_threads, CheckError, CheckOptions, CheckableState, Interrupt,
-    Progress, Stuttering, DEADLOCK_PROPERTY,
+    Progress, Spilling, Stuttering, DEADLOCK_PROPERTY,
 };
 pub use render::{
     Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep, GHOST_FIELD,

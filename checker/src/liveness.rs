@@ -911,8 +911,8 @@ impl EdgeLasso {
     fn states<C: ClassSet>(&self, graph: &Graph<C>) -> (Vec<u32>, Vec<u32>) {
         let mut prefix = vec![self.start];
         let mut at = self.start;
-        while graph.parents[at as usize] != crate::graph::ROOT {
-            at = graph.parents[at as usize];
+        while graph.parent(at) != crate::graph::ROOT {
+            at = graph.parent(at);
             prefix.push(at);
         }
         prefix.reverse();

@@ -17,7 +17,9 @@ use clap::{Parser, Subcommand};
 use steadfast_checker::memory::{self, Size};
 use steadfast_checker::registry::{self, Entry, RegistryError};
 use steadfast_checker::replay;
-use steadfast_checker::{CheckOptions, Interrupt, Progress, RenderedReport, Stuttering, Verdict};
+use steadfast_checker::{
+    CheckOptions, Interrupt, Progress, RenderedReport, Spilling, Stuttering, Verdict,
+};
 
 /// Writes a line to standard error. A closed or full stderr is ignored
 /// (`eprintln!` would panic): progress and notes are not the report.
@@ -113,12 +115,22 @@ struct CheckArgs {
     /// Stop exploring after this many seconds (the result is then incomplete).
     #[arg(long, value_parser = parse_seconds)]
     timeout: Option<Duration>,
-    /// Stop exploring once the check holds this much memory, as 512M or
-    /// 20G (the result is then incomplete, exit 3), rather than be killed
+    /// The memory the check may hold, as 512M or 20G. Past it, the graph
+    /// and the frontier go to disk (--spill-dir) and the check goes on,
+    /// more slowly; past it again with them on disk, or with --no-spill, it
+    /// stops (the result is then incomplete, exit 3) rather than be killed
     /// by the kernel. Default: two thirds of the memory the machine has
     /// free as the check starts.
     #[arg(long, value_parser = parse_size)]
     memory: Option<Size>,
+    /// Where the graph and the frontier go past --memory: unnamed temporary
+    /// files, so nothing is left there. Default: the system's temporary
+    /// directory ($TMPDIR, else /tmp).
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<std::path::PathBuf>,
+    /// Stop at --memory instead of spilling to disk.
+    #[arg(long, conflicts_with = "spill_dir")]
+    no_spill: bool,
     /// Which states may stutter forever: `anywhere` (TLA+: progress comes
     /// only from declared fairness) or `when-stuck` (only a state without
     /// successors; assumes every behaviour moves while it can).
@@ -391,6 +403,10 @@ fn check(args: &CheckArgs) -> ExitCode {
         max_states: args.max_states,
         timeout: args.timeout,
         memory: memory_bound(args.memory),
+        spill: (!args.no_spill).then(|| Spilling {
+            dir: args.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+            from_start: false,
+        }),
         safety_only: false,
         stuttering: args.stuttering.into(),
         deadlock: args.deadlock,

@@ -27,6 +27,8 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::spill::SpillFile;
+
 /// Why a state could not be kept as bytes, or read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EncodingError(pub(crate) String);
@@ -74,11 +76,15 @@ pub(crate) enum Packed<S> {
 /// Offsets are `u32`: a list holds the states one chunk of the frontier
 /// discovered (a few thousand at most), far below 4 GiB of encodings.
 pub(crate) struct Encoded<S> {
-    /// The encodings, one after another; compressed once sealed.
+    /// The encodings, one after another; compressed once sealed. Empty
+    /// once they are on disk.
     bytes: Vec<u8>,
     /// Per state, where its encoding ends among the encodings.
     ends: Vec<u32>,
     sealed: bool,
+    /// Where in a spill file its sealed bytes start, and how many there
+    /// are, once they were [spilled](Encoded::spill).
+    spilled: Option<(u64, usize)>,
     _states: PhantomData<fn() -> S>,
 }
 
@@ -90,6 +96,7 @@ impl<S> Packed<S> {
                 bytes: Vec::new(),
                 ends: Vec::new(),
                 sealed: false,
+                spilled: None,
                 _states: PhantomData,
             })
         } else {
@@ -147,15 +154,52 @@ impl<S: Serialize + DeserializeOwned> Packed<S> {
     }
 }
 
+impl<S> Encoded<S> {
+    /// Writes a sealed list's bytes to `file`, and frees them; returns how
+    /// many went. Nothing changes if the write fails, or the list is not
+    /// sealed or already on disk.
+    pub(crate) fn spill(&mut self, file: &mut SpillFile) -> std::io::Result<u64> {
+        if !self.sealed || self.spilled.is_some() {
+            return Ok(0);
+        }
+        let len = self.bytes.len();
+        let at = file.append(&self.bytes)?;
+        self.spilled = Some((at, len));
+        self.bytes = Vec::new();
+        Ok(len as u64)
+    }
+}
+
 impl<S: DeserializeOwned> Encoded<S> {
     /// Appends to `out` the states at `range`, decoded; `scratch` holds
-    /// the decompressed encodings of a sealed list meanwhile.
+    /// the decompressed encodings of a sealed list meanwhile, and `file` is
+    /// where a spilled list's bytes are.
     pub(crate) fn decode(
         &self,
         range: std::ops::Range<usize>,
         out: &mut Vec<S>,
         scratch: &mut Vec<u8>,
+        file: Option<&SpillFile>,
     ) -> Result<(), EncodingError> {
+        let read;
+        let bytes = match (self.spilled, file) {
+            (None, _) => &self.bytes,
+            (Some((at, len)), Some(file)) => {
+                let mut buffer = vec![0; len];
+                file.read(at, &mut buffer).map_err(|error| {
+                    EncodingError(format!(
+                        "a frontier buffer spilled to disk could not be read back: {error}"
+                    ))
+                })?;
+                read = buffer;
+                &read
+            }
+            (Some(_), None) => {
+                return Err(EncodingError(
+                    "a frontier buffer on disk was read without its file".into(),
+                ))
+            }
+        };
         let encodings = if self.sealed {
             let damaged = |error: &dyn std::fmt::Display| {
                 EncodingError(format!(
@@ -163,13 +207,13 @@ impl<S: DeserializeOwned> Encoded<S> {
                 ))
             };
             let (size, compressed) =
-                lz4_flex::block::uncompressed_size(&self.bytes).map_err(|e| damaged(&e))?;
+                lz4_flex::block::uncompressed_size(bytes).map_err(|e| damaged(&e))?;
             scratch.clear();
             scratch.resize(size, 0);
             lz4_flex::block::decompress_into(compressed, scratch).map_err(|e| damaged(&e))?;
             &scratch[..]
         } else {
-            &self.bytes[..]
+            &bytes[..]
         };
         for index in range {
             let start = index
@@ -201,7 +245,7 @@ where
     packed.seal();
     let mut decoded = Vec::new();
     if let Packed::Encoded(encoded) = &packed {
-        encoded.decode(0..1, &mut decoded, &mut Vec::new())?;
+        encoded.decode(0..1, &mut decoded, &mut Vec::new(), None)?;
     }
     if decoded.first() == Some(state) {
         Ok(())
@@ -244,17 +288,28 @@ mod tests {
         }
         assert_eq!(packed.len(), 3);
         let mut scratch = Vec::new();
-        for sealed in [false, true] {
-            if sealed {
+        let mut file = crate::spill::SpillDir::new(&std::env::temp_dir())
+            .unwrap()
+            .file()
+            .unwrap();
+        file.append(b"before").unwrap();
+        for (sealed, spilled) in [(false, false), (true, false), (true, true)] {
+            if sealed && !spilled {
                 packed.seal();
             }
-            let Packed::Encoded(encoded) = &packed else {
+            let Packed::Encoded(encoded) = &mut packed else {
                 panic!("kept plain");
             };
+            if spilled {
+                assert!(encoded.spill(&mut file).unwrap() > 0);
+                assert!(encoded.bytes.is_empty());
+            } else if !sealed {
+                assert_eq!(encoded.spill(&mut file).unwrap(), 0, "not sealed yet");
+            }
             for start in 0..3 {
                 let mut decoded = Vec::new();
                 encoded
-                    .decode(start..3, &mut decoded, &mut scratch)
+                    .decode(start..3, &mut decoded, &mut scratch, Some(&file))
                     .unwrap();
                 assert_eq!(decoded[..], states[start..], "sealed: {sealed}");
             }

@@ -4,6 +4,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use steadfast_checker::memory::Size;
 use steadfast_checker::registry::Entry;
 use steadfast_checker::{
     Change, Progress, RenderedEvidence, RenderedReport, RenderedStep, Verdict,
@@ -102,8 +103,12 @@ impl Meter {
             bar.finish_and_clear();
         }
         let stats = &report.stats;
+        let spilled = match stats.spilled {
+            0 => String::new(),
+            bytes => format!(", {} spilled to disk", Size(bytes)),
+        };
         say!(
-            "{}: {} states, {} edges, depth {}; explored in {:.2?}, liveness search {:.2?}",
+            "{}: {} states, {} edges, depth {}; explored in {:.2?}, liveness search {:.2?}{spilled}",
             self.title,
             stats.unique_states,
             stats.edges,

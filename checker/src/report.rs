@@ -15,8 +15,16 @@ pub enum Bound {
     Timeout(#[serde(serialize_with = "seconds")] Duration),
     /// The check was interrupted (Ctrl-C).
     Interrupted,
-    /// The process's resident memory passed this many bytes.
+    /// The process's resident memory passed this many bytes (with the
+    /// graph and the frontier on disk, when the check spills).
     Memory(u64),
+    /// Spilling to disk failed, for this reason (the disk is full, say).
+    Disk(#[serde(serialize_with = "io_error")] std::io::ErrorKind),
+}
+
+/// An I/O error's kind, as the words `std::io::ErrorKind` displays.
+fn io_error<S: serde::Serializer>(kind: &std::io::ErrorKind, to: S) -> Result<S::Ok, S::Error> {
+    to.collect_str(kind)
 }
 
 /// A duration as seconds, a number.
@@ -31,6 +39,7 @@ impl std::fmt::Display for Bound {
             Bound::Timeout(t) => write!(f, "the time limit ({}s)", t.as_secs_f64()),
             Bound::Interrupted => write!(f, "an interruption (Ctrl-C)"),
             Bound::Memory(bytes) => write!(f, "the memory limit ({})", crate::memory::Size(*bytes)),
+            Bound::Disk(kind) => write!(f, "the disk (spilling to it failed: {kind})"),
         }
     }
 }
@@ -168,6 +177,9 @@ pub struct Stats {
     /// Time spent on the liveness search (in JSON: seconds).
     #[serde(serialize_with = "seconds")]
     pub liveness_time: Duration,
+    /// Bytes of the graph and the frontier written to disk, past the
+    /// memory limit (0: none).
+    pub spilled: u64,
 }
 
 /// Everything a check found.

@@ -8,11 +8,21 @@
 //! which the command uses) copy: the graph's columns, the larger part of a
 //! check's memory, would then peak at up to three times their size while
 //! they grow.
+//!
+//! A [`Column`] is one whose full segments can go to disk once a check's
+//! memory passes its bound (see [`crate::spill`]): they are written in
+//! order, so the segments on disk are always a prefix, and read back a
+//! segment at a time through a small cache.
 
+use std::cell::RefCell;
 use std::ops::{Index, IndexMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Elements per segment: 65,536 (256 KiB of `u32`).
-const SEGMENT_BITS: u32 = 16;
+use crate::spill::{SpillDir, SpillFile, Word};
+
+/// Elements per segment: 65,536 (256 KiB of `u32`); 16 in the crate's own
+/// tests, so that their small graphs span many segments and spill.
+const SEGMENT_BITS: u32 = if cfg!(test) { 4 } else { 16 };
 const SEGMENT: usize = 1 << SEGMENT_BITS;
 
 /// A growable sequence indexed like a `Vec`, in segments of [`SEGMENT`]
@@ -51,22 +61,24 @@ impl<T: Copy> Segmented<T> {
         self.len += 1;
     }
 
-    /// Its elements, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.segments.iter().flatten()
-    }
-
-    /// The element at `index`, or `None` past the end.
-    pub(crate) fn get(&self, index: usize) -> Option<T> {
-        (index < self.len).then(|| self[index])
-    }
-
     /// Appends `value` until it holds `len` elements (nothing when it holds
     /// as many or more).
     pub(crate) fn resize(&mut self, len: usize, value: T) {
         while self.len < len {
             self.push(value);
         }
+    }
+
+    /// Segment `k`'s elements.
+    fn segment(&self, k: usize) -> &[T] {
+        &self.segments[k]
+    }
+
+    /// Frees segment `k`, a full one kept elsewhere now: reading its
+    /// elements from here is a panic from now on.
+    fn release(&mut self, k: usize) {
+        debug_assert_eq!(self.segments[k].len(), SEGMENT, "only a full segment goes");
+        self.segments[k] = Vec::new();
     }
 }
 
@@ -99,13 +111,187 @@ impl<T> IndexMut<usize> for Segmented<T> {
     }
 }
 
+/// A [`Segmented`] sequence of words whose full segments can go to disk:
+/// one of the graph's columns. It is read by [`Column::get`], which reads
+/// what is on disk back through the reading thread's cache.
+#[derive(Debug)]
+pub(crate) struct Column<T> {
+    held: Segmented<T>,
+    /// How many segments, from the first, are on disk (and freed in
+    /// `held`).
+    spilled: usize,
+    disk: Option<Disk>,
+}
+
+/// The segments of a [`Column`] on disk: segment `k` at `k` whole segments
+/// into the file. They are read back a block of [`BLOCK`] elements at a
+/// time into the reading thread's cache of blocks ([`BLOCKS`]): the
+/// liveness search reads the edges of neighbouring states together, and a
+/// miss costs one small read, served from the kernel's page cache while the
+/// machine has memory to spare.
+#[derive(Debug)]
+struct Disk {
+    file: SpillFile,
+    /// Tells its blocks from other columns' in a thread's cache.
+    id: usize,
+}
+
+/// Elements per block read back from disk: 1,024 (4 KiB of `u32`); a
+/// divisor of [`SEGMENT`]. 4 in the crate's own tests.
+const BLOCK: usize = if cfg!(test) { 4 } else { 1 << 10 };
+
+/// How many blocks a thread keeps read back: 8,192 (32 MiB of `u32`); 8 in
+/// the crate's own tests, so that blocks are read again and again.
+const CACHED: usize = if cfg!(test) { 8 } else { 1 << 13 };
+
+/// The next [`Disk::id`].
+static DISKS: AtomicUsize = AtomicUsize::new(0);
+
+/// A block read back from disk.
+struct Block {
+    /// The [`Disk::id`] of its column.
+    column: usize,
+    /// Which block of the column.
+    number: usize,
+    bytes: Box<[u8]>,
+}
+
+thread_local! {
+    /// The blocks this thread read back from disk, of any column: direct
+    /// mapped, each slot holding the last block read into it. A cache per
+    /// thread takes no lock, so the threads of the liveness search read
+    /// spilled columns side by side.
+    static BLOCKS: RefCell<Vec<Option<Block>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl<T: Word> Column<T> {
+    /// An empty one.
+    pub(crate) fn new() -> Self {
+        Column {
+            held: Segmented::new(),
+            spilled: 0,
+            disk: None,
+        }
+    }
+
+    /// How many elements it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Appends `value`.
+    pub(crate) fn push(&mut self, value: T) {
+        self.held.push(value);
+    }
+
+    /// Appends `value` until it holds `len` elements.
+    pub(crate) fn resize(&mut self, len: usize, value: T) {
+        self.held.resize(len, value);
+    }
+
+    /// The element at `index`.
+    ///
+    /// # Panics
+    ///
+    /// Past the end, as a `Vec`; and when a segment on disk cannot be read
+    /// back (the spill directory's disk failed under the check).
+    pub(crate) fn get(&self, index: usize) -> T {
+        let k = index >> SEGMENT_BITS;
+        if k < self.spilled {
+            let disk = self.disk.as_ref().expect("spilled segments have a file");
+            disk.get::<T>(index)
+        } else {
+            self.held[index]
+        }
+    }
+
+    /// The element at `index`, or `None` past the end.
+    pub(crate) fn checked(&self, index: usize) -> Option<T> {
+        (index < self.len()).then(|| self.get(index))
+    }
+
+    /// Writes every full segment not on disk yet to a file of `dir`, and
+    /// frees it; returns how many bytes went. A segment whose write fails
+    /// stays held, so the column is whole either way.
+    pub(crate) fn spill(&mut self, dir: &SpillDir) -> std::io::Result<u64> {
+        let full = self.held.len() / SEGMENT;
+        if self.spilled >= full {
+            return Ok(0);
+        }
+        let disk = match &mut self.disk {
+            Some(disk) => disk,
+            None => self.disk.insert(Disk {
+                file: dir.file()?,
+                id: DISKS.fetch_add(1, Ordering::Relaxed),
+            }),
+        };
+        let mut bytes = Vec::with_capacity(SEGMENT * T::BYTES);
+        let mut written = 0;
+        for k in self.spilled..full {
+            bytes.clear();
+            for &value in self.held.segment(k) {
+                value.put(&mut bytes);
+            }
+            let at = disk.file.append(&bytes)?;
+            debug_assert_eq!(at, (k * SEGMENT * T::BYTES) as u64);
+            written += bytes.len() as u64;
+            self.held.release(k);
+            self.spilled = k + 1;
+        }
+        Ok(written)
+    }
+}
+
+impl<T: Word> Extend<T> for Column<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
+        self.held.extend(values);
+    }
+}
+
+impl Disk {
+    /// Element `index` of the column, a `T`: read from its block in this
+    /// thread's cache, after reading the block back if the cache does not
+    /// hold it.
+    fn get<T: Word>(&self, index: usize) -> T {
+        let block = index / BLOCK;
+        // Columns whose blocks of one number would share a slot are spread.
+        let slot = block.wrapping_add(self.id.wrapping_mul(CACHED / 8 + 1)) % CACHED;
+        let at = index % BLOCK * T::BYTES;
+        BLOCKS.with_borrow_mut(|blocks| {
+            if blocks.is_empty() {
+                blocks.resize_with(CACHED, || None);
+            }
+            let entry = &mut blocks[slot];
+            match entry {
+                Some(held) if held.column == self.id && held.number == block => {
+                    T::take(&held.bytes[at..])
+                }
+                _ => {
+                    let mut bytes = vec![0; BLOCK * T::BYTES].into_boxed_slice();
+                    let start = (block * BLOCK * T::BYTES) as u64;
+                    if let Err(error) = self.file.read(start, &mut bytes) {
+                        panic!("the graph spilled to disk could not be read back: {error}");
+                    }
+                    let value = T::take(&bytes[at..]);
+                    *entry = Some(Block {
+                        column: self.id,
+                        number: block,
+                        bytes,
+                    });
+                    value
+                }
+            }
+        })
+    }
+}
+
 /// A non-decreasing sequence of `u64` (where each state's edges start), in
 /// 4 bytes an element instead of 8: per segment of [`SEGMENT`] elements its
 /// first, and per element its distance from it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Offsets {
     bases: Vec<u64>,
-    above: Segmented<u32>,
+    above: Column<u32>,
 }
 
 impl Offsets {
@@ -113,7 +299,7 @@ impl Offsets {
     pub(crate) fn new() -> Self {
         Offsets {
             bases: Vec::new(),
-            above: Segmented::new(),
+            above: Column::new(),
         }
     }
 
@@ -147,7 +333,7 @@ impl Offsets {
 
     /// The offset at `index`.
     pub(crate) fn get(&self, index: usize) -> u64 {
-        self.bases[index >> SEGMENT_BITS] + u64::from(self.above[index])
+        self.bases[index >> SEGMENT_BITS] + u64::from(self.above.get(index))
     }
 
     /// Appends `offset` until it holds `len` offsets.
@@ -155,6 +341,11 @@ impl Offsets {
         while self.len() < len {
             self.push(offset);
         }
+    }
+
+    /// Writes its full segments to disk, as [`Column::spill`] does.
+    pub(crate) fn spill(&mut self, dir: &SpillDir) -> std::io::Result<u64> {
+        self.above.spill(dir)
     }
 }
 
@@ -176,8 +367,6 @@ mod tests {
         plain.resize(3 * SEGMENT + 1, 9);
         assert_eq!(segmented.len(), plain.len());
         assert!(plain.iter().enumerate().all(|(i, v)| segmented[i] == *v));
-        assert!(segmented.iter().eq(plain.iter()));
-        assert_eq!(segmented.get(plain.len()), None);
         assert_eq!(segmented.segments.len(), 4);
         assert!(segmented.segments[..3].iter().all(|s| s.len() == SEGMENT));
     }
@@ -196,6 +385,40 @@ mod tests {
         assert!(plain.iter().enumerate().all(|(i, &o)| offsets.get(i) == o));
         assert_eq!(offsets.len(), plain.len() + 2);
         assert_eq!(offsets.last(), plain.last().copied());
+    }
+
+    #[test]
+    fn a_column_should_read_as_before_once_its_segments_are_on_disk() {
+        let dir = SpillDir::new(&std::env::temp_dir()).unwrap();
+        let mut column = Column::new();
+        let mut offsets = Offsets::new();
+        // More blocks on disk than the cache holds.
+        let plain: Vec<u32> =
+            (0..(CACHED * BLOCK / SEGMENT + 3) as u32 * SEGMENT as u32 + 5).collect();
+        for (i, &value) in plain.iter().enumerate() {
+            column.push(value);
+            offsets.push(u64::from(value) * 3);
+            if i == SEGMENT + 2 {
+                // Only the full segment goes.
+                assert_eq!(column.spill(&dir).unwrap(), (SEGMENT * 4) as u64);
+                assert_eq!(column.spilled, 1);
+            }
+        }
+        let written = column.spill(&dir).unwrap();
+        assert_eq!(
+            written,
+            (plain.len() / SEGMENT - 1) as u64 * SEGMENT as u64 * 4
+        );
+        assert_eq!(column.spill(&dir).unwrap(), 0, "nothing more is full");
+        assert!(offsets.spill(&dir).unwrap() > 0);
+        // Forwards, backwards (past what the cache holds), and the held tail.
+        for i in (0..plain.len()).chain((0..plain.len()).rev()) {
+            assert_eq!(column.get(i), plain[i]);
+            assert_eq!(offsets.get(i), u64::from(plain[i]) * 3);
+        }
+        assert_eq!(column.checked(plain.len()), None);
+        column.extend([7, 8]);
+        assert_eq!(column.get(plain.len() + 1), 8);
     }
 
     #[test]

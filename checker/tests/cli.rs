@@ -244,6 +244,7 @@ fn check_should_stop_at_its_memory_bound_rather_than_be_killed() {
         "--no-symmetry",
         "--memory",
         "40M",
+        "--no-spill",
     ];
     let output = steadfast(&bounded);
     assert_stopped_by(&output, "the memory limit (40 MiB)");
@@ -257,6 +258,48 @@ fn check_should_stop_at_its_memory_bound_rather_than_be_killed() {
     // A roomy bound changes nothing.
     let output = steadfast(&["check", "mutex", "--memory", "8G"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}
+
+#[test]
+fn check_should_spill_past_its_memory_bound_and_stop_only_past_it_again() {
+    // A bound below what the process holds at once: the check spills from
+    // its first look at memory on, and stops at the next look once a whole
+    // level went to disk.
+    let spill_dir = std::env::temp_dir().join(format!("steadfast-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&spill_dir).unwrap();
+    let dir = spill_dir.to_str().unwrap();
+    let args = [
+        "check",
+        "leasequeue",
+        "--scenario",
+        "general",
+        "--memory",
+        "1M",
+        "--spill-dir",
+        dir,
+        "--json",
+    ];
+    let output = steadfast(&args);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("valid JSON");
+    assert_valid(&value);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let run = &value["results"][0];
+    assert_eq!(run["stopped"]["bound"], "memory");
+    assert!(run["stats"]["spilled"].as_u64().unwrap() > 0, "{run}");
+    let left: Vec<_> = std::fs::read_dir(&spill_dir).unwrap().collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
+    std::fs::remove_dir(&spill_dir).unwrap();
+
+    // Where no file can be made, the check says so before it starts.
+    let output = steadfast(&["check", "mutex", "--spill-dir", "/nonexistent/spill"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("cannot spill to /nonexistent/spill") && text.contains("--spill-dir"),
+        "{text}"
+    );
+    let output = steadfast(&["check", "mutex", "--spill-dir", "/tmp", "--no-spill"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
 
 /// Asserts that a check exited 3, stopped by `bound`, with unknown verdicts.
