@@ -278,6 +278,10 @@ struct Level<'a, M: Model, C> {
     /// The numbering turn of the level's first chunk: chunks take their
     /// numbers in chunk order.
     first_turn: u64,
+    /// Where each chunk's discoveries go as soon as they are sealed, when
+    /// the exploration was spilling as the level began: the next frontier's
+    /// file.
+    discoveries: Option<Mutex<SpillFile>>,
 }
 
 impl<M> Exploration<'_, M>
@@ -390,6 +394,7 @@ where
                 last_progress: &last_progress,
                 depth,
                 first_turn: seen.next_turn(),
+                discoveries: self.discoveries(&stop, &stopping),
             };
             let previous = std::mem::take(&mut pending);
             let mut chunks = level.expand(|| {
@@ -402,6 +407,11 @@ where
                     (self.keep_edges, self.symmetry.is_some()),
                 );
                 self.spill(|dir| graph.spill(dir), &stop, &stopping);
+                // The last level's frontier went as it was made, and its
+                // edges just now: all that can be on disk is.
+                if let Some(spiller) = &self.spill {
+                    spiller.level_done();
+                }
             });
             chunks.sort_unstable_by_key(|(index, _)| *index);
             generated += chunks.iter().map(|(_, chunk)| chunk.generated).sum::<u64>();
@@ -411,11 +421,11 @@ where
                 .iter_mut()
                 .map(|(_, chunk)| std::mem::replace(&mut chunk.discovered, Discovered::new(false)))
                 .collect();
+            let Level { discoveries, .. } = level;
             frontier = place(&mut graph, discovered, self.keep_edges);
+            frontier.file =
+                discoveries.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner()));
             self.spill(|dir| frontier.spill(dir), &stop, &stopping);
-            if let Some(spiller) = &self.spill {
-                spiller.level_done();
-            }
             pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
         }
         record(
@@ -454,21 +464,47 @@ where
         }
     }
 
-    /// Runs `spill` if the exploration is spilling; a write that fails
-    /// stops it as a bound does (the disk is full, say), with what was
-    /// written and what was not both still whole.
+    /// Runs `spill` if the exploration is spilling, and counts the bytes
+    /// it wrote; a write that fails stops the exploration as a bound does
+    /// (the disk is full, say), with what was written and what was not both
+    /// still whole.
     fn spill(
         &self,
         spill: impl FnOnce(&SpillDir) -> std::io::Result<u64>,
         stop: &Mutex<Option<Bound>>,
         stopping: &AtomicBool,
     ) {
-        let Some(spiller) = &self.spill else {
+        let Some((spiller, dir)) = self.spilling() else {
             return;
         };
-        if let Err(error) = spiller.pass(spill) {
-            halt(stop, stopping, Bound::Disk(error.kind()));
+        match spill(dir) {
+            Ok(written) => spiller.count(written),
+            Err(error) => halt(stop, stopping, Bound::Disk(error.kind())),
         }
+    }
+
+    /// A file for the discoveries of the level about to be expanded, if
+    /// the exploration is spilling (a file that cannot be made stops it, as
+    /// [`Exploration::spill`] says).
+    fn discoveries(
+        &self,
+        stop: &Mutex<Option<Bound>>,
+        stopping: &AtomicBool,
+    ) -> Option<Mutex<SpillFile>> {
+        let (_, dir) = self.spilling()?;
+        match dir.file() {
+            Ok(file) => Some(Mutex::new(file)),
+            Err(error) => {
+                halt(stop, stopping, Bound::Disk(error.kind()));
+                None
+            }
+        }
+    }
+
+    /// The spiller and its directory, while the exploration spills.
+    fn spilling(&self) -> Option<(&Spiller, &SpillDir)> {
+        let spiller = self.spill.as_ref()?;
+        Some((spiller, spiller.dir()?))
     }
 }
 
@@ -643,6 +679,22 @@ where
 
     fn halt(&self, bound: Bound) {
         halt(self.stop, self.stopping, bound);
+    }
+
+    /// Writes a chunk's sealed discoveries to the level's discoveries file,
+    /// if there is one; a write that fails stops the exploration at the
+    /// disk, leaving them in memory.
+    fn spill_discoveries(&self, states: &mut Packed<M::State>) {
+        let (Some(file), Some(spiller), Packed::Encoded(encoded)) =
+            (&self.discoveries, &self.run.spill, states)
+        else {
+            return;
+        };
+        let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+        match encoded.spill(&mut file) {
+            Ok(written) => spiller.count(written),
+            Err(error) => self.halt(Bound::Disk(error.kind())),
+        }
     }
 
     /// Stops the exploration for a state that could not be kept as bytes:
@@ -877,6 +929,7 @@ where
                 .push((chunk.edges.len() - edges_before) as u32);
         }
         chunk.discovered.states.seal();
+        self.spill_discoveries(&mut chunk.discovered.states);
         drop(pieces);
         scratch.states = states;
         chunk

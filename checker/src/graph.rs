@@ -54,6 +54,10 @@ pub(crate) const MAX_CLASS_SETS: usize = 1 << 16;
 /// An edge is its target and the index of the set of fairness classes it
 /// takes: a model's actions take few distinct sets, so they are kept once,
 /// in `class_sets`, and an edge costs 6 bytes whatever the sets' width.
+///
+/// Every column is a [`Column`]: once a check spills ([`Graph::spill`]),
+/// its full segments are on disk and are read back through a cache, so the
+/// columns are read by number (`get`), never by reference.
 pub(crate) struct Graph<C> {
     /// Per state, its predecessor on a shortest path from an initial state;
     /// [`ROOT`] for an initial state.

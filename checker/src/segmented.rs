@@ -195,6 +195,7 @@ impl<T: Word> Column<T> {
     ///
     /// Past the end, as a `Vec`; and when a segment on disk cannot be read
     /// back (the spill directory's disk failed under the check).
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> T {
         let k = index >> SEGMENT_BITS;
         if k < self.spilled {
@@ -252,6 +253,8 @@ impl Disk {
     /// Element `index` of the column, a `T`: read from its block in this
     /// thread's cache, after reading the block back if the cache does not
     /// hold it.
+    #[cold]
+    #[inline(never)]
     fn get<T: Word>(&self, index: usize) -> T {
         let block = index / BLOCK;
         // Columns whose blocks of one number would share a slot are spread.

@@ -17,11 +17,13 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 /// When an exploration spills, and how much it wrote.
 ///
 /// Spilling starts when the memory bound is first passed (or at once, when
-/// asked to): from then on the exploration's main thread writes the graph's
-/// full segments to disk as it records each level, and each new frontier as
-/// it is made. Once a whole level has been spilled, memory past the bound
-/// again is what cannot go to disk (the seen set, the level being
-/// discovered), and the check stops there as a bound stops it.
+/// asked to): from then on the exploration's main thread writes what is
+/// left of each new frontier to disk as it is made, and the graph's full
+/// segments as it records each level; from the next level on, each chunk's
+/// discoveries go as soon as the chunk is expanded. Once a level's frontier
+/// and edges have gone (a level spilled whole), memory past the bound again
+/// is what cannot go to disk (the seen set, the last level's edges until
+/// they are recorded), and the check stops there as a bound stops it.
 #[derive(Debug)]
 pub(crate) struct Spiller {
     dir: SpillDir,
@@ -59,17 +61,18 @@ impl Spiller {
         }
     }
 
-    /// Runs `spill` on the spill directory if spilling, and counts what it
-    /// wrote.
-    pub(crate) fn pass(&self, spill: impl FnOnce(&SpillDir) -> io::Result<u64>) -> io::Result<()> {
-        if self.state.load(Ordering::Relaxed) != OFF {
-            let written = spill(&self.dir)?;
-            self.written.fetch_add(written, Ordering::Relaxed);
-        }
-        Ok(())
+    /// The spill directory, while spilling.
+    pub(crate) fn dir(&self) -> Option<&SpillDir> {
+        (self.state.load(Ordering::Relaxed) != OFF).then_some(&self.dir)
     }
 
-    /// A level was spilled whole, if spilling.
+    /// Counts `bytes` more written to disk.
+    pub(crate) fn count(&self, bytes: u64) {
+        self.written.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A level was spilled whole (its frontier and its edges), if
+    /// spilling: memory past the bound from now on stops the check.
     pub(crate) fn level_done(&self) {
         let _ = self
             .state
