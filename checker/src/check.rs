@@ -32,9 +32,10 @@ pub struct CheckOptions {
     /// Stop exploring after this long; `None`: no limit.
     pub timeout: Option<Duration>,
     /// Stop exploring once the process's resident memory passes this many
-    /// bytes, as a bound stops it, rather than be killed by the kernel;
-    /// `None`: no limit. It is watched while the graph is explored, where a
-    /// check's memory grows with its states.
+    /// bytes (with `spill`, once it passes it again with the graph and the
+    /// frontier on disk), as a bound stops it, rather than be killed by the
+    /// kernel; `None`: no limit. It is watched while the graph is explored,
+    /// where a check's memory grows with its states.
     pub memory: Option<u64>,
     /// Where the graph and the frontier go to disk past `memory`, so that
     /// the check goes on, more slowly; `None`: `memory` stops the check.
@@ -56,15 +57,16 @@ pub struct CheckOptions {
 }
 
 /// Where a check writes its graph and its frontier once its memory passes
-/// [`CheckOptions::memory`] (see docs/checker.md, "Memory").
+/// [`CheckOptions::memory`] (see docs/checker.md, `--memory`).
 ///
 /// Spilling starts when the process's resident memory first passes the
 /// bound: from then on the graph's columns go to disk a segment at a time as
-/// they fill, and every level's frontier as it is made; the liveness search
-/// reads them back through a cache. If memory passes the bound again once a
-/// whole level was spilled (what stays is the seen set and the level being
-/// discovered), the check stops there as a bound stops it; if a write fails
-/// (a full disk), it stops at [`crate::Bound::Disk`].
+/// they fill, and the states waiting to be expanded as each chunk of them
+/// is found; the liveness search reads them back through a cache. If memory
+/// passes the bound again once a whole level was spilled (what stays is the
+/// seen set and the last level's edges until they are recorded), the check
+/// stops there as a bound stops it; if a write fails (a full disk), it
+/// stops at [`crate::Bound::Disk`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spilling {
     /// The directory of the spill files. They are anonymous temporary

@@ -11,8 +11,8 @@
 //!
 //! A [`Column`] is one whose full segments can go to disk once a check's
 //! memory passes its bound (see [`crate::spill`]): they are written in
-//! order, so the segments on disk are always a prefix, and read back a
-//! segment at a time through a small cache.
+//! order, so the segments on disk are always a prefix, and read back a block
+//! at a time through a cache of the reading thread's own.
 
 use std::cell::RefCell;
 use std::ops::{Index, IndexMut};

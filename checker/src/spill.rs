@@ -4,9 +4,10 @@
 //!
 //! Every spill file is an anonymous temporary file in the spill directory:
 //! it has no name, so nothing is left behind however the process ends, and
-//! its space comes back when the structure that wrote it is dropped. Files
-//! are written only by the thread that owns the structure (the exploration's
-//! main thread) and read by any, at an offset, without a shared cursor.
+//! its space comes back when the structure that wrote it is dropped. A file
+//! is appended by one writer at a time (the exploration's main thread, or
+//! for a level's discoveries whichever thread holds its lock) and read by
+//! any, at an offset, without a shared cursor.
 
 use std::fs::File;
 use std::io;
