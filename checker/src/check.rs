@@ -32,12 +32,12 @@ pub struct CheckOptions {
     /// Stop exploring after this long; `None`: no limit.
     pub timeout: Option<Duration>,
     /// Stop exploring once the process's resident memory passes this many
-    /// bytes (with `spill`, once it passes it again with the graph and the
-    /// frontier on disk), as a bound stops it, rather than be killed by the
+    /// bytes (with `spill`, once it passes it with the graph, the frontier
+    /// and the seen set on disk), as a bound stops it, rather than be killed by the
     /// kernel; `None`: no limit. It is watched while the graph is explored,
     /// where a check's memory grows with its states.
     pub memory: Option<u64>,
-    /// Where the graph and the frontier go to disk past `memory`, so that
+    /// Where the graph, the frontier and the seen set go to disk past `memory`, so that
     /// the check goes on, more slowly; `None`: `memory` stops the check.
     pub spill: Option<Spilling>,
     /// Check only `always` and `sometimes` properties, keeping no edges.
@@ -62,17 +62,21 @@ pub struct CheckOptions {
 /// Spilling starts when the process's resident memory first passes the
 /// bound: from then on the graph's columns go to disk a segment at a time as
 /// they fill, and the states waiting to be expanded as each chunk of them
-/// is found; the liveness search reads them back through a cache. If memory
-/// passes the bound again once a whole level was spilled (what stays is the
-/// seen set and the last level's edges until they are recorded), the check
-/// stops there as a bound stops it; if a write fails (a full disk), it
-/// stops at [`crate::Bound::Disk`].
+/// is found; the liveness search reads them back through a cache. Each time
+/// memory passes the bound again once a whole level was spilled, the seen
+/// set's entries go to disk too (merged with what went before, sorted by
+/// fingerprint), leaving room in its tables, and lookups read the disk for
+/// what the tables no longer hold. Once the entries would not make room
+/// enough, what holds the memory cannot go to disk (the levels' edges
+/// until they are recorded), and the check stops there as a bound stops
+/// it; if a write fails (a full disk), it stops at [`crate::Bound::Disk`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spilling {
     /// The directory of the spill files. They are anonymous temporary
     /// files: nothing is left there, however the check ends.
     pub dir: std::path::PathBuf,
-    /// Spill from the first level on, whatever the memory.
+    /// Spill from the first level on, whatever the memory, and the seen set
+    /// after every level.
     pub from_start: bool,
 }
 

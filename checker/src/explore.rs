@@ -21,6 +21,7 @@ use steadfast_spec::TemporalModel;
 
 use crate::classes::ClassSet;
 use crate::graph::{Graph, Parent, MAX_CLASS_SETS, ROOT};
+use crate::memory::Passed;
 use crate::packed::{EncodingError, Packed};
 use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Seen};
 use crate::spill::{SpillDir, SpillFile, Spiller};
@@ -426,6 +427,9 @@ where
             frontier.file =
                 discoveries.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner()));
             self.spill(|dir| frontier.spill(dir), &stop, &stopping);
+            if self.spill.as_ref().is_some_and(Spiller::eager) {
+                self.spill(|dir| seen.spill(dir), &stop, &stopping);
+            }
             pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
         }
         record(
@@ -667,9 +671,9 @@ where
             self.halt(Bound::Interrupted);
             return None;
         }
-        if let Some(limit) = self.run.memory.as_ref().and_then(|m| m.passed()) {
-            if !self.run.spill.as_ref().is_some_and(Spiller::memory_passed) {
-                self.halt(Bound::Memory(limit));
+        if let Some(passed) = self.run.memory.as_ref().and_then(|m| m.passed()) {
+            if let Err(bound) = self.make_room(passed) {
+                self.halt(bound);
                 return None;
             }
         }
@@ -679,6 +683,49 @@ where
 
     fn halt(&self, bound: Bound) {
         halt(self.stop, self.stopping, bound);
+    }
+
+    /// Memory passed its bound: goes on spilling, or says the bound that
+    /// stops the exploration.
+    ///
+    /// Until a level has gone to disk whole, the exploration goes on as
+    /// it spills. After, the seen set's entries go to disk too. Their
+    /// tables keep their size, so the memory does not fall, but the room
+    /// left in them is taken before the process grows: memory past the
+    /// bound by no more than that room goes on as it is. Past it, the
+    /// entries go if they hold as much as the memory is past the bound and
+    /// at least a sixteenth of it: each time they go, every fingerprint
+    /// already on disk is written again (merged in order), so less would
+    /// buy too little room for that. Else what holds the memory cannot go
+    /// to disk (the last level's edges until they are recorded, the
+    /// columns' last segments, the process itself), and the memory bound
+    /// stops the exploration.
+    fn make_room(&self, passed: Passed) -> Result<(), Bound> {
+        let stop = Bound::Memory(passed.limit);
+        let Some(spiller) = &self.run.spill else {
+            return Err(stop);
+        };
+        if spiller.memory_passed() {
+            return Ok(());
+        }
+        let Some(dir) = spiller.dir() else {
+            return Err(stop);
+        };
+        let tables = self.seen.tables();
+        let over = (passed.resident.saturating_sub(tables.room)).saturating_sub(passed.limit);
+        if over == 0 {
+            return Ok(());
+        }
+        if tables.held < over.max(passed.limit / 16) {
+            return Err(stop);
+        }
+        match self.seen.spill(dir) {
+            Ok(written) => {
+                spiller.count(written);
+                Ok(())
+            }
+            Err(error) => Err(Bound::Disk(error.kind())),
+        }
     }
 
     /// Writes a chunk's sealed discoveries to the level's discoveries file,

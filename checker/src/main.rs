@@ -117,13 +117,13 @@ struct CheckArgs {
     timeout: Option<Duration>,
     /// The memory the check may hold, as 512M or 20G. Past it, the graph
     /// and the frontier go to disk (--spill-dir) and the check goes on,
-    /// more slowly; past it again with them on disk, or with --no-spill, it
-    /// stops (the result is then incomplete, exit 3) rather than be killed
-    /// by the kernel. Default: two thirds of the memory the machine has
-    /// free as the check starts.
+    /// more slowly, and then the set of states seen too; past it with all
+    /// of them on disk, or with --no-spill, it stops (the result is then
+    /// incomplete, exit 3) rather than be killed by the kernel. Default:
+    /// two thirds of the memory the machine has free as the check starts.
     #[arg(long, value_parser = parse_size)]
     memory: Option<Size>,
-    /// Where the graph and the frontier go past --memory: unnamed temporary
+    /// Where the graph, the frontier and the seen set go past --memory: unnamed temporary
     /// files, so nothing is left there. Default: the system's temporary
     /// directory ($TMPDIR, else /tmp).
     #[arg(long, value_name = "DIR")]

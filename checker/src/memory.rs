@@ -120,10 +120,10 @@ impl Watch {
         }
     }
 
-    /// The limit, once the process's resident memory has passed it (it is
-    /// looked at only if no other thread looks, and not too soon after the
-    /// last look).
-    pub(crate) fn passed(&self) -> Option<u64> {
+    /// The limit and the process's resident memory, once that has passed
+    /// it (it is looked at only if no other thread looks, and not too soon
+    /// after the last look).
+    pub(crate) fn passed(&self) -> Option<Passed> {
         let mut last = self.last.try_lock().ok()?;
         if last.elapsed() < Self::EVERY {
             return None;
@@ -131,8 +131,19 @@ impl Watch {
         *last = Instant::now();
         resident()
             .filter(|rss| *rss > self.limit)
-            .map(|_| self.limit)
+            .map(|resident| Passed {
+                limit: self.limit,
+                resident,
+            })
     }
+}
+
+/// What [`Watch::passed`] saw: the limit, and the resident memory past it,
+/// in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Passed {
+    pub(crate) limit: u64,
+    pub(crate) resident: u64,
 }
 
 #[cfg(test)]
@@ -162,7 +173,9 @@ mod tests {
         // A limit below what the process holds is passed, once looked at.
         let watch = Watch::new(1024);
         std::thread::sleep(Watch::EVERY);
-        assert_eq!(watch.passed(), Some(1024));
+        assert!(watch
+            .passed()
+            .is_some_and(|p| p.limit == 1024 && p.resident > 1024));
         let roomy = Watch::new(u64::MAX);
         std::thread::sleep(Watch::EVERY);
         assert_eq!(roomy.passed(), None);

@@ -1,11 +1,16 @@
 //! The set of visited states: fingerprints mapped to dense state numbers,
 //! shared by the exploring threads.
 
+mod sorted_run;
+
 use std::hash::Hash;
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use crate::memory::filled;
+use crate::spill::SpillDir;
+use sorted_run::{Entry, SortedRun};
 
 /// A 64-bit digest of a state. Two distinct states with one fingerprint are
 /// taken as one, as in stateright; at 64 bits that is vanishingly rare for
@@ -34,11 +39,19 @@ impl Fingerprinter {
 
 /// One shard of [`Seen`]: an open-addressing table with linear probing whose
 /// slots hold a fingerprint and its state number side by side, so that a
-/// lookup touches one cache line, not a control byte and then a bucket.
+/// lookup touches one cache line, not a control byte and then a bucket;
+/// and, once the shard has spilled, the entries it sent to disk.
+///
+/// A fingerprint is in the table or on disk, never in both: it is looked
+/// for on disk before the table takes it, under the shard's lock, and
+/// only numbered entries go to disk.
 #[derive(Default)]
 struct Shard {
     slots: Vec<Slot>,
     len: usize,
+    disk: Option<SortedRun>,
+    /// Scratch space for reading a block of `disk`.
+    block: Vec<u8>,
 }
 
 /// A fingerprint and its state number, in 12 bytes: the fingerprint is kept
@@ -118,6 +131,57 @@ impl Shard {
         }
     }
 
+    /// The number `fp` has in the table or on disk, if the shard holds it.
+    fn number(&mut self, fp: Fingerprint) -> Option<u32> {
+        if !self.slots.is_empty() {
+            let slot = self.slots[self.probe(fp)];
+            if slot.fp() == fp {
+                return Some(slot.id);
+            }
+        }
+        self.on_disk(fp)
+    }
+
+    /// The number `fp` has on disk, if it went there.
+    fn on_disk(&mut self, fp: Fingerprint) -> Option<u32> {
+        let disk = self.disk.as_ref()?;
+        disk.get(fp, &mut self.block).unwrap_or_else(|error| {
+            panic!("the seen set spilled to disk could not be read back: {error}")
+        })
+    }
+
+    /// Sends every numbered entry to disk, merged with those already
+    /// there, and keeps in the table, emptied, only the fingerprints batches have
+    /// claimed and not numbered yet (their batches write the numbers in
+    /// later); returns the bytes written. On an error the shard is as it
+    /// was.
+    fn spill(&mut self, dir: &SpillDir) -> io::Result<u64> {
+        let (claims, mut numbered): (Vec<Slot>, Vec<Slot>) = self
+            .slots
+            .iter()
+            .filter(|slot| slot.fp() != 0)
+            .partition(|slot| claimer(slot.id).is_some());
+        if numbered.is_empty() {
+            return Ok(0);
+        }
+        numbered.sort_unstable_by_key(Slot::fp);
+        let entries: Vec<Entry> = numbered.iter().map(|slot| (slot.fp(), slot.id)).collect();
+        drop(numbered);
+        let (run, written) = SortedRun::merge(self.disk.as_ref(), &entries, dir)?;
+        self.disk = Some(run);
+        // The table keeps its size: what it takes in from now on fills the
+        // memory it holds before the process asks for more (memory given
+        // back to the allocator would stay the process's all the same).
+        self.slots.fill(EMPTY);
+        self.len = 0;
+        for slot in claims {
+            let index = self.probe(slot.fp());
+            self.slots[index] = slot;
+            self.len += 1;
+        }
+        Ok(written)
+    }
+
     /// Makes room for `more` entries, growing the table by half (from 1,024
     /// slots) as often as it takes to keep the load at most 3/4. Growing by
     /// half rather than doubling keeps the load above 1/2, where doubling
@@ -168,6 +232,20 @@ pub(crate) struct Seen {
     /// turns.
     stolen: Vec<Mutex<Vec<Fingerprint>>>,
     limit: u32,
+    /// Held while the shards go to disk, by one thread at a time.
+    spilling: Mutex<()>,
+}
+
+/// The memory of [`Seen`]'s tables, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tables {
+    /// Taken by the entries they hold.
+    pub(crate) held: u64,
+    /// Free in tables less than half full: a table grows by half when it
+    /// is three quarters full, so it is at least half full unless its
+    /// entries went to disk, and this much more can come in before the
+    /// tables hold as much as they did.
+    pub(crate) room: u64,
 }
 
 /// How [`Seen::insert_all`] inserts a batch.
@@ -225,7 +303,42 @@ impl Seen {
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
             limit: limit.min(REFUSED),
+            spilling: Mutex::new(()),
         }
+    }
+
+    /// What its tables hold, and the room spilling left in them.
+    pub(crate) fn tables(&self) -> Tables {
+        let slot = std::mem::size_of::<Slot>();
+        (0..self.shards.len())
+            .map(|k| {
+                let shard = self.lock(k);
+                Tables {
+                    held: (shard.len * slot) as u64,
+                    room: ((shard.slots.len() / 2).saturating_sub(shard.len) * slot) as u64,
+                }
+            })
+            .fold(Tables::default(), |sum, shard| Tables {
+                held: sum.held + shard.held,
+                room: sum.room + shard.room,
+            })
+    }
+
+    /// Sends the numbered entries of every shard to disk, a shard at a
+    /// time, so that threads inserting meanwhile wait only for the shard
+    /// being written; lookups then read the disk for what the tables do
+    /// not hold. Returns the bytes written; 0 if another thread is at it.
+    /// A shard whose write fails keeps its table, and the error is
+    /// returned.
+    pub(crate) fn spill(&self, dir: &SpillDir) -> io::Result<u64> {
+        let Ok(_one_at_a_time) = self.spilling.try_lock() else {
+            return Ok(0);
+        };
+        let mut written = 0;
+        for k in 0..self.shards.len() {
+            written += self.lock(k).spill(dir)?;
+        }
+        Ok(written)
     }
 
     /// How many numbers have been handed out.
@@ -317,9 +430,16 @@ impl Seen {
                 for &k in group {
                     let fp = key_of(fps[k as usize]);
                     let index = shard.probe(fp);
+                    let on_disk = if shard.slots[index].fp() != fp {
+                        shard.on_disk(fp)
+                    } else {
+                        None
+                    };
                     let slot = &mut shard.slots[index];
                     let theirs = claimer(slot.id);
-                    lookups[k as usize] = if slot.fp() != fp {
+                    lookups[k as usize] = if let Some(id) = on_disk {
+                        Lookup::of(id)
+                    } else if slot.fp() != fp {
                         *slot = Slot::new(fp, claimed(my_turn));
                         shard.len += 1;
                         count += 1;
@@ -412,13 +532,12 @@ impl Seen {
     fn await_number(&self, fp: Fingerprint) -> Insert {
         let fp = key_of(fp);
         for spins in 0u32.. {
-            let shard = self.lock(shard_of(fp));
-            match Lookup::of(shard.slots[shard.probe(fp)].id) {
-                Lookup::Known(id) => return Insert::Known(id),
-                Lookup::Refused => return Insert::Full,
+            // Numbered, it may have gone to disk since.
+            match self.lock(shard_of(fp)).number(fp).map(Lookup::of) {
+                Some(Lookup::Known(id)) => return Insert::Known(id),
+                Some(Lookup::Refused) => return Insert::Full,
                 _ => {}
             }
-            drop(shard);
             back_off(spins);
         }
         unreachable!("the other batch numbers what it claimed without waiting")
@@ -728,7 +847,28 @@ mod tests {
 
     #[test]
     fn threads_inserting_overlapping_batches_should_agree_on_every_number() {
+        insert_overlapping_batches(None);
+    }
+
+    #[test]
+    fn numbers_should_hold_while_the_tables_go_to_disk_under_the_inserting_threads() {
+        let dir = SpillDir::new(&std::env::temp_dir()).unwrap();
+        let seen = insert_overlapping_batches(Some(&dir));
+        assert!(
+            seen.shards
+                .iter()
+                .any(|shard| shard.0.lock().unwrap().disk.is_some()),
+            "nothing went to disk"
+        );
+    }
+
+    /// Four threads insert overlapping batches, while a fifth sends the
+    /// tables to disk again and again, if given a directory; every
+    /// fingerprint gets one number, the numbers are dense, and each
+    /// batch's new ones consecutive.
+    fn insert_overlapping_batches(spill: Option<&SpillDir>) -> Seen {
         let seen = Seen::new(u32::MAX, 4);
+        let inserting = std::sync::atomic::AtomicUsize::new(4);
         let fingerprinter = Fingerprinter::new();
         let batches: Vec<Vec<Fingerprint>> = (0..64u64)
             .map(|b| {
@@ -738,10 +878,29 @@ mod tests {
             })
             .collect();
         let results: Vec<Vec<(Fingerprint, Insert)>> = std::thread::scope(|scope| {
+            if let Some(dir) = spill {
+                scope.spawn(|| loop {
+                    let last = inserting.load(Ordering::Relaxed) == 0;
+                    seen.spill(dir).unwrap();
+                    if last {
+                        break;
+                    }
+                    std::thread::yield_now();
+                });
+            }
             let workers: Vec<_> = (0..4)
                 .map(|t| {
-                    let (seen, batches) = (&seen, &batches);
+                    let (seen, batches, inserting) = (&seen, &batches, &inserting);
                     scope.spawn(move || {
+                        // Counted out however the thread ends, so that the
+                        // spilling thread stops.
+                        struct Leaving<'a>(&'a std::sync::atomic::AtomicUsize);
+                        impl Drop for Leaving<'_> {
+                            fn drop(&mut self) {
+                                self.0.fetch_sub(1, Ordering::Relaxed);
+                            }
+                        }
+                        let _leaving = Leaving(inserting);
                         let mut batch = Batch::default();
                         let mut out = Vec::new();
                         let mut results = Vec::new();
@@ -756,6 +915,7 @@ mod tests {
                                 .collect();
                             assert!(new.windows(2).all(|w| w[1] == w[0] + 1), "{new:?}");
                             results.extend(fps.iter().copied().zip(out.iter().copied()));
+                            std::thread::yield_now();
                         }
                         results
                     })
@@ -779,12 +939,50 @@ mod tests {
         }
         assert_eq!(new, numbers.len(), "each state is new exactly once");
         assert_eq!(seen.len() as usize, numbers.len());
+        for (&fp, &id) in &numbers {
+            assert_eq!(seen.insert(fp), Insert::Known(id), "looked up again");
+        }
         let mut ids: Vec<u32> = numbers.into_values().collect();
         ids.sort_unstable();
         assert!(
             ids.iter().enumerate().all(|(k, &id)| id == k as u32),
             "dense"
         );
+        seen
+    }
+
+    #[test]
+    fn fingerprints_sent_to_disk_should_keep_their_numbers() {
+        let dir = SpillDir::new(&std::env::temp_dir()).unwrap();
+        let seen = Seen::new(100, 1);
+        // One shard's, all of them.
+        let fps: Vec<Fingerprint> = (1..=60u64).map(|k| k * 0x9e37_79b9).collect();
+        for (k, &fp) in fps[..30].iter().enumerate() {
+            assert_eq!(seen.insert(fp), Insert::New(k as u32));
+        }
+        assert_eq!(seen.tables().held, 30 * 12);
+        assert_eq!(seen.spill(&dir).unwrap(), 30 * 12, "12 bytes an entry");
+        let tables = seen.tables();
+        assert_eq!(tables.held, 0, "the entries went");
+        assert!(tables.room >= 512 * 12, "{tables:?}: the table stays");
+        for (k, &fp) in fps.iter().enumerate() {
+            let wanted = if k < 30 {
+                Insert::Known(k as u32)
+            } else {
+                Insert::New(k as u32)
+            };
+            assert_eq!(seen.insert(fp), wanted, "{k}");
+        }
+        assert_eq!(
+            seen.spill(&dir).unwrap(),
+            60 * 12,
+            "merged with the first run"
+        );
+        assert_eq!(seen.spill(&dir).unwrap(), 0, "nothing new");
+        for (k, &fp) in fps.iter().enumerate() {
+            assert_eq!(seen.insert(fp), Insert::Known(k as u32), "{k}");
+        }
+        assert_eq!(seen.len(), 60);
     }
 
     #[test]

@@ -1,13 +1,13 @@
-//! Spilling to disk: where the graph's columns and the frontier go once the
-//! process's memory passes its bound, so that a check goes on, more slowly,
-//! instead of stopping (or being killed by the kernel).
+//! Spilling to disk: where the graph's columns, the frontier and the seen
+//! set go once the process's memory passes its bound, so that a check goes
+//! on, more slowly, instead of stopping (or being killed by the kernel).
 //!
 //! Every spill file is an anonymous temporary file in the spill directory:
 //! it has no name, so nothing is left behind however the process ends, and
 //! its space comes back when the structure that wrote it is dropped. A file
-//! is appended by one writer at a time (the exploration's main thread, or
-//! for a level's discoveries whichever thread holds its lock) and read by
-//! any, at an offset, without a shared cursor.
+//! is appended by one writer at a time (the exploration's main thread; for
+//! a level's discoveries or a seen-set shard, whichever thread holds its
+//! lock) and read by any, at an offset, without a shared cursor.
 
 use std::fs::File;
 use std::io;
@@ -23,13 +23,18 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 /// segments as it records each level; from the next level on, each chunk's
 /// discoveries go as soon as the chunk is expanded. Once a level's frontier
 /// and edges have gone (a level spilled whole), memory past the bound again
-/// is what cannot go to disk (the seen set, the last level's edges until
-/// they are recorded), and the check stops there as a bound stops it.
+/// sends the seen set's entries to disk, as long as they make room enough
+/// to be worth it; past that, what holds the memory cannot go to disk (the
+/// levels' edges until they are recorded), and the check stops there as a
+/// bound stops it.
 #[derive(Debug)]
 pub(crate) struct Spiller {
     dir: SpillDir,
     state: AtomicU8,
     written: AtomicU64,
+    /// Spilling from the start, whatever the memory: the seen set too
+    /// goes to disk after every level.
+    eager: bool,
 }
 
 /// Not spilling.
@@ -46,7 +51,14 @@ impl Spiller {
             dir,
             state: AtomicU8::new(if from_start { ASKED } else { OFF }),
             written: AtomicU64::new(0),
+            eager: from_start,
         }
+    }
+
+    /// Whether it spills from the start, whatever the memory, the seen set
+    /// after every level.
+    pub(crate) fn eager(&self) -> bool {
+        self.eager
     }
 
     /// Memory passed its bound: whether the check goes on, spilling (from
@@ -162,7 +174,7 @@ macro_rules! word {
     )*};
 }
 
-word!(u16, u32);
+word!(u16, u32, u64);
 
 #[cfg(test)]
 mod tests {
@@ -212,10 +224,12 @@ mod tests {
     }
 
     /// Every registered scenario, in every variant, judged with its graph
-    /// and frontiers on disk from the first level and judged in memory,
-    /// gives the same report: counts, verdicts and counterexamples. The
-    /// crate's tests cut the graph's columns into segments of 16, so every
-    /// graph here spans many segments, most of them read back from disk.
+    /// and frontiers on disk from the first level, and its seen set after
+    /// every level, and judged in memory, gives the same report: counts,
+    /// verdicts and counterexamples. The crate's tests cut the graph's
+    /// columns into segments of 16 and the seen set's runs into blocks of
+    /// 4, so every graph here spans many segments, most of them read back
+    /// from disk, and most lookups read a block of a run.
     #[test]
     fn every_registered_scenario_should_judge_alike_spilled_or_not() {
         let dir = std::env::temp_dir();
