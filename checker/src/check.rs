@@ -61,15 +61,16 @@ pub struct CheckOptions {
 ///
 /// Spilling starts when the process's resident memory first passes the
 /// bound: from then on the graph's columns go to disk a segment at a time as
-/// they fill, and the states waiting to be expanded as each chunk of them
-/// is found; the liveness search reads them back through a cache. Each time
+/// they fill, the states waiting to be expanded as each chunk of them is
+/// found, and each chunk's edges as it is expanded, until its level is
+/// recorded; the liveness search reads them back through a cache. Each time
 /// memory passes the bound again once a whole level was spilled, the seen
 /// set's entries go to disk too (merged with what went before, sorted by
 /// fingerprint), leaving room in its tables, and lookups read the disk for
 /// what the tables no longer hold. Once the entries would not make room
-/// enough, what holds the memory cannot go to disk (the levels' edges
-/// until they are recorded), and the check stops there as a bound stops
-/// it; if a write fails (a full disk), it stops at [`crate::Bound::Disk`].
+/// enough, what holds the memory cannot go to disk (the columns' last
+/// segments, the chunks being expanded), and the check stops there as a
+/// bound stops it; if a write fails (a full disk), it stops at [`crate::Bound::Disk`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spilling {
     /// The directory of the spill files. They are anonymous temporary

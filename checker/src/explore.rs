@@ -24,7 +24,7 @@ use crate::graph::{Graph, Parent, MAX_CLASS_SETS, ROOT};
 use crate::memory::Passed;
 use crate::packed::{EncodingError, Packed};
 use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Seen};
-use crate::spill::{SpillDir, SpillFile, Spiller};
+use crate::spill::{SpillDir, SpillFile, Spiller, Word};
 use crate::symmetry::{Element, Group, IDENTITY};
 use crate::CheckError;
 use crate::{Bound, Interrupt, Progress};
@@ -121,6 +121,81 @@ struct Chunk<S> {
     /// Fewer states than the chunk held were expanded: the state limit was
     /// reached while expanding the next one.
     truncated: bool,
+    /// Where its degrees, edges and labels went, if they went to disk.
+    on_disk: Option<OnDisk>,
+}
+
+/// Where a chunk's degrees, edges and labels are in its level's edges
+/// file, one after the other, and how many of each.
+struct OnDisk {
+    at: u64,
+    degrees: usize,
+    edges: usize,
+    labels: usize,
+}
+
+/// The bytes of an edge on disk: its target, class set and renaming.
+const EDGE_BYTES: usize = 8;
+
+impl<S> Chunk<S> {
+    /// Sends its degrees, edges and labels to `file`, its edge buffer to
+    /// `spare`; returns the bytes written. On an error it keeps them.
+    fn spill(&mut self, file: &mut SpillFile, spare: &SpareEdges) -> std::io::Result<u64> {
+        let mut bytes = Vec::with_capacity(
+            (self.degrees.len() + self.labels.len()) * 4 + self.edges.len() * EDGE_BYTES,
+        );
+        self.degrees
+            .iter()
+            .for_each(|&degree| degree.put(&mut bytes));
+        for &(to, set, renaming) in &self.edges {
+            to.put(&mut bytes);
+            set.put(&mut bytes);
+            renaming.put(&mut bytes);
+        }
+        self.labels.iter().for_each(|&word| word.put(&mut bytes));
+        let at = file.append(&bytes)?;
+        self.on_disk = Some(OnDisk {
+            at,
+            degrees: self.degrees.len(),
+            edges: self.edges.len(),
+            labels: self.labels.len(),
+        });
+        self.degrees = Vec::new();
+        self.labels = Vec::new();
+        spare.keep(std::mem::take(&mut self.edges));
+        Ok(bytes.len() as u64)
+    }
+
+    /// Reads back what [`Chunk::spill`] sent to `file`, if it sent any,
+    /// into a buffer from `spare`.
+    fn load(&mut self, file: &SpillFile, spare: &SpareEdges) {
+        let Some(OnDisk {
+            at,
+            degrees,
+            edges,
+            labels,
+        }) = self.on_disk.take()
+        else {
+            return;
+        };
+        let mut bytes = vec![0; (degrees + labels) * 4 + edges * EDGE_BYTES];
+        if let Err(error) = file.read(at, &mut bytes) {
+            panic!("the graph spilled to disk could not be read back: {error}");
+        }
+        let (degree_bytes, rest) = bytes.split_at(degrees * 4);
+        let (edge_bytes, label_bytes) = rest.split_at(edges * EDGE_BYTES);
+        self.degrees = degree_bytes.chunks_exact(4).map(u32::take).collect();
+        self.edges = spare.take();
+        self.edges
+            .extend(edge_bytes.chunks_exact(EDGE_BYTES).map(|edge| {
+                (
+                    u32::take(edge),
+                    u16::take(&edge[4..]),
+                    Element::take(&edge[6..]),
+                )
+            }));
+        self.labels = label_bytes.chunks_exact(4).map(u32::take).collect();
+    }
 }
 
 /// The states a chunk found first. [`Seen::insert_all`] numbers a batch's
@@ -283,6 +358,9 @@ struct Level<'a, M: Model, C> {
     /// the exploration was spilling as the level began: the next frontier's
     /// file.
     discoveries: Option<Mutex<SpillFile>>,
+    /// Where each chunk's degrees, edges and labels go as soon as it is
+    /// expanded, when the exploration was spilling as the level began.
+    edges: Option<Mutex<SpillFile>>,
 }
 
 impl<M> Exploration<'_, M>
@@ -373,8 +451,9 @@ where
         let last_progress = Mutex::new(started);
         let mut depth = 0;
         // The chunks of the last level expanded, still to be recorded in the
-        // graph: that is done while the next level is expanded.
-        let mut pending = Vec::new();
+        // graph (that is done while the next level is expanded), and the
+        // file their edges went to, if they did.
+        let mut pending = (Vec::new(), None);
         let failing = |failed: &Mutex<Option<CheckError>>| {
             failed.lock().unwrap_or_else(|p| p.into_inner()).is_some()
         };
@@ -395,15 +474,17 @@ where
                 last_progress: &last_progress,
                 depth,
                 first_turn: seen.next_turn(),
-                discoveries: self.discoveries(&stop, &stopping),
+                discoveries: self.level_file(&stop, &stopping),
+                edges: self.level_file(&stop, &stopping),
             };
-            let previous = std::mem::take(&mut pending);
+            let (previous, previous_file) = std::mem::take(&mut pending);
             let mut chunks = level.expand(|| {
                 record(
                     &mut graph,
                     &mut found,
                     &mut deadlock,
                     previous,
+                    previous_file.as_ref(),
                     &spare_edges,
                     (self.keep_edges, self.symmetry.is_some()),
                 );
@@ -422,7 +503,9 @@ where
                 .iter_mut()
                 .map(|(_, chunk)| std::mem::replace(&mut chunk.discovered, Discovered::new(false)))
                 .collect();
-            let Level { discoveries, .. } = level;
+            let Level {
+                discoveries, edges, ..
+            } = level;
             frontier = place(&mut graph, discovered, self.keep_edges);
             frontier.file =
                 discoveries.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner()));
@@ -430,13 +513,17 @@ where
             if self.spill.as_ref().is_some_and(Spiller::eager) {
                 self.spill(|dir| seen.spill(dir), &stop, &stopping);
             }
-            pending = chunks.into_iter().map(|(_, chunk)| chunk).collect();
+            pending = (
+                chunks.into_iter().map(|(_, chunk)| chunk).collect(),
+                edges.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner())),
+            );
         }
         record(
             &mut graph,
             &mut found,
             &mut deadlock,
-            pending,
+            pending.0,
+            pending.1.as_ref(),
             &spare_edges,
             (self.keep_edges, self.symmetry.is_some()),
         );
@@ -487,10 +574,11 @@ where
         }
     }
 
-    /// A file for the discoveries of the level about to be expanded, if
-    /// the exploration is spilling (a file that cannot be made stops it, as
+    /// A file for what the chunks of the level about to be expanded send
+    /// to disk as they are done (their discoveries, or their edges), if the
+    /// exploration is spilling (a file that cannot be made stops it, as
     /// [`Exploration::spill`] says).
-    fn discoveries(
+    fn level_file(
         &self,
         stop: &Mutex<Option<Bound>>,
         stopping: &AtomicBool,
@@ -520,18 +608,23 @@ fn halt(stop: &Mutex<Option<Bound>>, stopping: &AtomicBool, bound: Bound) {
 }
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
-/// labels of the expanded prefix, and every target and deadlock found. Their
+/// labels of the expanded prefix (read back from `file` for the chunks
+/// that sent them there), and every target and deadlock found. Their
 /// edge buffers, emptied, go to `spare` for the next chunks.
 fn record<S, C: ClassSet>(
     graph: &mut Graph<C>,
     found: &mut [Option<u32>],
     deadlock: &mut Option<u32>,
     chunks: Vec<Chunk<S>>,
+    file: Option<&SpillFile>,
     spare: &SpareEdges,
     (keep_edges, renamed): (bool, bool),
 ) {
     let mut complete = true;
-    for chunk in chunks {
+    for mut chunk in chunks {
+        if let Some(file) = file {
+            chunk.load(file, spare);
+        }
         for (slot, id) in found.iter_mut().zip(chunk.found) {
             *slot = (*slot).or(id);
         }
@@ -697,9 +790,8 @@ where
     /// at least a sixteenth of it: each time they go, every fingerprint
     /// already on disk is written again (merged in order), so less would
     /// buy too little room for that. Else what holds the memory cannot go
-    /// to disk (the last level's edges until they are recorded, the
-    /// columns' last segments, the process itself), and the memory bound
-    /// stops the exploration.
+    /// to disk (the columns' last segments, the chunks being expanded, the
+    /// process itself), and the memory bound stops the exploration.
     fn make_room(&self, passed: Passed) -> Result<(), Bound> {
         let stop = Bound::Memory(passed.limit);
         let Some(spiller) = &self.run.spill else {
@@ -739,6 +831,20 @@ where
         };
         let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
         match encoded.spill(&mut file) {
+            Ok(written) => spiller.count(written),
+            Err(error) => self.halt(Bound::Disk(error.kind())),
+        }
+    }
+
+    /// Writes a chunk's degrees, edges and labels to the level's edges
+    /// file, if there is one; a write that fails stops the exploration at
+    /// the disk, leaving them in memory.
+    fn spill_edges(&self, chunk: &mut Chunk<M::State>) {
+        let (Some(file), Some(spiller)) = (&self.edges, &self.run.spill) else {
+            return;
+        };
+        let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+        match chunk.spill(&mut file, self.spare_edges) {
             Ok(written) => spiller.count(written),
             Err(error) => self.halt(Bound::Disk(error.kind())),
         }
@@ -815,6 +921,7 @@ where
             generated: 0,
             discovered: Discovered::new(run.encode),
             truncated: false,
+            on_disk: None,
         };
 
         // First every successor of the chunk, so that they can be looked up
@@ -977,6 +1084,7 @@ where
         }
         chunk.discovered.states.seal();
         self.spill_discoveries(&mut chunk.discovered.states);
+        self.spill_edges(&mut chunk);
         drop(pieces);
         scratch.states = states;
         chunk

@@ -21,12 +21,13 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 /// asked to): from then on the exploration's main thread writes what is
 /// left of each new frontier to disk as it is made, and the graph's full
 /// segments as it records each level; from the next level on, each chunk's
-/// discoveries go as soon as the chunk is expanded. Once a level's frontier
-/// and edges have gone (a level spilled whole), memory past the bound again
-/// sends the seen set's entries to disk, as long as they make room enough
-/// to be worth it; past that, what holds the memory cannot go to disk (the
-/// levels' edges until they are recorded), and the check stops there as a
-/// bound stops it.
+/// discoveries, and its edges, go as soon as the chunk is expanded (the
+/// edges are read back when the level is recorded). Once a level's
+/// frontier and edges have gone (a level spilled whole), memory past the
+/// bound again sends the seen set's entries to disk, as long as they make
+/// room enough to be worth it; past that, what holds the memory cannot go
+/// to disk (the columns' last segments, the chunks being expanded), and the
+/// check stops there as a bound stops it.
 #[derive(Debug)]
 pub(crate) struct Spiller {
     dir: SpillDir,
