@@ -545,7 +545,7 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 21] = [
     },
     Scenario {
         name: "general",
-        about: "2 schedulers, 2 controllers, 2 actions; an outage, a compaction, a queue retiring",
+        about: "2 schedulers, 2 controllers, 2 actions placed by a fixed rule; an outage, a compaction, a queue retiring",
         by_default: true,
         value: lq_scenarios::general,
     },

@@ -166,7 +166,7 @@ mod vacuity {
         fn a_lost_election_and_a_new_placement_fail_when_no_member_leaves() {
             let model = steadfast(scenarios::long_ttl).with_every_sometimes();
             assert_violated(&model, "a scheduler loses an election and forwards");
-            assert_violated(&model, "a queue is placed anew once its first choice left");
+            assert_violated(&model, "a queue is placed while a member's key is gone");
         }
 
         /// Without the rule a restarted scheduler takes in every copy.

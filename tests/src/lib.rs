@@ -120,11 +120,13 @@ pub fn keep_traces(traces: &std::path::Path, prefix: &str) {
 ///
 /// If the trace cannot be read, or a step is not so stamped.
 pub fn assert_stamped(path: &std::path::Path) {
+    let text = std::fs::read_to_string(path).expect("the trace is readable");
+    // Read after the trace: a node may still be appending to it, and every
+    // step read was stamped before now.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("the clock is after the epoch")
         .as_millis() as u64;
-    let text = std::fs::read_to_string(path).expect("the trace is readable");
     let mut last = 0;
     for (step, line) in text.lines().skip(1).enumerate() {
         let record: serde_json::Value = serde_json::from_str(line).expect("a step is JSON");

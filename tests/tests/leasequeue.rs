@@ -182,11 +182,16 @@ fn openwhisk_should_keep_routing_to_a_scheduler_whose_key_expired() {
         panic!("a liveness violation comes with a lasso");
     };
     // The story of #5286, in the order the report tells it: the action's
-    // key existed and the controller routed to its owner...
+    // key existed and the controller routed to its owner (the scheduler the
+    // world placed it on)...
     let states: Vec<_> = prefix.steps.iter().map(|s| &s.state).collect();
-    let routed = states
+    let (routed, owner) = states
         .iter()
-        .position(|w| w.etcd.get(0).is_some() && w.controllers[0].route(&0) == Some(&0))
+        .enumerate()
+        .find_map(|(i, w)| {
+            let owner = w.etcd.get(0)?.owner;
+            (w.controllers[0].route(&0) == Some(&owner)).then_some((i, owner))
+        })
         .expect("the key existed and the controller routed to it");
     // ...then the key expired with its lease while etcd was unreachable...
     let expired = states[routed..]
@@ -194,29 +199,36 @@ fn openwhisk_should_keep_routing_to_a_scheduler_whose_key_expired() {
         .position(|w| w.etcd.get(0).is_none())
         .expect("the key expired");
     assert!(
-        states[routed + expired - 1].cut[0],
+        states[routed + expired - 1].cut[usize::from(owner)],
         "the key expired during the outage"
     );
     // ...and around the cycle the controller never learns of it: it keeps
-    // routing to scheduler 0, which has no queue and fails the probe.
+    // routing to the old owner, which has no queue and fails the probe.
     for step in cycle {
         let w = &step.state;
         assert_eq!(w.etcd.get(0), None, "the key stays absent");
-        assert_eq!(w.controllers[0].route(&0), Some(&0), "the cache is stale");
-        assert!(w.schedulers[0].queue(&0).is_none(), "no queue");
+        assert_eq!(
+            w.controllers[0].route(&0),
+            Some(&owner),
+            "the cache is stale"
+        );
+        assert!(
+            w.schedulers[usize::from(owner)].queue(&0).is_none(),
+            "no queue"
+        );
     }
     let sent = cycle.iter().any(|s| {
         s.state
             .messages
             .iter()
-            .any(|m| matches!(m, Message::Activation { to: 0, .. }))
+            .any(|m| matches!(m, Message::Activation { to, .. } if *to == owner))
     });
     let failed = cycle.iter().any(|s| {
         s.state.activations.last() == Some(&ActivationState::Failed(FailReason::NoQueueEndpoint))
     });
     assert!(
         sent && failed,
-        "the probe is sent to scheduler 0 and fails there"
+        "the probe is sent to the old owner and fails there"
     );
 }
 

@@ -441,6 +441,47 @@ fn the_models_renumbering_of_keepalives_should_keep_their_order_and_their_matche
 }
 
 #[test]
+fn the_world_should_place_a_new_queue_on_any_member_the_controller_knows() {
+    use super::model::{scenarios, Action, Message, Placement};
+    use stateright::Model;
+    let placed = |placement| {
+        let mut model = scenarios::departure(Variant::Steadfast);
+        model.bounds.placement = placement;
+        let w = model.init_states().remove(0);
+        // The first activation (of action 0, through controller 0) is
+        // looked up, and etcd has no key for it.
+        let w = model.next_state(&w, Action::UserSubmit).unwrap();
+        let mut actions = Vec::new();
+        model.actions(&w, &mut actions);
+        let answers: Vec<Action> = actions
+            .into_iter()
+            .filter(|a| matches!(a, Action::ControllerEtcd { .. }))
+            .collect();
+        answers
+            .into_iter()
+            .map(|answer| {
+                let next = model.next_state(&w, answer).unwrap();
+                let created = next.messages.iter().filter_map(|m| match m {
+                    Message::CreateQueue { to, .. } => Some(*to),
+                    Message::Activation { .. } => None,
+                });
+                (answer, created.collect::<Vec<u8>>())
+            })
+            .collect::<Vec<_>>()
+    };
+    let answer = |on| Action::ControllerEtcd {
+        controller: 0,
+        place_on: Some(on),
+    };
+    assert_eq!(
+        placed(Placement::World),
+        [(answer(0), vec![0]), (answer(1), vec![1])]
+    );
+    // The seeded rule: action 0 through controller 0 on scheduler 0.
+    assert_eq!(placed(Placement::Seeded), [(answer(0), vec![0])]);
+}
+
+#[test]
 fn openwhisk_should_take_a_ttl_of_zero_for_success() {
     let (mut s, config) = serving(Variant::OpenWhisk, 7);
     s.step(&config, 0, Input::Wake);

@@ -2,7 +2,7 @@
 //! watches delivering, and when the network has done all it must within a
 //! tick.
 
-use super::{Client, LeaseQueueModel, Small, Stream, World};
+use super::{Client, LeaseQueueModel, Placement, Small, Stream, World};
 use crate::leasequeue::controller::{self, Watch};
 use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused};
 use crate::leasequeue::scheduler::{self, ClaimResult};
@@ -97,7 +97,36 @@ impl LeaseQueueModel {
         })
     }
 
-    pub(super) fn controller_etcd(&self, w: &mut World, c: u8) {
+    /// The choices of where controller `c` places a new queue as etcd
+    /// answers its oldest request, if the answer is a lookup, still waited
+    /// for, that finds no key: each member it knows ([`Placement::World`]),
+    /// or the one the seeded rule picks ([`Placement::Seeded`]). Else the
+    /// one `None`.
+    pub(super) fn placements(&self, w: &World, c: u8) -> Vec<Option<u8>> {
+        let controller = &w.controllers[usize::from(c)];
+        let placing = match w.requests[usize::from(c)].first() {
+            Some(controller::Effect::Get { id, action })
+                if self.reachable(w, Client::Controller(c))
+                    && w.etcd.get(*action).is_none()
+                    && controller.lookups.iter().any(|(i, _)| i == id) =>
+            {
+                Some(*action)
+            }
+            _ => None,
+        };
+        let members = controller.members.iter().map(|(m, _)| *m);
+        match (placing, self.bounds.placement) {
+            (Some(_), Placement::World) if !controller.members.is_empty() => {
+                members.map(Some).collect()
+            }
+            (Some(action), Placement::Seeded) => vec![Placement::seeded(c, action, members)],
+            _ => vec![None],
+        }
+    }
+
+    /// etcd answers controller `c`'s oldest request; a queue it places
+    /// goes on `place_on` ([`Self::placements`]).
+    pub(super) fn controller_etcd(&self, w: &mut World, c: u8, place_on: Option<u8>) {
         let request = w.requests[usize::from(c)].remove(0);
         let reachable = self.reachable(w, Client::Controller(c));
         let input = match request {
@@ -136,7 +165,7 @@ impl LeaseQueueModel {
             | controller::Effect::DeadlineIn { .. }
             | controller::Effect::Overdue { .. } => return,
         };
-        self.feed_controller(w, c, input);
+        self.feed_controller_placing(w, c, input, place_on);
     }
 
     /// What controller `c`'s watch would deliver now, if anything: the

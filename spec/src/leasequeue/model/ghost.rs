@@ -37,9 +37,10 @@ pub struct Ghost {
     pub drained: bool,
     /// A scheduler was told to drain while it ran an activation.
     pub drained_busy: bool,
-    /// A controller once placed a queue on another member than it would
-    /// with every scheduler a member: its first choice had left.
-    pub displaced: bool,
+    /// A controller once placed a queue while a running scheduler was
+    /// missing from the members it knew (its member key gone with its
+    /// lease).
+    pub placed_member_missing: bool,
     /// An activation was once started at or past its deadline.
     pub late_start: bool,
     /// A controller once told a caller there was no outcome by its

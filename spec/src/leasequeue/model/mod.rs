@@ -42,7 +42,7 @@ use ghost::{
     all_submitted_executed, any_pending, probe_state, routed_to_departed, routing_restored,
 };
 pub(crate) use world::renumber_keepalives;
-pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Stream, World};
+pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Placement, Stream, World};
 
 use super::controller::{self, Controller};
 use super::etcd::Etcd;
@@ -74,33 +74,18 @@ impl Domain for Small {
         a.saturating_sub(b)
     }
 
-    /// Weight 1 for the scheduler numbered `action + seed`, 0 for every
-    /// other (the lowest id wins a tie): a controller places a new queue of
-    /// action `a` on scheduler `a + seed` while it is a member, else on the
-    /// lowest member.
-    fn placement(seed: u64, action: &u8, scheduler: &u8) -> u64 {
-        u64::from(u64::from(*scheduler) == u64::from(*action) + seed)
+    /// Weight 1 for the scheduler numbered `seed`, 0 for every other: the
+    /// model passes the member the world chose as the seed
+    /// ([`Action::ControllerEtcd`]), so that a controller places a new
+    /// queue on any member it knows, standing for every placement policy.
+    fn placement(seed: u64, _action: &u8, scheduler: &u8) -> u64 {
+        u64::from(u64::from(*scheduler) == seed)
     }
 }
 
 /// How far the scheduler's fence stays from etcd's expiry, in ticks: the
 /// clock drift the steadfast scheduler assumes.
 pub const MARGIN: u8 = 1;
-
-/// The seed controller `c` places new queues with: its own, so that two
-/// controllers can place one new queue on different schedulers (with
-/// [`Small::placement`], controller `c` places action `a` on scheduler
-/// `a + c` while that is a member).
-pub fn controller_seed(c: u8) -> u64 {
-    u64::from(c)
-}
-
-/// The scheduler controller `c` places a new queue of `action` on while
-/// every scheduler is a member.
-pub fn first_choice(b: &Bounds, c: u8, action: u8) -> Option<u8> {
-    let members = (0..b.schedulers).map(|s| (s, 0)).collect();
-    Controller::<Small>::new(Vec::new(), members, 0).place(controller_seed(c), &action)
-}
 
 /// A step of the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -125,7 +110,16 @@ pub enum Action {
     /// The oldest execution on a scheduler finishes.
     Finish(u8),
     /// etcd answers a controller's oldest request.
-    ControllerEtcd(u8),
+    ControllerEtcd {
+        /// The controller.
+        controller: u8,
+        /// Where it places the action's queue if the answer is a lookup
+        /// that finds no key: under [`Placement::World`] the world chooses
+        /// among the members the controller knows, so that the proof holds
+        /// for every placement policy (DESIGN.md, "Membership and
+        /// replicas"). `None` where the answer places nothing.
+        place_on: Option<u8>,
+    },
     /// A controller's watch delivers its next response: one revision.
     WatchDeliver(u8),
     /// A controller's watch, catching up, delivers every revision it has
@@ -198,7 +192,7 @@ impl Action {
     }
 
     fn is_etcd_for_controller<const C: u8>(&self) -> bool {
-        *self == Action::ControllerEtcd(C)
+        matches!(self, Action::ControllerEtcd { controller, .. } if *controller == C)
     }
 
     fn is_watch_of<const C: u8>(&self) -> bool {
@@ -259,11 +253,15 @@ impl LeaseQueueModel {
         }
     }
 
-    fn controller_config(&self, c: u8) -> controller::Config<Small> {
+    /// A controller's configuration; `place_on`: the member chosen for a
+    /// new queue, if the step places one (with `None` no member weighs
+    /// more than another; `feed_controller_placing` asserts that such a
+    /// step places nothing).
+    fn controller_config(&self, place_on: Option<u8>) -> controller::Config<Small> {
         controller::Config {
             rules: self.rules(),
             wake_every: 1,
-            seed: controller_seed(c),
+            seed: place_on.map_or(u64::MAX, u64::from),
         }
     }
 
@@ -320,7 +318,7 @@ impl Model for LeaseQueueModel {
                 refused: false,
                 drained: false,
                 drained_busy: false,
-                displaced: false,
+                placed_member_missing: false,
                 late_start: false,
                 overdue: false,
             },
@@ -438,7 +436,11 @@ impl Model for LeaseQueueModel {
         }
         for c in 0..b.controllers {
             if !w.requests[usize::from(c)].is_empty() {
-                actions.push(Action::ControllerEtcd(c));
+                let choices = self.placements(w, c);
+                actions.extend(choices.into_iter().map(|place_on| Action::ControllerEtcd {
+                    controller: c,
+                    place_on,
+                }));
             }
             if self.watch_response(w, c, false).is_some() {
                 actions.push(Action::WatchDeliver(c));
@@ -514,7 +516,10 @@ impl Model for LeaseQueueModel {
             Action::NetworkOutage => {
                 w.outages_left -= 1;
                 w.outage = self.bounds.outage_ticks;
-                for client in &self.bounds.outage_clients {
+                let owners = self.bounds.outage_owners.iter();
+                let owners = owners.filter_map(|a| w.etcd.get(*a).map(|k| k.owner));
+                let owners: Vec<Client> = owners.map(Client::Scheduler).collect();
+                for client in self.bounds.outage_clients.iter().chain(&owners) {
                     self.cut_off(&mut w, *client);
                 }
             }
@@ -562,7 +567,10 @@ impl Model for LeaseQueueModel {
                 let id = w.running[usize::from(s)].remove(0);
                 self.feed_scheduler(&mut w, s, 0, scheduler::Input::Executed { id });
             }
-            Action::ControllerEtcd(c) => self.controller_etcd(&mut w, c),
+            Action::ControllerEtcd {
+                controller,
+                place_on,
+            } => self.controller_etcd(&mut w, controller, place_on),
             Action::WatchDeliver(c) | Action::WatchCatchUp(c) => {
                 let batched = matches!(action, Action::WatchCatchUp(_));
                 let input = self.watch_response(&w, c, batched)?;

@@ -9,7 +9,7 @@
 
 use stateright::Property;
 
-use super::{first_choice, ActivationState, Bounds, LeaseQueueModel, World};
+use super::{ActivationState, Bounds, LeaseQueueModel, Placement, World};
 use crate::leasequeue::controller::Watch;
 use crate::leasequeue::etcd::{Key, MIN_TTL};
 use crate::leasequeue::FailReason;
@@ -24,14 +24,14 @@ struct Reachable {
 }
 
 const REACHABLE: [Reachable; 24] = [
-    // Controllers that know the schedulers in different orders put two
-    // actions' queues on one scheduler; its lease's loss then deletes both
-    // keys in one revision, which every controller must take in whole.
+    // The world places two actions' queues on one scheduler; its lease's
+    // loss then deletes both keys in one revision, which every controller
+    // must take in whole.
     Reachable {
         name: "a lease's loss deletes two keys at once",
         expected: |b| {
             let lease_lost = b.outage_ticks > 0 || b.faults.crashes > 0;
-            lease_lost && pairs(b).any(|(x, y)| x.1 != y.1 && placed(b, x) == placed(b, y))
+            lease_lost && pairs(b).any(|(x, y)| x.1 != y.1 && may_share(b, x, y))
         },
         condition: |_, w| {
             let log = &w.etcd.log;
@@ -43,23 +43,23 @@ const REACHABLE: [Reachable; 24] = [
             })
         },
     },
-    // Controllers that place one action on different schedulers make their
-    // elections race for its key.
+    // Two controllers that place one action on different schedulers make
+    // their elections race for its key.
     Reachable {
         name: "a scheduler loses an election and forwards",
-        expected: |b| pairs(b).any(|(x, y)| x.1 == y.1 && placed(b, x) != placed(b, y)),
+        expected: |b| pairs(b).any(|(x, y)| x.1 == y.1 && may_race(b, x, y)),
         condition: |_, w| w.ghost.contested,
     },
     // A lease that expires in the outage takes its scheduler's member key:
     // a steadfast controller, which sees the deletion, then places the
-    // probe's queue on a member it would not have chosen.
+    // probe's queue among the members left.
     Reachable {
-        name: "a queue is placed anew once its first choice left",
+        name: "a queue is placed while a member's key is gone",
         expected: |b| {
             let expires = b.ttl.max(MIN_TTL) <= b.outage_ticks;
             b.variant == Variant::Steadfast && b.probe && expires
         },
-        condition: |_, w| w.ghost.displaced,
+        condition: |_, w| w.ghost.placed_member_missing,
     },
     Reachable {
         name: "a compaction cancels a watch",
@@ -164,16 +164,11 @@ const REACHABLE: [Reachable; 24] = [
         expected: |b| b.faults.joins > 0,
         condition: |m, w| w.left.joins < m.bounds.faults.joins,
     },
-    // Controllers learn of a member that joined from their watch, and place
-    // a new queue on it when it weighs most.
+    // Controllers learn of a member that joined from their watch, and may
+    // place a new queue on it.
     Reachable {
         name: "a queue is placed on a scheduler that joined",
-        expected: |b| {
-            let joiners = b.schedulers - b.faults.joins..b.schedulers;
-            let placed_on_joiner =
-                |&(c, a): &(u8, u8)| first_choice(b, c, a).is_some_and(|s| joiners.contains(&s));
-            b.submissions.iter().any(placed_on_joiner)
-        },
+        expected: |b| b.faults.joins > 0 && !b.submissions.is_empty(),
         condition: |m, w| {
             let first_joiner = m.bounds.schedulers - m.bounds.faults.joins;
             w.etcd.keys.iter().any(|k| k.owner >= first_joiner)
@@ -225,10 +220,29 @@ const REACHABLE: [Reachable; 24] = [
     },
 ];
 
-/// Where a submission's controller places its action's queue while every
-/// scheduler is a member.
-fn placed(b: &Bounds, (c, a): (u8, u8)) -> Option<u8> {
-    first_choice(b, c, a)
+/// Whether the queues of two submissions (controller, action) may go on
+/// one scheduler while every scheduler is a member.
+fn may_share(b: &Bounds, x: (u8, u8), y: (u8, u8)) -> bool {
+    match b.placement {
+        Placement::World => true,
+        Placement::Seeded => seeded(b, x) == seeded(b, y),
+    }
+}
+
+/// Whether two submissions through different controllers may have their
+/// queues placed on different schedulers while every scheduler is a
+/// member.
+fn may_race(b: &Bounds, x: (u8, u8), y: (u8, u8)) -> bool {
+    match b.placement {
+        Placement::World => b.schedulers > 1 && x.0 != y.0,
+        Placement::Seeded => seeded(b, x) != seeded(b, y),
+    }
+}
+
+/// Where the seeded rule places a submission's queue while every scheduler
+/// is a member.
+fn seeded(b: &Bounds, (c, a): (u8, u8)) -> Option<u8> {
+    Placement::seeded(c, a, 0..b.schedulers)
 }
 
 /// Every pair of submissions.

@@ -1,6 +1,6 @@
 //! The scenarios that `steadfast check leasequeue` knows.
 
-use super::{Bounds, Client, Faults, LeaseQueueModel};
+use super::{Bounds, Client, Faults, LeaseQueueModel, Placement};
 use crate::leasequeue::Variant;
 
 /// A scenario of the given sizes without any fault.
@@ -10,9 +10,11 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         schedulers,
         controllers,
         actions,
+        placement: Placement::World,
         ttl: 1,
         outage_ticks: 0,
         outage_clients: Vec::new(),
+        outage_owners: Vec::new(),
         outage_when_routed: false,
         submissions: Vec::new(),
         probe: false,
@@ -32,12 +34,14 @@ fn model(bounds: Bounds) -> LeaseQueueModel {
 /// OpenWhisk #5286: two schedulers, one controller, one action; a lease
 /// TTL of 1 (raised to etcd's floor of 3) against a 3-tick outage that
 /// strikes once the action's key exists and the controller routes to it,
-/// and cuts off the queue's owner and the controller; an activation
-/// before, the probe after, and the queue free to retire when idle.
+/// and cuts off the queue's owner (whichever scheduler the world placed
+/// it on) and the controller; an activation before, the probe after, and
+/// the queue free to retire when idle.
 pub fn seed5286(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
         outage_ticks: 3,
-        outage_clients: vec![Client::Scheduler(0), Client::Controller(0)],
+        outage_clients: vec![Client::Controller(0)],
+        outage_owners: vec![0],
         outage_when_routed: true,
         submissions: vec![(0, 0)],
         probe: true,
@@ -57,6 +61,7 @@ pub fn seed5286(variant: Variant) -> LeaseQueueModel {
 pub fn no_members(variant: Variant) -> LeaseQueueModel {
     let mut model = seed5286(variant);
     model.bounds.outage_clients = vec![Client::Scheduler(0), Client::Scheduler(1)];
+    model.bounds.outage_owners = Vec::new();
     model.bounds.outage_when_routed = false;
     model.bounds.faults.retirements = 0;
     model
@@ -74,10 +79,12 @@ pub fn long_ttl(variant: Variant) -> LeaseQueueModel {
 
 /// Two schedulers, two controllers, two actions, one activation of
 /// each through a different controller (which both place on scheduler
-/// 0, so that its lease holds two keys); an outage of scheduler 0 and
-/// controller 0, a compaction and a queue retiring.
+/// 0 by the seeded rule, [`Placement::Seeded`], so that its lease holds
+/// two keys); an outage of scheduler 0 and controller 0, a compaction and
+/// a queue retiring.
 pub fn general(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
+        placement: Placement::Seeded,
         outage_ticks: 2,
         outage_clients: vec![Client::Scheduler(0), Client::Controller(0)],
         submissions: vec![(0, 0), (1, 1)],
@@ -90,9 +97,9 @@ pub fn general(variant: Variant) -> LeaseQueueModel {
     })
 }
 
-/// Two controllers submit an activation of one action each; each
-/// places its queue on another scheduler, whose elections race for the
-/// key: the loser forwards to the winner. A queue retires, and a
+/// Two controllers submit an activation of one action each; where the
+/// world places its queue on another scheduler for each, their elections
+/// race for the key: the loser forwards to the winner. A queue retires, and a
 /// request is held up in the network.
 pub fn contest(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
@@ -107,8 +114,8 @@ pub fn contest(variant: Variant) -> LeaseQueueModel {
 }
 
 /// A forward meets a crash and a departure: two schedulers, two
-/// controllers, one action placed on each scheduler by one controller
-/// (their elections race, and the loser forwards to the winner); the
+/// controllers, one action, which each controller may place on another
+/// scheduler (their elections race, and the loser forwards to the winner); the
 /// forwarder may crash, and the winner leave for good, at any time.
 pub fn forward_loss(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
@@ -124,8 +131,10 @@ pub fn forward_loss(variant: Variant) -> LeaseQueueModel {
 
 /// `general`'s sizes with requests and replies going astray: a request
 /// applied late (after its retry), a reply lost, and a queue retiring.
+/// Queues are placed by the seeded rule ([`Placement::Seeded`]).
 pub fn lossy(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
+        placement: Placement::Seeded,
         submissions: vec![(0, 0), (1, 1)],
         faults: Faults {
             retirements: 1,
@@ -138,9 +147,11 @@ pub fn lossy(variant: Variant) -> LeaseQueueModel {
 }
 
 /// `general`'s sizes with at-least-once delivery: a message delivered
-/// twice, one overtaking another, and a scheduler crash.
+/// twice, one overtaking another, and a scheduler crash. Queues are
+/// placed by the seeded rule ([`Placement::Seeded`]).
 pub fn redelivery(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
+        placement: Placement::Seeded,
         submissions: vec![(0, 0), (1, 1)],
         faults: Faults {
             crashes: 1,
@@ -155,8 +166,10 @@ pub fn redelivery(variant: Variant) -> LeaseQueueModel {
 /// `general`'s sizes with etcd's own faults: a leader loss, a watch
 /// that stalls without an error, etcd's clock a tick ahead, and a write
 /// outside the endpoint keys (a gap in the revisions a watch sees).
+/// Queues are placed by the seeded rule ([`Placement::Seeded`]).
 pub fn etcd_faults(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
+        placement: Placement::Seeded,
         submissions: vec![(0, 0), (1, 1)],
         faults: Faults {
             leader_losses: 1,
@@ -169,8 +182,8 @@ pub fn etcd_faults(variant: Variant) -> LeaseQueueModel {
     })
 }
 
-/// `general` with a scheduler crash and an etcd leader loss besides: a
-/// size the checker reaches only with its states kept compact.
+/// `general` with a scheduler crash and an etcd leader loss besides: too
+/// big to complete on a 2-core machine in 10 minutes (docs/leasequeue.md).
 pub fn general_crash(variant: Variant) -> LeaseQueueModel {
     let mut model = general(variant);
     model.bounds.faults.crashes = 1;
@@ -237,9 +250,9 @@ pub fn duplicate(variant: Variant) -> LeaseQueueModel {
 }
 
 /// Scale-out: two schedulers, one controller, two actions, but scheduler 1
-/// starts only later and joins the running cluster. The controller places
-/// action 1 on scheduler 1 while it is a member, else on scheduler 0: an
-/// activation of action 1 before the join goes to scheduler 0, and one
+/// starts only later and joins the running cluster. Before the join the
+/// controller can place a queue only on scheduler 0, after it on either:
+/// an activation of action 1 before the join goes to scheduler 0, and one
 /// after it to whichever the key names by then (no queue moves).
 pub fn join(variant: Variant) -> LeaseQueueModel {
     model(Bounds {
@@ -254,7 +267,7 @@ pub fn join(variant: Variant) -> LeaseQueueModel {
 }
 
 /// Scale-in by loss: two schedulers, one controller, two actions, one
-/// activation of each (placed on schedulers 0 and 1), and one scheduler
+/// activation of each (placed on either scheduler), and one scheduler
 /// that stops for good at any time, with what it holds: its lease is left
 /// to expire, and what the controller sends it bounces.
 pub fn departure(variant: Variant) -> LeaseQueueModel {
@@ -269,7 +282,7 @@ pub fn departure(variant: Variant) -> LeaseQueueModel {
 }
 
 /// Scale-in by drain: two schedulers, one controller, two actions, one
-/// activation of each (placed on schedulers 0 and 1), and one scheduler
+/// activation of each (placed on either scheduler), and one scheduler
 /// told to drain at any time: it takes no new work, lets what it holds
 /// settle, gives its lease back (its keys go at one revision) and stops;
 /// what is sent to it from then on bounces.
