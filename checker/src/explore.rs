@@ -507,15 +507,14 @@ where
                 discoveries, edges, ..
             } = level;
             frontier = place(&mut graph, discovered, self.keep_edges);
-            frontier.file =
-                discoveries.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner()));
+            frontier.file = discoveries.map(unlocked);
             self.spill(|dir| frontier.spill(dir), &stop, &stopping);
             if self.spill.as_ref().is_some_and(Spiller::eager) {
                 self.spill(|dir| seen.spill(dir), &stop, &stopping);
             }
             pending = (
                 chunks.into_iter().map(|(_, chunk)| chunk).collect(),
-                edges.map(|file| file.into_inner().unwrap_or_else(|p| p.into_inner())),
+                edges.map(unlocked),
             );
         }
         record(
@@ -605,6 +604,11 @@ fn halt(stop: &Mutex<Option<Bound>>, stopping: &AtomicBool, bound: Bound) {
     let mut stop = stop.lock().unwrap_or_else(|p| p.into_inner());
     stop.get_or_insert(bound);
     stopping.store(true, Ordering::Relaxed);
+}
+
+/// A level's file, no longer shared.
+fn unlocked(file: Mutex<SpillFile>) -> SpillFile {
+    file.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Appends the chunks of a level, in order, to the graph: the edges and
@@ -820,31 +824,20 @@ where
         }
     }
 
-    /// Writes a chunk's sealed discoveries to the level's discoveries file,
-    /// if there is one; a write that fails stops the exploration at the
-    /// disk, leaving them in memory.
-    fn spill_discoveries(&self, states: &mut Packed<M::State>) {
-        let (Some(file), Some(spiller), Packed::Encoded(encoded)) =
-            (&self.discoveries, &self.run.spill, states)
-        else {
+    /// Appends what `write` writes to one of the level's files, if the
+    /// level has it (it is spilling); a write that fails stops the
+    /// exploration at the disk, and what it would have written stays in
+    /// memory.
+    fn append_to(
+        &self,
+        file: Option<&Mutex<SpillFile>>,
+        write: impl FnOnce(&mut SpillFile) -> std::io::Result<u64>,
+    ) {
+        let (Some(file), Some(spiller)) = (file, &self.run.spill) else {
             return;
         };
         let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-        match encoded.spill(&mut file) {
-            Ok(written) => spiller.count(written),
-            Err(error) => self.halt(Bound::Disk(error.kind())),
-        }
-    }
-
-    /// Writes a chunk's degrees, edges and labels to the level's edges
-    /// file, if there is one; a write that fails stops the exploration at
-    /// the disk, leaving them in memory.
-    fn spill_edges(&self, chunk: &mut Chunk<M::State>) {
-        let (Some(file), Some(spiller)) = (&self.edges, &self.run.spill) else {
-            return;
-        };
-        let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-        match chunk.spill(&mut file, self.spare_edges) {
+        match write(&mut file) {
             Ok(written) => spiller.count(written),
             Err(error) => self.halt(Bound::Disk(error.kind())),
         }
@@ -1083,8 +1076,13 @@ where
                 .push((chunk.edges.len() - edges_before) as u32);
         }
         chunk.discovered.states.seal();
-        self.spill_discoveries(&mut chunk.discovered.states);
-        self.spill_edges(&mut chunk);
+        // Its sealed discoveries, then its degrees, edges and labels.
+        if let Packed::Encoded(encoded) = &mut chunk.discovered.states {
+            self.append_to(self.discoveries.as_ref(), |file| encoded.spill(file));
+        }
+        self.append_to(self.edges.as_ref(), |file| {
+            chunk.spill(file, self.spare_edges)
+        });
         drop(pieces);
         scratch.states = states;
         chunk
