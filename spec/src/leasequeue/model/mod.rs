@@ -41,7 +41,7 @@ pub use ghost::Ghost;
 use ghost::{
     all_submitted_executed, any_pending, probe_state, routed_to_departed, routing_restored,
 };
-pub(crate) use world::renumber_keepalives;
+pub(crate) use world::renumber;
 pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Placement, Stream, World};
 
 use super::controller::{self, Controller};
@@ -265,214 +265,10 @@ impl LeaseQueueModel {
         }
     }
 
-    fn probe(&self) -> Option<u8> {
-        self.bounds.probe.then_some(self.submitted())
-    }
-
-    /// How many activations users submit (the probe aside).
-    fn submitted(&self) -> u8 {
-        self.bounds.submissions.len() as u8
-    }
-}
-
-impl Model for LeaseQueueModel {
-    type State = World;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<World> {
-        let b = &self.bounds;
-        let etcd = Etcd::new(b.ttl);
-        let total = b.submissions.len() + usize::from(b.probe);
-        let schedulers = usize::from(b.schedulers);
-        let mut w = World {
-            schedulers: (0..b.schedulers).map(|s| Scheduler::new(s, 0)).collect(),
-            outbox: vec![Vec::new(); schedulers],
-            late: vec![Vec::new(); schedulers],
-            running: vec![Vec::new(); schedulers],
-            unacked: vec![Vec::new(); schedulers],
-            controllers: Vec::new(),
-            requests: vec![Vec::new(); usize::from(b.controllers)],
-            streams: vec![
-                Stream::Open {
-                    progress_asked: false
-                };
-                usize::from(b.controllers)
-            ],
-            cut: vec![false; schedulers + usize::from(b.controllers)],
-            etcd,
-            outage: 0,
-            outages_left: u8::from(b.outage_ticks > 0),
-            messages: Vec::new(),
-            gone: vec![false; schedulers],
-            activations: vec![ActivationState::Unsubmitted; total],
-            due: vec![None; total],
-            left: b.faults.clone(),
-            ghost: Ghost {
-                executions: vec![0; total],
-                failures: vec![0; total],
-                resolutions: vec![0; total],
-                excused: vec![false; total],
-                unfenced: false,
-                contested: false,
-                bounced: false,
-                refused: false,
-                drained: false,
-                drained_busy: false,
-                placed_member_missing: false,
-                late_start: false,
-                overdue: false,
-            },
-        };
-        // The cluster has started: every scheduler (but those that join
-        // later) holds a lease and is a member (etcd answered their
-        // requests in turn), and then every controller listed the keys.
-        for s in self.started(&w) {
-            self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
-        }
-        while let Some(s) = (0..b.schedulers).find(|s| !w.outbox[usize::from(*s)].is_empty()) {
-            self.answer(&mut w, s, 0);
-        }
-        let members: Vec<(u8, u8)> = w
-            .etcd
-            .members
-            .iter()
-            .map(|m| (m.scheduler, m.incarnation))
-            .collect();
-        w.controllers = (0..b.controllers)
-            .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
-            .collect();
-        renumber_keepalives(&mut w);
-        vec![w]
-    }
-
-    fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        let b = &self.bounds;
-        let next_submission =
-            w.activations[..b.submissions.len()].contains(&ActivationState::Unsubmitted);
-        if next_submission || w.outages_left > 0 || !w.left.exhausted() {
-            actions.push(Action::UserIdle);
-        }
-        if next_submission {
-            actions.push(Action::UserSubmit);
-        }
-        if let Some(probe) = self.probe() {
-            if Self::faults_over(w) && self.probe_idle(w, probe) {
-                actions.push(Action::UserProbe);
-            }
-        }
-        let routed = || {
-            (0..b.actions).all(|a| {
-                w.etcd.get(a).is_some_and(|key| {
-                    w.controllers
-                        .iter()
-                        .all(|c| c.route(&a) == Some(&key.owner))
-                })
-            })
-        };
-        if w.outages_left > 0 && w.outage == 0 && (!b.outage_when_routed || routed()) {
-            actions.push(Action::NetworkOutage);
-        }
-        if self.quiet(w) {
-            actions.push(Action::ClockTick);
-        }
-        if w.left.joins > 0 {
-            actions.push(Action::SchedulerJoin);
-        }
-        // A request held up in the network applies even once its sender
-        // is gone.
-        for s in self.started(w) {
-            if w.etcd.leader && !w.late[usize::from(s)].is_empty() {
-                actions.push(Action::SchedulerLate(s));
-            }
-        }
-        let up = self.up(w);
-        if w.left.departures > 0 && up.len() > 1 {
-            actions.extend(up.iter().map(|s| Action::SchedulerDepart(*s)));
-        }
-        let serving: Vec<u8> = up
-            .iter()
-            .copied()
-            .filter(|s| w.schedulers[usize::from(*s)].phase == Phase::Serving)
-            .collect();
-        if w.left.drains > 0 && serving.len() > 1 {
-            actions.extend(serving.iter().map(|s| Action::SchedulerDrain(*s)));
-        }
-        for s in up {
-            let i = usize::from(s);
-            let reachable = self.reachable(w, Client::Scheduler(s));
-            if reachable && !w.outbox[i].is_empty() {
-                actions.push(Action::SchedulerEtcd(s));
-                if w.left.delays > 0 {
-                    actions.push(Action::DelayRequest(s));
-                }
-                if w.left.lost_replies > 0 {
-                    actions.push(Action::LoseReply(s));
-                }
-            }
-            if !w.running[i].is_empty() {
-                actions.push(Action::Finish(s));
-            }
-            if Self::message_for(w, s, 0).is_some() {
-                actions.push(Action::Deliver(s));
-            }
-            if w.left.reorders > 0 && Self::message_for(w, s, 1).is_some() {
-                actions.push(Action::DeliverOutOfOrder(s));
-            }
-            if w.left.crashes > 0 {
-                actions.push(Action::SchedulerCrash(s));
-            }
-            if w.left.retirements > 0 {
-                let config = self.scheduler_config();
-                for queue in &w.schedulers[i].queues {
-                    // The timer the scheduler armed is due.
-                    if queue.idle_timer_due(&config) {
-                        actions.push(Action::QueueIdle {
-                            scheduler: s,
-                            action: queue.action,
-                        });
-                    }
-                }
-            }
-        }
-        for c in 0..b.controllers {
-            if !w.requests[usize::from(c)].is_empty() {
-                let choices = self.placements(w, c);
-                actions.extend(choices.into_iter().map(|place_on| Action::ControllerEtcd {
-                    controller: c,
-                    place_on,
-                }));
-            }
-            if self.watch_response(w, c, false).is_some() {
-                actions.push(Action::WatchDeliver(c));
-            }
-            if self.catches_up(w, c) {
-                actions.push(Action::WatchCatchUp(c));
-            }
-            if w.left.stalls > 0 && w.streams[usize::from(c)].is_open() {
-                actions.push(Action::WatchStall(c));
-            }
-        }
-        if w.left.duplicates > 0 && !w.messages.is_empty() {
-            actions.push(Action::DuplicateMessage);
-        }
-        if w.left.compactions > 0 {
-            actions.push(Action::EtcdCompact);
-        }
-        if w.left.foreign_writes > 0 && w.etcd.leader {
-            actions.push(Action::EtcdForeignWrite);
-        }
-        if w.left.leader_losses > 0 && w.etcd.leader {
-            actions.push(Action::EtcdLeaderLoss);
-        }
-        if w.left.drift > 0 && w.etcd.leader {
-            actions.push(Action::EtcdClockAhead);
-        }
-        if !w.etcd.leader {
-            actions.push(Action::EtcdLeaderElected);
-        }
-    }
-
-    fn next_state(&self, w: &World, action: Action) -> Option<World> {
+    /// The world after `action`, as it happened: [`Model::next_state`]
+    /// renumbers its keepalives and revisions after it ([`renumber`]).
+    /// `None`: `action` is not possible in `w`.
+    pub(crate) fn act(&self, w: &World, action: Action) -> Option<World> {
         let mut w = w.clone();
         match action {
             Action::UserIdle => {}
@@ -669,7 +465,219 @@ impl Model for LeaseQueueModel {
                 self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
             }
         }
-        renumber_keepalives(&mut w);
+        Some(w)
+    }
+
+    fn probe(&self) -> Option<u8> {
+        self.bounds.probe.then_some(self.submitted())
+    }
+
+    /// How many activations users submit (the probe aside).
+    fn submitted(&self) -> u8 {
+        self.bounds.submissions.len() as u8
+    }
+}
+
+impl Model for LeaseQueueModel {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        let b = &self.bounds;
+        let etcd = Etcd::new(b.ttl);
+        let total = b.submissions.len() + usize::from(b.probe);
+        let schedulers = usize::from(b.schedulers);
+        let mut w = World {
+            schedulers: (0..b.schedulers).map(|s| Scheduler::new(s, 0)).collect(),
+            outbox: vec![Vec::new(); schedulers],
+            late: vec![Vec::new(); schedulers],
+            running: vec![Vec::new(); schedulers],
+            unacked: vec![Vec::new(); schedulers],
+            controllers: Vec::new(),
+            requests: vec![Vec::new(); usize::from(b.controllers)],
+            streams: vec![
+                Stream::Open {
+                    progress_asked: false
+                };
+                usize::from(b.controllers)
+            ],
+            cut: vec![false; schedulers + usize::from(b.controllers)],
+            etcd,
+            outage: 0,
+            outages_left: u8::from(b.outage_ticks > 0),
+            messages: Vec::new(),
+            gone: vec![false; schedulers],
+            activations: vec![ActivationState::Unsubmitted; total],
+            due: vec![None; total],
+            left: b.faults.clone(),
+            ghost: Ghost {
+                executions: vec![0; total],
+                failures: vec![0; total],
+                resolutions: vec![0; total],
+                excused: vec![false; total],
+                unfenced: false,
+                contested: false,
+                bounced: false,
+                refused: false,
+                drained: false,
+                drained_busy: false,
+                placed_member_missing: false,
+                late_start: false,
+                overdue: false,
+            },
+        };
+        // The cluster has started: every scheduler (but those that join
+        // later) holds a lease and is a member (etcd answered their
+        // requests in turn), and then every controller listed the keys.
+        for s in self.started(&w) {
+            self.feed_scheduler(&mut w, s, 0, scheduler::Input::Wake);
+        }
+        while let Some(s) = (0..b.schedulers).find(|s| !w.outbox[usize::from(*s)].is_empty()) {
+            self.answer(&mut w, s, 0);
+        }
+        let members: Vec<(u8, u8)> = w
+            .etcd
+            .members
+            .iter()
+            .map(|m| (m.scheduler, m.incarnation))
+            .collect();
+        w.controllers = (0..b.controllers)
+            .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
+            .collect();
+        renumber(&mut w);
+        vec![w]
+    }
+
+    fn actions(&self, w: &World, actions: &mut Vec<Action>) {
+        let b = &self.bounds;
+        let next_submission =
+            w.activations[..b.submissions.len()].contains(&ActivationState::Unsubmitted);
+        if next_submission || w.outages_left > 0 || !w.left.exhausted() {
+            actions.push(Action::UserIdle);
+        }
+        if next_submission {
+            actions.push(Action::UserSubmit);
+        }
+        if let Some(probe) = self.probe() {
+            if Self::faults_over(w) && self.probe_idle(w, probe) {
+                actions.push(Action::UserProbe);
+            }
+        }
+        let routed = || {
+            (0..b.actions).all(|a| {
+                w.etcd.get(a).is_some_and(|key| {
+                    w.controllers
+                        .iter()
+                        .all(|c| c.route(&a) == Some(&key.owner))
+                })
+            })
+        };
+        if w.outages_left > 0 && w.outage == 0 && (!b.outage_when_routed || routed()) {
+            actions.push(Action::NetworkOutage);
+        }
+        if self.quiet(w) {
+            actions.push(Action::ClockTick);
+        }
+        if w.left.joins > 0 {
+            actions.push(Action::SchedulerJoin);
+        }
+        // A request held up in the network applies even once its sender
+        // is gone.
+        for s in self.started(w) {
+            if w.etcd.leader && !w.late[usize::from(s)].is_empty() {
+                actions.push(Action::SchedulerLate(s));
+            }
+        }
+        let up = self.up(w);
+        if w.left.departures > 0 && up.len() > 1 {
+            actions.extend(up.iter().map(|s| Action::SchedulerDepart(*s)));
+        }
+        let serving: Vec<u8> = up
+            .iter()
+            .copied()
+            .filter(|s| w.schedulers[usize::from(*s)].phase == Phase::Serving)
+            .collect();
+        if w.left.drains > 0 && serving.len() > 1 {
+            actions.extend(serving.iter().map(|s| Action::SchedulerDrain(*s)));
+        }
+        for s in up {
+            let i = usize::from(s);
+            let reachable = self.reachable(w, Client::Scheduler(s));
+            if reachable && !w.outbox[i].is_empty() {
+                actions.push(Action::SchedulerEtcd(s));
+                if w.left.delays > 0 {
+                    actions.push(Action::DelayRequest(s));
+                }
+                if w.left.lost_replies > 0 {
+                    actions.push(Action::LoseReply(s));
+                }
+            }
+            if !w.running[i].is_empty() {
+                actions.push(Action::Finish(s));
+            }
+            if Self::message_for(w, s, 0).is_some() {
+                actions.push(Action::Deliver(s));
+            }
+            if w.left.reorders > 0 && Self::message_for(w, s, 1).is_some() {
+                actions.push(Action::DeliverOutOfOrder(s));
+            }
+            if w.left.crashes > 0 {
+                actions.push(Action::SchedulerCrash(s));
+            }
+            if w.left.retirements > 0 {
+                let config = self.scheduler_config();
+                for queue in &w.schedulers[i].queues {
+                    // The timer the scheduler armed is due.
+                    if queue.idle_timer_due(&config) {
+                        actions.push(Action::QueueIdle {
+                            scheduler: s,
+                            action: queue.action,
+                        });
+                    }
+                }
+            }
+        }
+        for c in 0..b.controllers {
+            if !w.requests[usize::from(c)].is_empty() {
+                let choices = self.placements(w, c);
+                actions.extend(choices.into_iter().map(|place_on| Action::ControllerEtcd {
+                    controller: c,
+                    place_on,
+                }));
+            }
+            if self.watch_response(w, c, false).is_some() {
+                actions.push(Action::WatchDeliver(c));
+            }
+            if self.catches_up(w, c) {
+                actions.push(Action::WatchCatchUp(c));
+            }
+            if w.left.stalls > 0 && w.streams[usize::from(c)].is_open() {
+                actions.push(Action::WatchStall(c));
+            }
+        }
+        if w.left.duplicates > 0 && !w.messages.is_empty() {
+            actions.push(Action::DuplicateMessage);
+        }
+        if w.left.compactions > 0 {
+            actions.push(Action::EtcdCompact);
+        }
+        if w.left.foreign_writes > 0 && w.etcd.leader {
+            actions.push(Action::EtcdForeignWrite);
+        }
+        if w.left.leader_losses > 0 && w.etcd.leader {
+            actions.push(Action::EtcdLeaderLoss);
+        }
+        if w.left.drift > 0 && w.etcd.leader {
+            actions.push(Action::EtcdClockAhead);
+        }
+        if !w.etcd.leader {
+            actions.push(Action::EtcdLeaderElected);
+        }
+    }
+
+    fn next_state(&self, w: &World, action: Action) -> Option<World> {
+        let mut w = self.act(w, action)?;
+        renumber(&mut w);
         Some(w)
     }
 

@@ -724,6 +724,16 @@ fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
     }
 }
 
+/// Renumbers what the world numbers without end (each scheduler's
+/// keepalives, etcd's revisions) so that worlds the same to every role are
+/// one state: every role and etcd only compare those numbers and take the
+/// next one, so the world renumbered has the same steps, to worlds that
+/// renumber alike, and the same properties.
+pub(crate) fn renumber(w: &mut World) {
+    renumber_keepalives(w);
+    renumber_revisions(w);
+}
+
 /// Renumbers each scheduler's keepalives, in the role and in flight, by
 /// their order (0, 1, ...), and its next keepalive after them. The role
 /// only compares keepalive numbers (an answer's with those it waits for,
@@ -731,7 +741,7 @@ fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
 /// without it the count of keepalives ever sent, which grows at every tick,
 /// would make the states infinite. A keepalive in flight for a lease the
 /// scheduler no longer holds is answered to no effect: it gets 0.
-pub(crate) fn renumber_keepalives(w: &mut World) {
+fn renumber_keepalives(w: &mut World) {
     for i in 0..w.schedulers.len() {
         let held = w.schedulers[i].live_lease().copied();
         let mut numbers: Vec<u64> = Vec::new();
@@ -770,4 +780,69 @@ pub(crate) fn renumber_keepalives(w: &mut World) {
             *next_keepalive = numbers.len() as u64;
         }
     }
+}
+
+/// Renumbers every revision the world holds (etcd's, its keys' and its
+/// log's, the compacted one, the controllers' watches and watch requests,
+/// the schedulers' queues, retirements and deletes in flight), keeping 0,
+/// their order and which follow one another, and closing every larger gap
+/// to 2. The roles and etcd only compare revisions and take the next
+/// one, so the world renumbered behaves as before: without it the count of
+/// writes so far, which depends on the order things happened in, would
+/// tell apart worlds that are the same to every role.
+fn renumber_revisions(w: &mut World) {
+    let mut revisions = revisions_mut(w);
+    let mut numbers: Vec<u32> = revisions.iter().map(|r| **r).collect();
+    numbers.push(0);
+    numbers.sort_unstable();
+    numbers.dedup();
+    let mut renumbered = Vec::with_capacity(numbers.len());
+    let mut last = (0, 0);
+    for n in numbers.iter().copied() {
+        let new = last.1 + (n - last.0).min(2);
+        renumbered.push(new);
+        last = (n, new);
+    }
+    for r in revisions.iter_mut() {
+        **r = renumbered[numbers.partition_point(|n| *n < **r)];
+    }
+}
+
+/// Every revision the world holds.
+fn revisions_mut(w: &mut World) -> Vec<&mut u32> {
+    let etcd = &mut w.etcd;
+    let mut revisions = vec![&mut etcd.rev, &mut etcd.compacted];
+    revisions.extend(etcd.keys.iter_mut().map(|k| &mut k.create_rev));
+    revisions.extend(etcd.log.iter_mut().map(|c| &mut c.rev));
+    for c in w.controllers.iter_mut() {
+        match &mut c.watch {
+            controller::Watch::Active { next, .. } => revisions.push(next),
+            controller::Watch::Starting { from: Some(from) } => revisions.push(from),
+            controller::Watch::Starting { from: None } | controller::Watch::Listing => {}
+        }
+    }
+    for request in w.requests.iter_mut().flatten() {
+        if let controller::Effect::Watch { from: Some(from) } = request {
+            revisions.push(from);
+        }
+    }
+    for s in w.schedulers.iter_mut() {
+        revisions.extend(s.queues.iter_mut().map(|q| &mut q.created));
+        revisions.extend(s.retiring.iter_mut().filter_map(|(_, r)| r.as_mut()));
+    }
+    let in_flight = w
+        .outbox
+        .iter_mut()
+        .flatten()
+        .chain(w.late.iter_mut().flatten().map(|l| &mut l.request));
+    for request in in_flight {
+        if let scheduler::Effect::Delete {
+            created: Some(created),
+            ..
+        } = request
+        {
+            revisions.push(created);
+        }
+    }
+    revisions
 }
