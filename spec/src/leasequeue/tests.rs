@@ -455,10 +455,7 @@ fn unrenumbered_walk(
     for choice in choices {
         actions.clear();
         model.actions(&w, &mut actions);
-        let possible: Vec<_> = actions
-            .iter()
-            .filter_map(|a| model.act(&w, *a))
-            .collect();
+        let possible: Vec<_> = actions.iter().filter_map(|a| model.act(&w, *a)).collect();
         let Some(next) = possible.get(usize::from(*choice) % possible.len().max(1)) else {
             break;
         };
