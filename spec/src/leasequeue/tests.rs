@@ -440,10 +440,9 @@ fn the_models_renumbering_of_keepalives_should_keep_their_order_and_their_matche
     assert_eq!(w.late[0][0].request, keepalive(lease, 2));
 }
 
-/// The worlds a walk of `scenario` meets taking the action `choices`
-/// pick, as they happen ([`LeaseQueueModel::act`](super::model::LeaseQueueModel)),
-/// without renumbering: their keepalives and revisions are as a real
-/// etcd's, gaps and all.
+/// The worlds a walk of `model` meets taking the actions `choices` pick,
+/// as they happen (`LeaseQueueModel::act`), without renumbering: their
+/// keepalives and revisions are as a real etcd's, gaps and all.
 fn unrenumbered_walk(
     model: &super::model::LeaseQueueModel,
     choices: &[u16],

@@ -37,8 +37,7 @@ impl Placement {
     /// Where [`Placement::Seeded`] has controller `c` place `action`'s
     /// queue among `members` (sorted): on scheduler `action + c` if it is
     /// one, else on the lowest.
-    pub fn seeded(c: u8, action: u8, members: impl Iterator<Item = u8> + Clone) -> Option<u8> {
-        let mut members = members;
+    pub fn seeded(c: u8, action: u8, mut members: impl Iterator<Item = u8> + Clone) -> Option<u8> {
         let first = members.clone().find(|m| *m == action + c);
         first.or_else(|| members.next())
     }
