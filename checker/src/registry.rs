@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 21] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 22] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -536,6 +536,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 21] = [
         about: "2 schedulers, 1 controller, 2 actions; a scheduler drains: no new work, what it holds settles, its lease given back",
         by_default: true,
         value: lq_scenarios::drain,
+    },
+    Scenario {
+        name: "executions",
+        about: "2 schedulers, 1 controller, 1 action; an execution fails, one hangs past the 2-tick execution timeout, a scheduler drains",
+        by_default: true,
+        value: lq_scenarios::executions,
     },
     Scenario {
         name: "forward-loss",

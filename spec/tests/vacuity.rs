@@ -143,6 +143,17 @@ mod vacuity {
             a_placement_on_a_joiner_fails_without_joins: "a queue is placed on a scheduler that joined",
             a_failure_past_a_deadline_fails_without_deadlines: "an activation fails past its deadline",
             an_overdue_caller_fails_without_deadlines: "a caller is told there is no outcome by its deadline",
+            an_executor_error_fails_without_one: "an execution ends with the executor's error",
+            a_timeout_fails_without_hangs: "a hung execution times out",
+        }
+
+        /// Without the rule a hung execution holds its activation for ever.
+        #[test]
+        fn a_timed_out_execution_fails_without_the_execution_timeout() {
+            let model = steadfast(scenarios::executions)
+                .without(Rule::ExecutionTimeout)
+                .with_every_sometimes();
+            assert_violated(&model, "a hung execution times out");
         }
 
         #[test]

@@ -148,6 +148,17 @@ fn an_activation_that_waited_past_its_deadline_must_not_start() {
 }
 
 #[test]
+fn an_execution_must_not_run_past_its_timeout() {
+    // An executor hangs: without the timeout its activation is held for
+    // ever, and so is the drain of its scheduler.
+    assert_needed(
+        Rule::ExecutionTimeout,
+        scenarios::executions,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

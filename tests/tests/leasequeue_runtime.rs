@@ -324,8 +324,10 @@ async fn submit(
             Ok(value) => id_of(value),
             Err(
                 SubmitError::Failed { id, .. }
+                | SubmitError::ExecutionFailed { id, .. }
                 | SubmitError::Stopped { id }
                 | SubmitError::InvalidId { id, .. }
+                | SubmitError::InvalidAction { id, .. }
                 | SubmitError::InvalidDeadline { id }
                 | SubmitError::Overdue { id },
             ) => id,
@@ -1496,4 +1498,184 @@ async fn a_caller_should_hear_at_its_deadline_and_nothing_start_past_it() {
     );
     drop((controller, scheduler));
     assert_eq!(run.replay().len(), 2);
+}
+
+/// An executor's edges: one that fails, one that panics, one that hangs
+/// past the execution timeout. Each handle ends, as run and failed with
+/// its own reason and words, within the timeout and a wake-up; each ran
+/// once; the hung one is cancelled. Then a drain while an executor hangs
+/// ends once the timeout has settled it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_that_fails_panics_or_hangs_should_end_its_handle_and_run_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use steadfast::leasequeue::{ExecutionFailure, Invocation};
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let timeout = Duration::from_secs(2);
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let executor = {
+        let (ledger, cancelled) = (run.ledger.clone(), Arc::clone(&cancelled));
+        move |invocation: Invocation| {
+            let (ledger, cancelled) = (ledger.clone(), Arc::clone(&cancelled));
+            async move {
+                ledger.ran(&invocation.id);
+                assert_eq!(invocation.time_left, Some(Duration::from_secs(2)));
+                match invocation.payload["do"].as_str() {
+                    Some("fail") => Err("the input is not an image".to_owned()),
+                    // A panic without the panic hook: the hook's backtrace
+                    // (RUST_BACKTRACE=1) would symbolize this test's debug
+                    // build on the scheduler's one worker for a minute.
+                    Some("panic") => std::panic::resume_unwind(Box::new("index out of bounds")),
+                    Some("hang") => {
+                        let token = invocation.cancelled.clone();
+                        tokio::spawn(async move {
+                            token.cancelled().await;
+                            cancelled.fetch_add(1, Ordering::SeqCst);
+                        });
+                        std::future::pending().await
+                    }
+                    _ => Ok(json!({ "id": invocation.id })),
+                }
+            }
+        }
+    };
+    let builder = run
+        .scheduler_builder(&endpoints, "scheduler-1")
+        .execution_timeout(Some(timeout));
+    let scheduler = SchedulerProcess::start(builder, executor).await.unwrap();
+    let c = run
+        .controller(&endpoints, &[&scheduler], "controller")
+        .await;
+
+    let within = timeout + TTL;
+    let ends = join_all(["fail", "panic", "hang", "ok"].map(|what| {
+        let submitted = c.submit_as(what, "action-0", json!({ "do": what }));
+        tokio::time::timeout(within + Duration::from_secs(3), submitted)
+    }))
+    .await;
+    let ends: Vec<Result<Value, SubmitError>> = ends
+        .into_iter()
+        .map(|end| end.expect("every handle ends within the timeout and a wake-up"))
+        .collect();
+    let failed = |end: &Result<Value, SubmitError>| match end {
+        Err(SubmitError::ExecutionFailed {
+            failure, message, ..
+        }) => Some((*failure, message.clone())),
+        _ => None,
+    };
+    assert_eq!(
+        failed(&ends[0]),
+        Some((ExecutionFailure::Error, "the input is not an image".into()))
+    );
+    assert_eq!(
+        failed(&ends[1]),
+        Some((
+            ExecutionFailure::Panic,
+            "the executor panicked: index out of bounds".into()
+        ))
+    );
+    assert_eq!(
+        failed(&ends[2]).map(|(failure, _)| failure),
+        Some(ExecutionFailure::Timeout)
+    );
+    assert_eq!(ends[3], Ok(json!({ "id": "ok" })));
+    for what in ["fail", "panic", "hang", "ok"] {
+        assert_eq!(run.ledger.runs(what), 1, "{what} ran once");
+    }
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        1,
+        "the hung one is cancelled"
+    );
+
+    // A drain while an executor hangs ends once the timeout settles it.
+    let hung = c.submit_as("hung", "action-0", json!({ "do": "hang" }));
+    let hung = tokio::spawn(hung);
+    for _ in 0..100 {
+        if run.ledger.runs("hung") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(run.ledger.runs("hung"), 1, "it runs within 5 s");
+    let started = Instant::now();
+    tokio::time::timeout(within + Duration::from_secs(3), scheduler.drain())
+        .await
+        .expect("the drain ends within the execution timeout and a wake-up");
+    let drained_in = started.elapsed();
+    let hung = tokio::time::timeout(Duration::from_secs(5), hung)
+        .await
+        .expect("its handle ended as the drain did")
+        .unwrap();
+    assert_eq!(
+        failed(&hung).map(|(failure, _)| failure),
+        Some(ExecutionFailure::Timeout),
+        "{hung:?}"
+    );
+    assert!(
+        drained_in >= timeout / 2,
+        "it waited for the execution: {drained_in:?}"
+    );
+    drop(c);
+    run.replay();
+}
+
+/// An action name that cannot be one is refused where it is submitted,
+/// before anything is sent or written: an empty name once made the key
+/// `queue//leader`, which no controller could list, so none could start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_name_that_cannot_be_one_should_be_refused_and_nothing_written() {
+    use steadfast::leasequeue::MAX_ACTION_BYTES;
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let builder = run.scheduler_builder(&endpoints, "scheduler-1");
+    let scheduler = run.scheduler(builder, Duration::ZERO).await;
+    let c = run
+        .controller(&endpoints, &[&scheduler], "controller-1")
+        .await;
+    let long = "a".repeat(MAX_ACTION_BYTES + 1);
+    for (action, reason) in [
+        ("", "it is empty"),
+        (long.as_str(), "it is too long"),
+        ("resize\n", "it holds a control character"),
+    ] {
+        let refused = tokio::time::timeout(Duration::from_secs(1), c.submit(action, json!({})))
+            .await
+            .expect("refused at once");
+        let Err(SubmitError::InvalidAction {
+            action: named,
+            reason: why,
+            ..
+        }) = &refused
+        else {
+            panic!("{action:?}: {refused:?}");
+        };
+        assert_eq!((named.as_str(), *why), (action, reason));
+        assert!(refused
+            .unwrap_err()
+            .to_string()
+            .contains("give a name of 1 to 256 bytes"));
+    }
+    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    assert!(
+        etcd_client.list().await.unwrap().keys.is_empty(),
+        "nothing written"
+    );
+    // A longest name that can be one runs, and a new controller starts and
+    // routes beside the first.
+    let longest = "a".repeat(MAX_ACTION_BYTES);
+    let c2 = run
+        .controller(&endpoints, &[&scheduler], "controller-2")
+        .await;
+    for via in [&c, &c2] {
+        let ran = tokio::time::timeout(Duration::from_secs(10), via.submit(&longest, json!({})))
+            .await
+            .expect("it ends");
+        assert_eq!(ran.expect("it ran")["action"], json!(longest));
+    }
+    drop((c, c2, scheduler));
+    run.replay();
 }

@@ -108,6 +108,7 @@ impl Cluster {
                         retry_every: 250,
                         idle_after: 60_000,
                         remember_for: Some(600_000),
+                        execute_for: Some(60_000),
                     },
                 };
                 let role = Scheduler::new(header.id.clone(), 3);
@@ -316,7 +317,10 @@ impl Cluster {
                 };
                 for _ in 0..times {
                     self.executed.push(id.clone());
-                    self.queue.push_back(back(I::Executed { id: id.clone() }));
+                    self.queue.push_back(back(I::Executed {
+                        id: id.clone(),
+                        failure: None,
+                    }));
                 }
             }
             E::Forward {
@@ -351,7 +355,7 @@ impl Cluster {
                     from: me.into(),
                 },
             )),
-            E::Refuse { .. } | E::Drained => {}
+            E::Refuse { .. } | E::Cancel { .. } | E::Drained => {}
         }
     }
 

@@ -52,6 +52,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
         retry_every: 250,
         idle_after: 60_000,
         remember_for: Some(600_000),
+        execute_for: Some(60_000),
     };
     let action = || "hello".to_string();
     let inputs = [
@@ -75,7 +76,10 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             incarnation: Some(3),
             left: None,
         },
-        Input::Executed { id: "a-1".into() },
+        Input::Executed {
+            id: "a-1".into(),
+            failure: None,
+        },
     ];
     let header = Header::Scheduler(SchedulerHeader {
         id: id.into(),

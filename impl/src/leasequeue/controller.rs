@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use steadfast_spec::leasequeue::controller::{self, Config, Effect, Input};
 use steadfast_spec::leasequeue::trace::{ControllerHeader, Named};
-use steadfast_spec::leasequeue::{FailReason, Outcome, Rules, Variant};
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -44,7 +44,21 @@ use steadfast_spec::trace::{Header, Record};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SubmitError {
-    /// The activation failed for good, for the spec's named reason.
+    /// The activation started, and its execution ended without a result:
+    /// the executor returned an error or panicked, or it ran past the
+    /// scheduler's execution timeout. It is not run again.
+    #[error("activation {id} ran and failed: {failure}: {message}")]
+    ExecutionFailed {
+        /// The activation.
+        id: String,
+        /// Why, as the spec names it.
+        failure: ExecutionFailure,
+        /// The executor's error or the panic's message (the failure's words
+        /// for a timeout).
+        message: String,
+    },
+    /// The activation failed for good without running, for the spec's
+    /// named reason.
     #[error("activation {id} failed: {reason}")]
     Failed {
         /// The activation.
@@ -67,6 +81,22 @@ pub enum SubmitError {
     InvalidId {
         /// The id given.
         id: String,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
+    /// The action named cannot be one: its endpoint key
+    /// (`<prefix>queue/<action>/leader`) must read back as the action it
+    /// was written for, in every controller. Nothing was submitted or
+    /// written.
+    #[error(
+        "action {action:?} cannot be used: {reason}; give a name of 1 to {MAX_ACTION_BYTES} \
+         bytes without control characters"
+    )]
+    InvalidAction {
+        /// The activation.
+        id: String,
+        /// The action given.
+        action: String,
         /// Why it cannot be used.
         reason: &'static str,
     },
@@ -392,7 +422,10 @@ impl Controller {
     /// payload run: both handles end alike, and it runs once. Once the
     /// submission has ended, the id is free for a new one (a scheduler that
     /// ran it ignores copies of it for its dedupe window). An empty id ends
-    /// the handle at once with [`SubmitError::InvalidId`].
+    /// the handle at once with [`SubmitError::InvalidId`], and an action
+    /// name that cannot be one (empty, longer than [`MAX_ACTION_BYTES`],
+    /// or holding a control character) with
+    /// [`SubmitError::InvalidAction`]: nothing is sent or written.
     ///
     /// ```no_run
     /// # async fn demo(controller: steadfast::leasequeue::Controller) {
@@ -430,6 +463,12 @@ impl Controller {
                 id: id.clone(),
                 reason: "it is empty",
             })
+        } else if let Some(reason) = action_problem(&action) {
+            Some(SubmitError::InvalidAction {
+                id: id.clone(),
+                action: action.clone(),
+                reason,
+            })
         } else if deadline.is_some_and(|d| d.is_zero()) {
             Some(SubmitError::InvalidDeadline { id: id.clone() })
         } else {
@@ -452,6 +491,26 @@ impl Controller {
             sent: false,
         });
         Submitted { id, outcome }
+    }
+}
+
+/// The most bytes an action's name may have (OpenWhisk's limit on an
+/// entity's name).
+pub const MAX_ACTION_BYTES: usize = 256;
+
+/// Why `action` cannot name an action, if it cannot: an empty name makes
+/// the key `queue//leader`, which no controller reads back as an action;
+/// a control character makes keys, logs and metrics unreadable; a name is
+/// bounded so that keys and messages stay small.
+fn action_problem(action: &str) -> Option<&'static str> {
+    if action.is_empty() {
+        Some("it is empty")
+    } else if action.len() > MAX_ACTION_BYTES {
+        Some("it is too long")
+    } else if action.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else {
+        None
     }
 }
 
@@ -574,7 +633,7 @@ struct Driver {
     recorder: Option<Recorder>,
     /// While an outcome is fed to the role: its activation, and what the
     /// action returned, for the submission the role resolves with it.
-    arriving: Option<(String, Value)>,
+    arriving: Option<(String, wire::Outcome)>,
 }
 
 impl Driver {
@@ -669,14 +728,19 @@ impl Driver {
                     from: Some(self.network.address().to_owned()),
                 };
                 self.network.send(&from, &ack);
-                let outcome = match outcome {
-                    wire::Outcome::Executed { result } => {
-                        self.arriving = Some((id.clone(), result));
-                        Outcome::Executed
+                let role_outcome = match &outcome {
+                    wire::Outcome::Executed { .. } => Outcome::Executed,
+                    wire::Outcome::ExecutionFailed { failure, .. } => {
+                        Outcome::ExecutionFailed(*failure)
                     }
-                    wire::Outcome::Failed { reason } => Outcome::Failed(reason),
+                    wire::Outcome::Failed { reason } => Outcome::Failed(*reason),
                 };
-                self.receive(Some(from), Input::Outcome { id, outcome });
+                self.arriving = Some((id.clone(), outcome));
+                let input = Input::Outcome {
+                    id,
+                    outcome: role_outcome,
+                };
+                self.receive(Some(from), input);
                 self.arriving = None;
             }
             Message::Activation { id, .. } | Message::OutcomeAck { id, .. } => {
@@ -722,13 +786,9 @@ impl Driver {
     /// overdue has its end logged.
     fn end(&mut self, id: &str, outcome: Outcome, result: Result<Value, SubmitError>) {
         if let Some(submission) = self.pending.remove(id) {
-            let (outcome, reason) = match outcome {
-                Outcome::Executed => ("executed", None),
-                Outcome::Failed(reason) => ("failed", Some(reason)),
-            };
-            self.metrics.ended(outcome, reason, self.pending.len());
+            self.metrics.ended(outcome, self.pending.len());
             if submission.replies.is_empty() {
-                tracing::info!(%id, outcome, ?reason, "an activation overdue ended");
+                tracing::info!(%id, ?outcome, "an activation overdue ended");
             }
             for reply in submission.replies {
                 let _ = reply.send(result.clone());
@@ -877,15 +937,32 @@ impl Driver {
                     .send(&to, &Message::CreateQueue { action, from });
             }
             Effect::Resolve { id, outcome } => {
+                // What the report that resolves it carried alongside.
+                let arrived = match self.arriving.take() {
+                    Some((arrived, carried)) if arrived == id => Some(carried),
+                    _ => None,
+                };
                 let result = match outcome {
-                    Outcome::Executed => match self.arriving.take() {
-                        Some((arrived, result)) if arrived == id => Ok(result),
+                    Outcome::Executed => match arrived {
+                        Some(wire::Outcome::Executed { result }) => Ok(result),
                         _ => {
                             tracing::error!(%id, "the role resolved an activation as executed \
                                 without its report; its result is lost");
                             Ok(Value::Null)
                         }
                     },
+                    Outcome::ExecutionFailed(failure) => {
+                        let message = match arrived {
+                            Some(wire::Outcome::ExecutionFailed { message, .. }) => message,
+                            _ => failure.message().to_owned(),
+                        };
+                        tracing::warn!(%id, %failure, %message, "activation ran and failed");
+                        Err(SubmitError::ExecutionFailed {
+                            id: id.clone(),
+                            failure,
+                            message,
+                        })
+                    }
                     Outcome::Failed(reason) => {
                         tracing::warn!(%id, %reason, "activation failed");
                         Err(SubmitError::Failed {

@@ -14,9 +14,10 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use steadfast_spec::leasequeue::scheduler::{LeaseState, Scheduler};
 use steadfast_spec::leasequeue::trace::Named;
-use steadfast_spec::leasequeue::FailReason;
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome};
 
-/// How an activation ended, and why if it failed.
+/// How an activation ended (`executed`, `execution_failed`, `failed`, or
+/// on a scheduler `forwarded`), and why if it did not finish.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Ended {
     outcome: &'static str,
@@ -24,14 +25,34 @@ struct Ended {
 }
 
 impl Ended {
-    fn of(outcome: &'static str, reason: Option<FailReason>) -> Self {
-        let reason = match reason {
-            None => "",
-            Some(FailReason::NoSchedulerEndpoint) => "NoSchedulerEndpoint",
-            Some(FailReason::NoQueueEndpoint) => "NoQueueEndpoint",
-            Some(FailReason::PastDeadline) => "PastDeadline",
+    fn of(outcome: Outcome) -> Self {
+        let (outcome, reason) = match outcome {
+            Outcome::Executed => ("executed", ""),
+            Outcome::ExecutionFailed(failure) => {
+                let reason = match failure {
+                    ExecutionFailure::Error => "Error",
+                    ExecutionFailure::Panic => "Panic",
+                    ExecutionFailure::Timeout => "Timeout",
+                };
+                ("execution_failed", reason)
+            }
+            Outcome::Failed(reason) => {
+                let reason = match reason {
+                    FailReason::NoSchedulerEndpoint => "NoSchedulerEndpoint",
+                    FailReason::NoQueueEndpoint => "NoQueueEndpoint",
+                    FailReason::PastDeadline => "PastDeadline",
+                };
+                ("failed", reason)
+            }
         };
         Ended { outcome, reason }
+    }
+
+    fn forwarded() -> Self {
+        Ended {
+            outcome: "forwarded",
+            reason: "",
+        }
     }
 }
 
@@ -139,11 +160,14 @@ impl SchedulerMetrics {
         self.acted |= acting;
     }
 
-    /// An activation was settled as `outcome` (`failed` with a reason).
-    pub(crate) fn settled(&self, outcome: &'static str, reason: Option<FailReason>) {
-        self.activations
-            .get_or_create(&Ended::of(outcome, reason))
-            .inc();
+    /// An activation was settled as `outcome`.
+    pub(crate) fn settled(&self, outcome: Outcome) {
+        self.activations.get_or_create(&Ended::of(outcome)).inc();
+    }
+
+    /// An activation was forwarded to a peer, which took it in.
+    pub(crate) fn forwarded(&self) {
+        self.activations.get_or_create(&Ended::forwarded()).inc();
     }
 
     /// `count` messages were sent again.
@@ -200,12 +224,9 @@ impl ControllerMetrics {
         self.overdue.inc();
     }
 
-    /// A submission ended as `outcome` (`failed` with a reason); `pending`
-    /// remain.
-    pub(crate) fn ended(&self, outcome: &'static str, reason: Option<FailReason>, pending: usize) {
-        self.submissions
-            .get_or_create(&Ended::of(outcome, reason))
-            .inc();
+    /// A submission ended as `outcome`; `pending` remain.
+    pub(crate) fn ended(&self, outcome: Outcome, pending: usize) {
+        self.submissions.get_or_create(&Ended::of(outcome)).inc();
         self.in_flight(pending);
     }
 

@@ -19,6 +19,7 @@
 
 mod controller;
 pub mod etcd;
+mod executor;
 mod metrics;
 pub mod network;
 mod node;
@@ -29,9 +30,12 @@ pub mod wire;
 use std::time::Duration;
 
 pub use crate::trace::TraceError;
-pub use controller::{Controller, ControllerBuilder, Request, SubmitError, Submitted};
-pub use scheduler::{Executor, Invocation, Scheduler, SchedulerBuilder};
-pub use steadfast_spec::leasequeue::{FailReason, Rule, Rules, Variant};
+pub use controller::{
+    Controller, ControllerBuilder, Request, SubmitError, Submitted, MAX_ACTION_BYTES,
+};
+pub use executor::{ExecutionError, Executor, IntoExecution, Invocation};
+pub use scheduler::{Scheduler, SchedulerBuilder};
+pub use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Rule, Rules, Variant};
 
 /// Why a scheduler or a controller could not start.
 ///

@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -22,10 +21,11 @@ use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input, Phase};
 use steadfast_spec::leasequeue::trace::{Named, SchedulerHeader};
 use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::{JoinHandle, JoinSet};
-use tracing::Instrument;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::etcd::{Etcd, EtcdOptions};
+use super::executor::{Ended, Executions, Executor, Invocation};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Clock, Timers};
@@ -35,55 +35,6 @@ use super::{millis, StartError};
 use crate::metrics::{Readiness, Serving};
 use crate::trace::Recorder;
 use steadfast_spec::trace::{Header, Record};
-
-/// One activation to run: what an [`Executor`] is handed.
-///
-/// ```
-/// use steadfast::leasequeue::Invocation;
-///
-/// let invocation = Invocation {
-///     id: "5f0c".into(),
-///     action: "greet".into(),
-///     payload: serde_json::json!({"name": "ada"}),
-/// };
-/// assert_eq!(invocation.payload["name"], "ada");
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct Invocation {
-    /// Its id.
-    pub id: String,
-    /// Its action.
-    pub action: String,
-    /// What it was submitted with.
-    pub payload: Value,
-}
-
-/// Runs activations: what the user's scheduler does with the work it is
-/// handed. What it returns is the activation's result (an action's own
-/// error is a result too: the activation ran).
-///
-/// A closure `Fn(Invocation) -> impl Future<Output = Value>` is one:
-///
-/// ```
-/// use steadfast::leasequeue::{Executor, Invocation};
-///
-/// fn takes(_: impl Executor) {}
-/// takes(|invocation: Invocation| async move { invocation.payload });
-/// ```
-pub trait Executor: Send + Sync + 'static {
-    /// Runs `invocation` to its end.
-    fn execute(&self, invocation: Invocation) -> impl Future<Output = Value> + Send;
-}
-
-impl<F, Fut> Executor for F
-where
-    F: Fn(Invocation) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Value> + Send,
-{
-    fn execute(&self, invocation: Invocation) -> impl Future<Output = Value> + Send {
-        self(invocation)
-    }
-}
 
 /// Sets a scheduler up; [`SchedulerBuilder::start`] runs it.
 ///
@@ -113,6 +64,7 @@ pub struct SchedulerBuilder {
     wake_every: Option<Duration>,
     retry_every: Option<Duration>,
     idle_after: Duration,
+    execution_timeout: Option<Duration>,
     listen: String,
     advertise: Option<String>,
     tls: Option<NodeTls>,
@@ -126,7 +78,8 @@ impl SchedulerBuilder {
     /// rules, with a lease TTL of 10 s, a fencing margin of 500 ms, a
     /// wake-up every third of the TTL, its lease's requests retried every
     /// 250 ms while it cannot serve, queues retired after 60 s without work,
-    /// listening on a free port of 127.0.0.1.
+    /// executions given up after 60 s, listening on a free port of
+    /// 127.0.0.1.
     pub fn new(etcd: EtcdOptions) -> Self {
         SchedulerBuilder {
             etcd,
@@ -136,6 +89,7 @@ impl SchedulerBuilder {
             wake_every: None,
             retry_every: None,
             idle_after: Duration::from_secs(60),
+            execution_timeout: Some(Duration::from_secs(60)),
             listen: "127.0.0.1:0".into(),
             advertise: None,
             tls: None,
@@ -197,6 +151,19 @@ impl SchedulerBuilder {
     #[must_use]
     pub fn idle_after(mut self, after: Duration) -> Self {
         self.idle_after = after;
+        self
+    }
+
+    /// How long an execution may run (60 s by default, OpenWhisk's default
+    /// action time limit): one still running then is settled as failed
+    /// ([`ExecutionFailure::Timeout`](super::ExecutionFailure::Timeout),
+    /// within a wake-up), its caller told so, and it is cancelled
+    /// ([`Invocation::cancelled`], and its task aborted). A hung executor
+    /// so holds neither its caller nor a drain for longer. `None`: as long
+    /// as it takes, for executors that bound themselves.
+    #[must_use]
+    pub fn execution_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.execution_timeout = timeout;
         self
     }
 
@@ -291,6 +258,13 @@ impl SchedulerBuilder {
                  out; set it below the TTL"
             )));
         }
+        if self.execution_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(StartError::Config(
+                "execution_timeout is zero: every execution would be given up as it starts; \
+                 set how long one may run (60 s by default), or None for no limit"
+                    .into(),
+            ));
+        }
         if self.dedupe_window.is_zero() {
             return Err(StartError::Config(
                 "dedupe_window is zero: a copy of an activation delivered again would run \
@@ -306,6 +280,7 @@ impl SchedulerBuilder {
             retry_every,
             idle_after: millis(self.idle_after),
             remember_for: Some(millis(self.dedupe_window)),
+            execute_for: self.execution_timeout.map(millis),
         })
     }
 
@@ -351,8 +326,7 @@ impl SchedulerBuilder {
             config,
             etcd,
             network: opened.network,
-            executor: Arc::new(executor),
-            executions: JoinSet::new(),
+            executions: Executions::new(executor),
             clock: Clock::new(),
             timers: Timers::new(),
             events,
@@ -494,8 +468,8 @@ enum Event {
         keepalive: u64,
         alive: bool,
     },
-    /// An activation finished running.
-    Executed { id: String, result: Value },
+    /// An activation's execution ended: with its result, or without one.
+    Executed { id: String, ended: Ended },
 }
 
 /// The driver's timers.
@@ -514,8 +488,9 @@ struct Held {
     reply_to: String,
     /// Its deadline, as the first copy carried it: a forward carries it on.
     deadline: Option<u64>,
-    /// What the action returned, once it ran: its report carries it.
-    result: Option<Value>,
+    /// How its execution ended, once it has: its report carries the
+    /// result, or the words of the failure.
+    ended: Option<Ended>,
     /// The peer it was last forwarded to, if any.
     forwarded_to: Option<String>,
     /// Whether its outcome was reported already (a report now is sent
@@ -530,7 +505,7 @@ impl Held {
             payload,
             reply_to,
             deadline,
-            result: None,
+            ended: None,
             forwarded_to: None,
             reported: false,
         }
@@ -562,10 +537,9 @@ struct Driver<E> {
     config: Config<Named>,
     etcd: Etcd,
     network: Network,
-    executor: Arc<E>,
     /// The executions under way: owned by the driver, so that they stop
     /// with it, as a crash stops them.
-    executions: JoinSet<()>,
+    executions: Executions<E>,
     clock: Clock,
     timers: Timers<Timer>,
     events: mpsc::UnboundedSender<Event>,
@@ -613,7 +587,7 @@ impl<E: Executor> Driver<E> {
                 Some(message) = channels.messages.recv() => self.message(message),
                 Some((to, message)) = channels.bounced.recv() => self.bounced(to, message),
                 // A finished execution has said so with an event already.
-                Some(_) = self.executions.join_next() => {}
+                () = self.executions.reap() => {}
                 () = sleep_until(self.timers.next()) => {
                     for timer in self.timers.take_due() {
                         self.timer(timer);
@@ -653,11 +627,13 @@ impl<E: Executor> Driver<E> {
                     ttl,
                 });
             }
-            Event::Executed { id, result } => {
+            Event::Executed { id, ended } => {
+                self.executions.finished(&id);
+                let failure = ended.as_ref().err().map(|(failure, _)| *failure);
                 if let Some(held) = self.held.get_mut(&id) {
-                    held.result = Some(result);
+                    held.ended = Some(ended);
                 }
-                self.feed(Input::Executed { id });
+                self.feed(Input::Executed { id, failure });
             }
         }
     }
@@ -867,6 +843,10 @@ impl<E: Executor> Driver<E> {
                 Some(Event::Input(Input::Resolved { id, action, key }))
             }),
             Effect::Execute { id, .. } => self.execute(id),
+            Effect::Cancel { id } => {
+                tracing::warn!(%id, "an execution ran past its timeout: cancelled");
+                self.executions.cancel(&id);
+            }
             Effect::Forward {
                 id,
                 action,
@@ -891,7 +871,7 @@ impl<E: Executor> Driver<E> {
                 if again {
                     self.metrics.resent(1);
                 } else {
-                    self.metrics.settled("forwarded", None);
+                    self.metrics.forwarded();
                 }
                 self.network.send(&to, &message);
             }
@@ -938,19 +918,16 @@ impl<E: Executor> Driver<E> {
             return;
         };
         let invocation = Invocation {
-            id: id.clone(),
+            id,
             action: held.action.clone(),
             payload: held.payload.clone(),
+            time_left: self.config.execute_for.map(Duration::from_millis),
+            cancelled: CancellationToken::new(),
         };
-        let executor = Arc::clone(&self.executor);
         let events = self.events.clone();
-        // Everything the executor logs names its activation.
-        let span = tracing::info_span!("activation", %id, action = %invocation.action);
-        let run = async move {
-            let result = executor.execute(invocation).await;
-            let _ = events.send(Event::Executed { id, result });
-        };
-        self.executions.spawn(run.instrument(span));
+        self.executions.start(invocation, move |id, ended| {
+            let _ = events.send(Event::Executed { id, ended });
+        });
     }
 
     /// What activation `id` was sent with; the role never names one it was
@@ -965,31 +942,46 @@ impl<E: Executor> Driver<E> {
 
     /// Tells the controller that submitted activation `id` how it ended
     /// (with what the action returned, if it ran).
-    fn report(&mut self, id: String, outcome: Outcome) {
+    fn report(&mut self, id: String, role_outcome: Outcome) {
+        let outcome = role_outcome;
         let from = self.network.address().to_owned();
         let Some(held) = self.held_or_log(&id) else {
             return;
         };
         let first = !std::mem::replace(&mut held.reported, true);
         let reply_to = held.reply_to.clone();
-        let (outcome, ended) = match outcome {
+        let carried = match outcome {
             Outcome::Executed => {
-                let result = held.result.clone().unwrap_or_else(|| {
-                    tracing::error!(%id, "the role reported an execution that did not \
-                        finish; its result is lost");
-                    Value::Null
-                });
-                (wire::Outcome::Executed { result }, ("executed", None))
+                let result = match &held.ended {
+                    Some(Ok(result)) => result.clone(),
+                    _ => {
+                        tracing::error!(%id, "the role reported an execution that did not \
+                            finish; its result is lost");
+                        Value::Null
+                    }
+                };
+                wire::Outcome::Executed { result }
+            }
+            Outcome::ExecutionFailed(failure) => {
+                let message = match &held.ended {
+                    Some(Err((_, message))) => message.clone(),
+                    _ => failure.message().to_owned(),
+                };
+                if first {
+                    tracing::warn!(%id, %failure, %message, "activation ran and failed");
+                }
+                wire::Outcome::ExecutionFailed { failure, message }
             }
             Outcome::Failed(reason) => {
                 if first {
                     tracing::warn!(%id, %reason, "activation failed");
                 }
-                (wire::Outcome::Failed { reason }, ("failed", Some(reason)))
+                wire::Outcome::Failed { reason }
             }
         };
+        let outcome = carried;
         if first {
-            self.metrics.settled(ended.0, ended.1);
+            self.metrics.settled(role_outcome);
         } else {
             self.metrics.resent(1);
         }

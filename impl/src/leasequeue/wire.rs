@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use steadfast_spec::leasequeue::FailReason;
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason};
 
 /// One message between nodes.
 ///
@@ -127,7 +127,14 @@ pub enum Outcome {
         /// What the action returned.
         result: Value,
     },
-    /// It failed for good, for this reason.
+    /// It started, and ended without a result.
+    ExecutionFailed {
+        /// Why: the executor's error or panic, or the execution timeout.
+        failure: ExecutionFailure,
+        /// The error's or the panic's message, or the failure's words.
+        message: String,
+    },
+    /// It failed for good without running, for this reason.
     Failed {
         /// Why.
         reason: FailReason,

@@ -121,6 +121,39 @@ impl std::fmt::Display for FailReason {
     }
 }
 
+/// Why an execution that started did not finish with a result: the
+/// activation ran (or began to), and ended without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ExecutionFailure {
+    /// The executor returned an error (a runtime carries its message
+    /// alongside).
+    Error,
+    /// The executor panicked (a runtime carries the panic's message
+    /// alongside).
+    Panic,
+    /// The execution ran past the scheduler's execution timeout
+    /// (`scheduler::Config::execute_for`): the scheduler settled it and
+    /// asked for it to be cancelled.
+    Timeout,
+}
+
+impl ExecutionFailure {
+    /// The words the user sees.
+    pub fn message(self) -> &'static str {
+        match self {
+            ExecutionFailure::Error => "the executor returned an error",
+            ExecutionFailure::Panic => "the executor panicked",
+            ExecutionFailure::Timeout => "the execution ran past its timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for ExecutionFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
 /// How an activation ended, as its caller is told: the scheduler that
 /// settled it reports this to the controller it was submitted to, and the
 /// controller resolves the submission with it.
@@ -129,8 +162,21 @@ pub enum Outcome {
     /// It was executed (a runtime carries what the action returned
     /// alongside).
     Executed,
-    /// It failed for good, for this reason.
+    /// It started, and its execution ended without a result, for this
+    /// reason: it is not run again.
+    ExecutionFailed(ExecutionFailure),
+    /// It failed for good without running, for this reason.
     Failed(FailReason),
+}
+
+impl Outcome {
+    /// Whether it says the activation ran (or began to).
+    pub fn ran(self) -> bool {
+        match self {
+            Outcome::Executed | Outcome::ExecutionFailed(_) => true,
+            Outcome::Failed(_) => false,
+        }
+    }
 }
 
 /// One rule the roles may follow, by name, so that a test can take one
@@ -189,6 +235,12 @@ pub enum Rule {
     /// deadline is checked only when the activation arrives, as OpenWhisk
     /// does, and one that waited past it runs all the same.
     Deadline,
+    /// A scheduler gives an execution at most its execution timeout
+    /// (`scheduler::Config::execute_for`): one still running then is
+    /// settled as failed ([`ExecutionFailure::Timeout`]) and cancelled.
+    /// Without it, an executor that hangs holds its activation, and a
+    /// drain, for ever.
+    ExecutionTimeout,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -206,6 +258,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::Reroute,
         Rule::FenceCopies,
         Rule::Deadline,
+        Rule::ExecutionTimeout,
     ];
 }
 
@@ -245,6 +298,6 @@ pub enum Variant {
     /// take in whole watch responses; activations sent to a scheduler that
     /// is gone are routed again; a restarted scheduler refuses copies
     /// addressed to its run before the crash; nothing starts past its
-    /// deadline.
+    /// deadline; no execution runs past its timeout.
     Steadfast,
 }

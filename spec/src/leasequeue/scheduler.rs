@@ -53,6 +53,16 @@
 //! this one cannot know. The sender takes the refusal as a bounce, and
 //! routes the activation again.
 //!
+//! # Executions
+//!
+//! What it hands out ([`Effect::Execute`]) ends with a result, or with the
+//! executor's error or panic ([`Input::Executed`]): each an outcome it
+//! reports, none a silence. Under [`Rule::ExecutionTimeout`] an execution
+//! still running [`Config::execute_for`] after it started is settled as
+//! failed ([`ExecutionFailure::Timeout`]) at the next wake-up or retry and
+//! cancelled ([`Effect::Cancel`]), so that an executor that hangs holds
+//! neither its caller nor a drain for longer than that.
+//!
 //! # Deadlines
 //!
 //! A copy of an activation may come with the time left to its deadline
@@ -65,7 +75,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Outcome, Rule, Rules};
+use super::{Domain, ExecutionFailure, FailReason, Outcome, Rule, Rules};
 
 /// How a scheduler is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -95,6 +105,13 @@ pub struct Config<D: Domain> {
     /// what to forget with [`Input::Forget`].)
     #[serde(default)]
     pub remember_for: Option<D::Duration>,
+    /// Under [`Rule::ExecutionTimeout`], how long an execution may run: one
+    /// still running then is settled as failed
+    /// ([`ExecutionFailure::Timeout`]) at the next wake-up or retry, and
+    /// cancelled ([`Effect::Cancel`]); `None`: as long as it takes. (Absent
+    /// in a trace written before it existed: `None`.)
+    #[serde(default)]
+    pub execute_for: Option<D::Duration>,
 }
 
 /// A queue this scheduler owns, and the key it was registered with.
@@ -302,10 +319,16 @@ pub enum Input<D: Domain> {
         /// The activation.
         id: D::Activation,
     },
-    /// An activation it handed out finished executing.
+    /// An activation it handed out finished executing: with a result, or
+    /// with the executor's error or panic.
     Executed {
         /// The activation.
         id: D::Activation,
+        /// Why it ended without a result; `None`: it returned one. (Absent
+        /// in a trace written before it existed, and from one that returned
+        /// a result: `None`.)
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<ExecutionFailure>,
     },
     /// A controller asks for a queue for `action`.
     CreateQueue {
@@ -410,6 +433,13 @@ pub enum Effect<D: Domain> {
         /// The lease the queue's key was registered under.
         lease: D::Lease,
     },
+    /// Stop running activation `id`: it ran past [`Config::execute_for`]
+    /// and is settled as failed. Whatever it returns from now on changes
+    /// nothing ([`Input::Executed`] of an activation not running).
+    Cancel {
+        /// The activation.
+        id: D::Activation,
+    },
     /// Send activation `id` on to scheduler `to`, as forwarded (again at
     /// every wake-up and retry until `to` acknowledges it).
     Forward {
@@ -502,6 +532,10 @@ pub struct Scheduler<D: Domain> {
     pub resolving: Vec<(D::Activation, D::Action)>,
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
+    /// Under [`Rule::ExecutionTimeout`], how long each running activation
+    /// may still run, sorted by id (zero: past its timeout); counted down
+    /// as time passes, dropped when it settles.
+    pub timeouts: Vec<(D::Activation, D::Duration)>,
     /// How long until the deadline of each activation it holds or forwards
     /// that has one, sorted by id (zero: past it); counted down as time
     /// passes, dropped when the activation starts or settles here.
@@ -580,6 +614,7 @@ impl<D: Domain> Scheduler<D> {
             waiting: Vec::new(),
             resolving: Vec::new(),
             running: Vec::new(),
+            timeouts: Vec::new(),
             deadlines: Vec::new(),
             forwarding: Vec::new(),
             reporting: Vec::new(),
@@ -714,11 +749,9 @@ impl<D: Domain> Scheduler<D> {
                 };
                 self.activation(config, id, action, arrival, &mut out)
             }
-            Input::Executed { id } => {
-                if let Some(at) = self.running.iter().position(|r| *r == id) {
-                    self.running.remove(at);
-                    self.settle(config, id, Outcome::Executed, &mut out);
-                }
+            Input::Executed { id, failure } => {
+                let outcome = failure.map_or(Outcome::Executed, Outcome::ExecutionFailed);
+                self.executed(config, id, outcome, &mut out);
             }
             Input::CreateQueue { action } => {
                 if self.queue(&action).is_none() && self.phase == Phase::Serving {
@@ -771,7 +804,7 @@ impl<D: Domain> Scheduler<D> {
         for queue in &mut self.queues {
             queue.idle_for = (queue.idle_for + elapsed).min(config.idle_after);
         }
-        for (_, left) in &mut self.deadlines {
+        for (_, left) in self.deadlines.iter_mut().chain(&mut self.timeouts) {
             *left = D::saturating_sub(*left, elapsed);
         }
         if let LeaseState::Held {
@@ -791,7 +824,8 @@ impl<D: Domain> Scheduler<D> {
 
     /// Sends every request not answered yet, and a keepalive.
     fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
-        let expired = self.expire(config, out);
+        let mut expired = self.expire(config, out);
+        expired.extend(self.time_out(config, out));
         self.send_keepalive(out);
         match &self.lease {
             // Leaving, it wants no new lease.
@@ -852,7 +886,8 @@ impl<D: Domain> Scheduler<D> {
     /// lookups, forwards and reports activations wait on are sent again;
     /// the timer is armed again either way.
     fn retry(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
-        let expired = self.expire(config, out);
+        let mut expired = self.expire(config, out);
+        expired.extend(self.time_out(config, out));
         if self.valid_lease().is_none() {
             match &self.lease {
                 LeaseState::Granting if self.leaving() => {}
@@ -1089,7 +1124,51 @@ impl<D: Domain> Scheduler<D> {
             queue.idle_for = D::Duration::default();
         }
         insert_sorted(&mut self.running, id.clone());
+        if let (true, Some(limit)) = (config.rules.has(Rule::ExecutionTimeout), config.execute_for)
+        {
+            if let Err(at) = self.timeouts.binary_search_by(|(t, _)| t.cmp(&id)) {
+                self.timeouts.insert(at, (id.clone(), limit));
+            }
+        }
         out.push(Effect::Execute { id, action, lease });
+    }
+
+    /// Activation `id`'s execution ended with `outcome`, if it is still
+    /// running here (one that ran past its timeout was settled already).
+    fn executed(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        outcome: Outcome,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let Ok(at) = self.running.binary_search(&id) else {
+            return;
+        };
+        self.running.remove(at);
+        if let Ok(at) = self.timeouts.binary_search_by(|(t, _)| t.cmp(&id)) {
+            self.timeouts.remove(at);
+        }
+        self.settle(config, id, outcome, out);
+    }
+
+    /// Under [`Rule::ExecutionTimeout`], settles every execution that ran
+    /// past its timeout as failed, and cancels it. Returns those it
+    /// settled.
+    fn time_out(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) -> Vec<D::Activation> {
+        let zero = D::Duration::default();
+        let past: Vec<D::Activation> = self
+            .timeouts
+            .iter()
+            .filter(|(_, left)| *left == zero)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &past {
+            out.push(Effect::Cancel { id: id.clone() });
+            let outcome = Outcome::ExecutionFailed(ExecutionFailure::Timeout);
+            self.executed(config, id.clone(), outcome, out);
+        }
+        past
     }
 
     fn resolve(&mut self, id: D::Activation, action: D::Action, out: &mut Vec<Effect<D>>) {

@@ -8,7 +8,7 @@ use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
 use super::trace::{ControllerHeader, Named, SchedulerHeader, SchedulerRecord};
-use super::{Domain, FailReason, Outcome, Rule, Rules, Variant};
+use super::{Domain, ExecutionFailure, FailReason, Outcome, Rule, Rules, Variant};
 use crate::trace::json::round_trip;
 use crate::trace::{Header, Record, Run, Trace};
 
@@ -32,6 +32,7 @@ fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
         retry_every: 1,
         idle_after: 2,
         remember_for: None,
+        execute_for: Some(4),
     }
 }
 
@@ -664,7 +665,10 @@ fn replies_nobody_waits_for_should_change_nothing() {
             action: 0,
             key: None,
         },
-        Input::Executed { id: 3 },
+        Input::Executed {
+            id: 3,
+            failure: None,
+        },
     ];
     for input in stale {
         assert!(s.step(&config, 0, input.clone()).is_empty(), "{input:?}");
@@ -697,7 +701,14 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
         outcome: Outcome::Executed,
     };
     assert_eq!(
-        s.step(&config, 0, Input::Executed { id: 1 }),
+        s.step(
+            &config,
+            0,
+            Input::Executed {
+                id: 1,
+                failure: None
+            }
+        ),
         [
             report.clone(),
             Effect::Ack { id: 1 },
@@ -722,7 +733,14 @@ fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
     let (mut s, mut config) = serving(Variant::Steadfast, 7);
     config.remember_for = Some(2);
     assert!(executes(&s.step(&config, 0, activation(1)), 1));
-    s.step(&config, 0, Input::Executed { id: 1 });
+    s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
     assert_eq!(
         s.step(&config, 1, activation(1)),
         [Effect::Ack { id: 1 }],
@@ -739,7 +757,14 @@ fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
     // Without a span, nothing is forgotten and no clock runs.
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, activation(1));
-    s.step(&config, 0, Input::Executed { id: 1 });
+    s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
     s.step(&config, 5, Input::Wake);
     assert_eq!(s.step(&config, 0, activation(1)), [Effect::Ack { id: 1 }]);
     assert_eq!(s.clock, 0);
@@ -751,7 +776,14 @@ fn openwhisk_should_acknowledge_on_receipt_and_execute_every_copy() {
     let first = s.step(&config, 0, activation(1));
     assert_eq!(first[0], Effect::Ack { id: 1 });
     assert!(executes(&first, 1));
-    s.step(&config, 0, Input::Executed { id: 1 });
+    s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
     assert!(executes(&s.step(&config, 0, activation(1)), 1));
 }
 
@@ -911,7 +943,14 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
     // A copy of what it runs is ignored, as before.
     assert!(s.step(&config, 0, activation(1)).is_empty());
     // The last one settles: reported, acknowledged, and the lease goes.
-    let settled = s.step(&config, 0, Input::Executed { id: 1 });
+    let settled = s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
     assert_eq!(
         settled,
         [
@@ -940,6 +979,87 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
     assert_eq!(s.phase, Phase::Drained);
     assert!(s.step(&config, 1, Input::Wake).is_empty());
     assert!(s.step(&config, 0, activation(3)).is_empty());
+}
+
+/// Whether `effects` report activation `id` with `outcome`.
+fn reports(effects: &[Effect], id: u8, outcome: Outcome) -> bool {
+    effects.contains(&Effect::Report { id, outcome })
+}
+
+#[test]
+fn an_execution_that_fails_should_be_reported_as_run_and_failed() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    let failure = Some(ExecutionFailure::Panic);
+    let ended = s.step(&config, 0, Input::Executed { id: 1, failure });
+    let outcome = Outcome::ExecutionFailed(ExecutionFailure::Panic);
+    assert!(reports(&ended, 1, outcome) && ended.contains(&Effect::Ack { id: 1 }));
+    assert!(outcome.ran(), "it ran: it is not run again");
+    // A copy delivered again is only acknowledged: it does not run twice.
+    assert_eq!(s.step(&config, 0, activation(1)), [Effect::Ack { id: 1 }]);
+}
+
+#[test]
+fn an_execution_past_its_timeout_should_be_settled_as_failed_and_cancelled() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert_eq!(config.execute_for, Some(4));
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    for _ in 0..3 {
+        let woken = s.step(&config, 1, Input::Wake);
+        assert!(!woken.contains(&Effect::Cancel { id: 1 }), "{woken:?}");
+    }
+    // The fourth tick's wake-up finds it past its timeout.
+    let woken = s.step(&config, 1, Input::Wake);
+    let timeout = Outcome::ExecutionFailed(ExecutionFailure::Timeout);
+    assert!(woken.contains(&Effect::Cancel { id: 1 }), "{woken:?}");
+    assert!(reports(&woken, 1, timeout) && woken.contains(&Effect::Ack { id: 1 }));
+    assert!(!s.holds(&1) && s.timeouts.is_empty());
+    // Its result, if it comes after all, changes nothing.
+    let late = s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
+    assert!(!late
+        .iter()
+        .any(|e| matches!(e, Effect::Report { .. } | Effect::Ack { .. })));
+}
+
+#[test]
+fn an_execution_should_run_for_ever_without_the_execution_timeout() {
+    let (mut s, config) = serving(
+        Rules::from(Variant::Steadfast).without(Rule::ExecutionTimeout),
+        7,
+    );
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    for _ in 0..10 {
+        let woken = s.step(&config, 1, Input::Wake);
+        assert!(!woken.iter().any(|e| matches!(e, Effect::Cancel { .. })));
+    }
+    assert!(s.holds(&1));
+}
+
+#[test]
+fn a_drain_should_wait_for_a_hung_execution_no_longer_than_its_timeout() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    assert!(executes(&s.step(&config, 0, activation(1)), 1));
+    s.step(&config, 0, Input::Drain);
+    let mut revoked_after = None;
+    for tick in 1..=6 {
+        let woken = s.step(&config, 1, Input::Wake);
+        if woken.contains(&Effect::Revoke { lease: 7 }) {
+            revoked_after = Some(tick);
+            break;
+        }
+    }
+    assert_eq!(
+        revoked_after,
+        Some(4),
+        "the lease goes once the timeout settles it"
+    );
 }
 
 #[test]
@@ -1429,7 +1549,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
                 left,
             }
         ),
-        (0u8..4).prop_map(|id| Input::Executed { id }),
+        (0u8..4).prop_map(|id| Input::Executed { id, failure: None }),
         (0u8..4, 0u8..2, prop::option::of(key)).prop_map(|(id, action, key)| Input::Resolved {
             id,
             action,
@@ -1662,6 +1782,7 @@ fn runtime_config() -> scheduler::Config<Named> {
         retry_every: 250,
         idle_after: 60_000,
         remember_for: Some(600_000),
+        execute_for: Some(60_000),
     }
 }
 
@@ -1931,7 +2052,13 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
                 left: None,
             },
         ),
-        (900, I::Executed { id: "act-1".into() }),
+        (
+            900,
+            I::Executed {
+                id: "act-1".into(),
+                failure: None,
+            },
+        ),
         (2_000, I::Wake),
     ]
 }
@@ -2063,7 +2190,14 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
     // while it runs here.
     assert!(executes(&s.step(&config, 0, activation(1)), 1));
     assert!(s.step(&config, 0, addressed_to(1, Some(1))).is_empty());
-    s.step(&config, 0, Input::Executed { id: 1 });
+    s.step(
+        &config,
+        0,
+        Input::Executed {
+            id: 1,
+            failure: None,
+        },
+    );
     assert_eq!(
         s.step(&config, 0, addressed_to(1, None)),
         [Effect::Ack { id: 1 }]

@@ -89,6 +89,7 @@ impl LeaseQueueModel {
             | E::RetryIn { .. }
             | E::IdleTimer { .. }
             | E::Execute { .. }
+            | E::Cancel { .. }
             | E::Forward { .. }
             | E::Report { .. }
             | E::Ack { .. }

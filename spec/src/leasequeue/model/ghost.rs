@@ -120,14 +120,16 @@ pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
     w.activations.last().copied()
 }
 
-/// Every activation submitted was executed, or failed only because its
-/// deadline passed before it could start.
+/// Every activation submitted was executed (with a result, or ending
+/// without one: it ran), or failed only because its deadline passed before
+/// it could start.
 pub(super) fn all_submitted_executed(w: &World) -> bool {
     w.activations.iter().all(|a| {
         matches!(
             a,
             ActivationState::Unsubmitted
                 | ActivationState::Executed
+                | ActivationState::ExecutionFailed(_)
                 | ActivationState::Failed(FailReason::PastDeadline)
         )
     })

@@ -47,7 +47,7 @@ pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Placemen
 use super::controller::{self, Controller};
 use super::etcd::Etcd;
 use super::scheduler::{self, Phase, Scheduler};
-use super::{Domain, Rule, Rules};
+use super::{Domain, ExecutionFailure, Rule, Rules};
 use crate::temporal::{Fairness, Liveness, TemporalModel};
 
 /// The model's domain: small numbers for every identifier and ticks for
@@ -109,6 +109,10 @@ pub enum Action {
     SchedulerLate(u8),
     /// The oldest execution on a scheduler finishes.
     Finish(u8),
+    /// The oldest execution on a scheduler ends with the executor's error.
+    FinishFailed(u8),
+    /// The oldest execution on a scheduler hangs: it never ends.
+    ExecutionHang(u8),
     /// etcd answers a controller's oldest request.
     ControllerEtcd {
         /// The controller.
@@ -250,6 +254,7 @@ impl LeaseQueueModel {
             // it settled for as long as it runs (docs/leasequeue.md,
             // "Assumptions").
             remember_for: None,
+            execute_for: self.bounds.execute_for,
         }
     }
 
@@ -359,9 +364,18 @@ impl LeaseQueueModel {
                     }
                 }
             }
-            Action::Finish(s) => {
+            Action::Finish(s) | Action::FinishFailed(s) => {
+                let failure = (action == Action::FinishFailed(s)).then(|| {
+                    w.left.execution_failures -= 1;
+                    ExecutionFailure::Error
+                });
                 let id = w.running[usize::from(s)].remove(0);
-                self.feed_scheduler(&mut w, s, 0, scheduler::Input::Executed { id });
+                let input = scheduler::Input::Executed { id, failure };
+                self.feed_scheduler(&mut w, s, 0, input);
+            }
+            Action::ExecutionHang(s) => {
+                w.left.hangs -= 1;
+                w.running[usize::from(s)].remove(0);
             }
             Action::ControllerEtcd {
                 controller,
@@ -614,6 +628,12 @@ impl Model for LeaseQueueModel {
             }
             if !w.running[i].is_empty() {
                 actions.push(Action::Finish(s));
+                if w.left.execution_failures > 0 {
+                    actions.push(Action::FinishFailed(s));
+                }
+                if w.left.hangs > 0 {
+                    actions.push(Action::ExecutionHang(s));
+                }
             }
             if Self::message_for(w, s, 0).is_some() {
                 actions.push(Action::Deliver(s));

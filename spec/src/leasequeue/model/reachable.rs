@@ -12,8 +12,8 @@ use stateright::Property;
 use super::{ActivationState, Bounds, LeaseQueueModel, Placement, World};
 use crate::leasequeue::controller::Watch;
 use crate::leasequeue::etcd::{Key, MIN_TTL};
-use crate::leasequeue::FailReason;
 use crate::leasequeue::Variant;
+use crate::leasequeue::{ExecutionFailure, FailReason};
 
 /// One `sometimes`: its name, when a scenario must reach it, and the
 /// condition.
@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 24] = [
+const REACHABLE: [Reachable; 26] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -212,6 +212,27 @@ const REACHABLE: [Reachable; 24] = [
         name: "a caller is told there is no outcome by its deadline",
         expected: |b| b.deadline.is_some() && b.outage_ticks > 0,
         condition: |_, w| w.ghost.overdue,
+    },
+    Reachable {
+        name: "an execution ends with the executor's error",
+        expected: |b| b.faults.execution_failures > 0 && !b.submissions.is_empty(),
+        condition: |_, w| {
+            let failed = ActivationState::ExecutionFailed(ExecutionFailure::Error);
+            w.activations.contains(&failed)
+        },
+    },
+    // An execution that hangs holds its activation until the scheduler's
+    // execution timeout settles it.
+    Reachable {
+        name: "a hung execution times out",
+        expected: |b| {
+            let timed = b.variant == Variant::Steadfast && b.execute_for.is_some();
+            timed && b.faults.hangs > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| {
+            let timed_out = ActivationState::ExecutionFailed(ExecutionFailure::Timeout);
+            w.activations.contains(&timed_out)
+        },
     },
     Reachable {
         name: "etcd loses its leader",

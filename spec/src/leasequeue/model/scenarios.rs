@@ -19,6 +19,7 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         submissions: Vec::new(),
         probe: false,
         deadline: None,
+        execute_for: None,
         faults: Faults::default(),
     }
 }
@@ -305,6 +306,24 @@ pub fn deadline(variant: Variant) -> LeaseQueueModel {
     let mut model = seed5286(variant);
     model.bounds.deadline = Some(2);
     model
+}
+
+/// The executor's edges: 2 schedulers, 1 controller, 1 action, two
+/// activations; an execution ends with the executor's error, one hangs,
+/// and a scheduler drains. Executions time out after 2 ticks: what hangs
+/// is settled as failed then, and a drain waits no longer.
+pub fn executions(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 0)],
+        execute_for: Some(2),
+        faults: Faults {
+            execution_failures: 1,
+            hangs: 1,
+            drains: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
 }
 
 /// `seed5286` with etcd's clock running one tick ahead of the

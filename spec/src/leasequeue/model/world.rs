@@ -7,7 +7,7 @@ use super::{Ghost, LeaseQueueModel, Small};
 use crate::leasequeue::controller::{self, Controller};
 use crate::leasequeue::etcd::Etcd;
 use crate::leasequeue::scheduler::{self, ClaimResult, LeaseState, Scheduler};
-use crate::leasequeue::{FailReason, Outcome, Rule, Variant};
+use crate::leasequeue::{ExecutionFailure, FailReason, Outcome, Rule, Variant};
 
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,6 +79,10 @@ pub struct Bounds {
     /// Ticks from its submission to each activation's deadline (the
     /// probe's aside, which has none); `None`: no deadlines.
     pub deadline: Option<u8>,
+    /// The schedulers' execution timeout, in ticks
+    /// (`scheduler::Config::execute_for`); `None`: executions run as long
+    /// as they take.
+    pub execute_for: Option<u8>,
     /// The faults that may strike, each up to its budget.
     pub faults: Faults,
 }
@@ -128,6 +132,8 @@ pub enum ActivationState {
     Pending,
     /// Resolved as executed.
     Executed,
+    /// Resolved as started, and ended without a result, for this reason.
+    ExecutionFailed(ExecutionFailure),
     /// Resolved as failed, for this reason.
     Failed(FailReason),
 }
@@ -253,6 +259,11 @@ pub struct Faults {
     /// may start once, the lowest first. In a [`World`], those not started
     /// yet.
     pub joins: u8,
+    /// Executions that end with the executor's error (or panic: the
+    /// scheduler takes either alike) instead of a result.
+    pub execution_failures: u8,
+    /// Executions that hang: they never end by themselves.
+    pub hangs: u8,
 }
 
 impl Faults {
@@ -318,6 +329,9 @@ impl LeaseQueueModel {
                 scheduler::Effect::WakeIn { .. }
                 | scheduler::Effect::RetryIn { .. }
                 | scheduler::Effect::IdleTimer { .. } => {}
+                // A cancellation may never land: the execution may still
+                // end (or hang on), and its end changes nothing.
+                scheduler::Effect::Cancel { .. } => {}
                 // Its process stops: everything it took in has settled.
                 scheduler::Effect::Drained => {
                     w.ghost.drained = true;
@@ -492,6 +506,7 @@ impl LeaseQueueModel {
         if w.activations[i] == ActivationState::Pending {
             w.activations[i] = match outcome {
                 Outcome::Executed => ActivationState::Executed,
+                Outcome::ExecutionFailed(why) => ActivationState::ExecutionFailed(why),
                 Outcome::Failed(reason) => ActivationState::Failed(reason),
             };
         }

@@ -200,7 +200,7 @@ fn scheduler_request(effect: &scheduler::Effect<Named>) -> Option<Asks> {
         E::Execute { id, .. } => Asks::Execution(id.clone()),
         E::Forward { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         E::Report { id, .. } => Asks::Outcome(id.clone()),
-        E::Ack { .. } | E::Refuse { .. } | E::Drained => return None,
+        E::Ack { .. } | E::Refuse { .. } | E::Cancel { .. } | E::Drained => return None,
     })
 }
 
@@ -221,7 +221,7 @@ fn scheduler_answer(input: &scheduler::Input<Named>, first: bool) -> Option<Asks
         I::Claimed { action, lease, .. } => Asks::Claim(action.clone(), *lease),
         I::Deleted { action } => Asks::Delete(action.clone()),
         I::Resolved { id, action, .. } => Asks::Lookup(action.clone(), id.clone()),
-        I::Executed { id } => Asks::Execution(id.clone()),
+        I::Executed { id, .. } => Asks::Execution(id.clone()),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         I::ReportBounced { id } => Asks::Outcome(id.clone()),
         I::Activation { .. }

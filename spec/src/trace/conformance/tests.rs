@@ -43,6 +43,7 @@ fn scheduler_trace(id: &str, records: Vec<Record<SI<Named>, SE<Named>>>) -> Trac
             retry_every: 250,
             idle_after: 60_000,
             remember_for: Some(600_000),
+            execute_for: Some(60_000),
         },
     };
     Trace::from(Run::Scheduler(header, records))
@@ -125,7 +126,10 @@ fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
         records.push(step(
             at + 2,
             None,
-            SI::Executed { id: "a-1".into() },
+            SI::Executed {
+                id: "a-1".into(),
+                failure: None,
+            },
             vec![
                 SE::Report {
                     id: "a-1".into(),
