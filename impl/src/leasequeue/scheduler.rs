@@ -942,8 +942,7 @@ impl<E: Executor> Driver<E> {
 
     /// Tells the controller that submitted activation `id` how it ended
     /// (with what the action returned, if it ran).
-    fn report(&mut self, id: String, role_outcome: Outcome) {
-        let outcome = role_outcome;
+    fn report(&mut self, id: String, outcome: Outcome) {
         let from = self.network.address().to_owned();
         let Some(held) = self.held_or_log(&id) else {
             return;
@@ -979,13 +978,16 @@ impl<E: Executor> Driver<E> {
                 wire::Outcome::Failed { reason }
             }
         };
-        let outcome = carried;
         if first {
-            self.metrics.settled(role_outcome);
+            self.metrics.settled(outcome);
         } else {
             self.metrics.resent(1);
         }
-        let message = Message::Outcome { id, outcome, from };
+        let message = Message::Outcome {
+            id,
+            outcome: carried,
+            from,
+        };
         self.network.send(&reply_to, &message);
     }
 }

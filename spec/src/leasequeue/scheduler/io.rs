@@ -1,0 +1,315 @@
+//! What the world tells the scheduler, and what it asks of the world.
+
+use serde::{Deserialize, Serialize};
+
+use crate::leasequeue::{Domain, ExecutionFailure, Outcome};
+
+use super::Endpoint;
+
+/// What etcd found when asked to create an endpoint key if absent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ClaimResult<D: Domain> {
+    /// The key was created, for this scheduler under the lease asked, at
+    /// this revision.
+    Created {
+        /// The revision that created it.
+        created: D::Revision,
+    },
+    /// The key exists already.
+    Exists(Endpoint<D>),
+    /// The lease named in the request does not exist.
+    LeaseNotFound,
+}
+
+/// What the world tells the scheduler.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Input<D: Domain> {
+    /// A wake-up it asked for (or the first one, which starts it).
+    Wake,
+    /// etcd granted a lease.
+    Granted {
+        /// Its id.
+        lease: D::Lease,
+        /// Its TTL.
+        ttl: D::Duration,
+    },
+    /// etcd answered keepalive number `keepalive` of `lease`.
+    KeptAlive {
+        /// The lease.
+        lease: D::Lease,
+        /// The keepalive's number ([`Effect::KeepAlive`]).
+        keepalive: u64,
+        /// The TTL it was renewed for; zero when etcd has no such lease.
+        ttl: D::Duration,
+    },
+    /// The retry timer fired ([`Effect::RetryIn`]).
+    Retry,
+    /// A put of its member key under `lease` ended.
+    Registered {
+        /// The lease the request named.
+        lease: D::Lease,
+        /// Whether etcd had the lease (and put the key); `false`: the lease
+        /// is gone.
+        found: bool,
+    },
+    /// etcd revoked `lease`, or found it gone already.
+    Revoked {
+        /// The lease.
+        lease: D::Lease,
+    },
+    /// A create-if-absent of `action`'s key under `lease` ended.
+    Claimed {
+        /// The action.
+        action: D::Action,
+        /// The lease the request named.
+        lease: D::Lease,
+        /// What etcd found.
+        result: ClaimResult<D>,
+    },
+    /// A delete of `action`'s key ended (whether or not it deleted one).
+    Deleted {
+        /// The action.
+        action: D::Action,
+    },
+    /// A lookup of `action`'s key for activation `id` answered.
+    Resolved {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// The key, if it exists.
+        key: Option<Endpoint<D>>,
+    },
+    /// An activation arrived; it may be a copy of one that arrived before.
+    Activation {
+        /// Its id.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// A peer scheduler sent it on ([`Effect::Forward`]), rather than a
+        /// controller: one this scheduler forwarded may come back so.
+        forwarded: bool,
+        /// The incarnation of this scheduler it was addressed to; `None`:
+        /// its sender knew none (no member key of this scheduler).
+        incarnation: Option<D::Incarnation>,
+        /// How long until its deadline, as it arrives (zero: past it);
+        /// `None`: it has none. A runtime reckons it from the deadline the
+        /// message carries and its own clock.
+        left: Option<D::Duration>,
+    },
+    /// Activation `id`, which it forwarded to `to`, could not be sent on:
+    /// nothing listens at the peer's address any more (the peer is gone),
+    /// or the peer refused it ([`Effect::Refuse`]: it is a later
+    /// incarnation than the one the forward was addressed to). A bounce of
+    /// a forward to another peer than the last changes nothing.
+    Bounced {
+        /// The activation.
+        id: D::Activation,
+        /// The peer it was forwarded to.
+        to: D::Scheduler,
+        /// The run of `to` the forward was addressed to: a bounce of a
+        /// forward to another run than the last changes nothing.
+        incarnation: Option<D::Incarnation>,
+    },
+    /// Peer `from` acknowledged activation `id`, which this scheduler
+    /// forwarded to it: it stops sending it. An acknowledgement from
+    /// another peer than the one it was last forwarded to changes nothing.
+    ForwardAcked {
+        /// The activation.
+        id: D::Activation,
+        /// The peer.
+        from: D::Scheduler,
+    },
+    /// The controller that submitted activation `id` confirmed its report:
+    /// it stops sending it.
+    ReportAcked {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// The report of activation `id` could not be sent: nothing listens at
+    /// its controller's address any more (the controller, and the
+    /// submission with it, is gone). It is not sent again.
+    ReportBounced {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// An activation it handed out finished executing: with a result, or
+    /// with the executor's error or panic.
+    Executed {
+        /// The activation.
+        id: D::Activation,
+        /// Why it ended without a result; `None`: it returned one. (Absent
+        /// in a trace written before it existed, and from one that returned
+        /// a result: `None`.)
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<ExecutionFailure>,
+    },
+    /// A controller asks for a queue for `action`.
+    CreateQueue {
+        /// The action.
+        action: D::Action,
+    },
+    /// The idle timer of `action`'s queue fired ([`Effect::IdleTimer`]):
+    /// the queue retires unless it handed out work within
+    /// [`Config::idle_after`].
+    ///
+    /// [`Config::idle_after`]: super::Config::idle_after
+    Idle {
+        /// The action.
+        action: D::Action,
+    },
+    /// Leave the cluster: take no new work, let what it holds settle, then
+    /// give the lease back ([`Effect::Drained`] once it has).
+    Drain,
+    /// Activation `id` is to be forgotten now, as if its
+    /// [`Config::remember_for`] had passed: the model reuses an id for a
+    /// new activation so. Nothing follows.
+    ///
+    /// [`Config::remember_for`]: super::Config::remember_for
+    Forget {
+        /// The activation.
+        id: D::Activation,
+    },
+}
+
+/// What the scheduler asks of the world.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Effect<D: Domain> {
+    /// Wake it up ([`Input::Wake`]) after this long.
+    WakeIn {
+        /// How long from now.
+        after: D::Duration,
+    },
+    /// Grant a lease of this TTL; answer with [`Input::Granted`].
+    Grant {
+        /// The TTL asked for.
+        ttl: D::Duration,
+    },
+    /// Renew this lease; answer with [`Input::KeptAlive`], naming the
+    /// keepalive, whenever etcd answers (a runtime need not cancel one
+    /// sent before: its answer counts from its own send).
+    KeepAlive {
+        /// The lease.
+        lease: D::Lease,
+        /// The keepalive's number.
+        keepalive: u64,
+    },
+    /// Arm the retry timer: answer with [`Input::Retry`] after this long (a
+    /// timer armed again replaces the last).
+    RetryIn {
+        /// How long from now.
+        after: D::Duration,
+    },
+    /// Put this scheduler's member key (`scheduler/<id>`, holding the
+    /// address it advertises and `incarnation`) under `lease`; answer with
+    /// [`Input::Registered`].
+    Register {
+        /// The lease to bind it to.
+        lease: D::Lease,
+        /// Its incarnation, written in the key's value.
+        incarnation: D::Incarnation,
+    },
+    /// Revoke this lease; answer with [`Input::Revoked`].
+    Revoke {
+        /// The lease.
+        lease: D::Lease,
+    },
+    /// Create `action`'s key for this scheduler (its value naming the
+    /// scheduler and `incarnation`) under `lease`, if absent; answer with
+    /// [`Input::Claimed`].
+    Claim {
+        /// The action.
+        action: D::Action,
+        /// The lease to bind it to.
+        lease: D::Lease,
+        /// Its incarnation, written in the key's value.
+        incarnation: D::Incarnation,
+    },
+    /// Delete `action`'s key; with `created`, only if it is the key that
+    /// revision created. Answer with [`Input::Deleted`].
+    Delete {
+        /// The action.
+        action: D::Action,
+        /// The key's create revision, for a conditional delete.
+        created: Option<D::Revision>,
+    },
+    /// Look up `action`'s key for activation `id`; answer with
+    /// [`Input::Resolved`].
+    Resolve {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+    },
+    /// Run activation `id` from the queue registered under `lease`; answer
+    /// with [`Input::Executed`].
+    Execute {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// The lease the queue's key was registered under.
+        lease: D::Lease,
+    },
+    /// Stop running activation `id`: it ran past [`Config::execute_for`]
+    /// and is settled as failed. Whatever it returns from now on changes
+    /// nothing ([`Input::Executed`] of an activation not running).
+    ///
+    /// [`Config::execute_for`]: super::Config::execute_for
+    Cancel {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// Send activation `id` on to scheduler `to`, as forwarded (again at
+    /// every wake-up and retry until `to` acknowledges it).
+    Forward {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// The scheduler.
+        to: D::Scheduler,
+        /// The incarnation of `to` it is addressed to (the one its key
+        /// names).
+        incarnation: D::Incarnation,
+    },
+    /// Tell the controller that submitted activation `id` how it ended
+    /// (again at every wake-up and retry until that controller confirms
+    /// it); the controller resolves the submission with it.
+    Report {
+        /// The activation.
+        id: D::Activation,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// Acknowledge activation `id` to the node it came from (a controller,
+    /// or a peer that forwarded it): it stops sending it.
+    Ack {
+        /// The activation.
+        id: D::Activation,
+    },
+    /// Refuse the copy of activation `id` just delivered, to the node that
+    /// sent it (a controller, or a peer that forwarded it), which takes it
+    /// as a bounce: it was addressed to another incarnation
+    /// ([`Rule::FenceCopies`]). It is not taken in.
+    ///
+    /// [`Rule::FenceCopies`]: crate::leasequeue::Rule::FenceCopies
+    Refuse {
+        /// The activation.
+        id: D::Activation,
+        /// The run the copy was addressed to.
+        incarnation: Option<D::Incarnation>,
+    },
+    /// Arm the idle timer of `action`'s queue: answer with [`Input::Idle`]
+    /// after this long (a timer armed again replaces the last).
+    IdleTimer {
+        /// The action.
+        action: D::Action,
+        /// How long from now.
+        after: D::Duration,
+    },
+    /// It drained ([`Input::Drain`]): everything it took in has settled,
+    /// every forward and report it sent is acknowledged, and its lease is
+    /// given back. Its runtime stops; every later input changes nothing.
+    Drained,
+}
