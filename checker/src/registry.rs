@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 22] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 23] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -542,6 +542,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 22] = [
         about: "2 schedulers, 1 controller, 1 action; an execution fails, one hangs past the 2-tick execution timeout, a scheduler drains",
         by_default: true,
         value: lq_scenarios::executions,
+    },
+    Scenario {
+        name: "retries",
+        about: "2 schedulers, 2 controllers, 1 action; one activation submitted again under its id through both controllers, before or after it ended",
+        by_default: true,
+        value: lq_scenarios::retries,
     },
     Scenario {
         name: "forward-loss",

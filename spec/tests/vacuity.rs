@@ -145,6 +145,33 @@ mod vacuity {
             an_overdue_caller_fails_without_deadlines: "a caller is told there is no outcome by its deadline",
             an_executor_error_fails_without_one: "an execution ends with the executor's error",
             a_timeout_fails_without_hangs: "a hung execution times out",
+            a_retry_elsewhere_fails_without_retries: "a resubmission through another controller resolves",
+        }
+
+        /// Without the rule a copy of what ended is only acknowledged.
+        #[test]
+        fn an_answer_from_memory_fails_without_answering_every_copy() {
+            let model = steadfast(scenarios::retries)
+                .without(Rule::AnswerEveryCopy)
+                .with_every_sometimes();
+            assert_violated(
+                &model,
+                "a copy of an activation that ended is answered with its outcome",
+            );
+        }
+
+        /// A resubmission is deduplicated by the scheduler that settled it,
+        /// not excused: one that runs every copy runs it twice.
+        #[test]
+        fn executed_at_most_once_fails_without_deduplication_when_a_caller_retries() {
+            let model = steadfast(scenarios::retries).without(Rule::Deduplicate);
+            assert_violated(&model, "executed at most once");
+        }
+
+        #[test]
+        fn every_submission_resolves_fails_without_answering_every_copy() {
+            let model = steadfast(scenarios::retries).without(Rule::AnswerEveryCopy);
+            assert_violated(&model, "every submission resolves");
         }
 
         /// Without the rule a hung execution holds its activation for ever.

@@ -386,6 +386,7 @@ async fn start_baseline() -> Arc<StaticSender> {
                     let ack = Message::Ack {
                         id,
                         from: network.address().to_owned(),
+                        reply_to: Some(reply_to.clone()),
                     };
                     network.send(&from, &ack);
                 }

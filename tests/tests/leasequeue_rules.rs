@@ -159,6 +159,18 @@ fn an_execution_must_not_run_past_its_timeout() {
 }
 
 #[test]
+fn every_controller_a_copy_names_must_be_told_the_outcome() {
+    // A caller resubmits through the second controller: without the rule
+    // only the first controller is told, and the second caller waits for
+    // ever.
+    assert_needed(
+        Rule::AnswerEveryCopy,
+        scenarios::retries,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

@@ -101,6 +101,19 @@ impl Run {
             .expect("the controller starts")
     }
 
+    /// `controller-1` and `controller-2`, started once `schedulers` are
+    /// members.
+    async fn two_controllers(
+        &self,
+        endpoints: &[String],
+        schedulers: &[&SchedulerProcess],
+    ) -> [Controller; 2] {
+        [
+            self.controller(endpoints, schedulers, "controller-1").await,
+            self.controller(endpoints, schedulers, "controller-2").await,
+        ]
+    }
+
     /// `controller-1`, serving its metrics once `scheduler` is a member, and
     /// where it serves them.
     async fn metered_controller(
@@ -212,10 +225,7 @@ impl Run {
             schedulers.push(self.scheduler(builder, work).await);
         }
         let all: Vec<&SchedulerProcess> = schedulers.iter().collect();
-        let controllers = [
-            self.controller(endpoints, &all, "controller-1").await,
-            self.controller(endpoints, &all, "controller-2").await,
-        ];
+        let controllers = self.two_controllers(endpoints, &all).await;
         warm(&controllers[0], actions).await;
         let mut etcd = Etcd::connect(&options(endpoints)).await.unwrap();
         let owner = etcd.lookup("action-0").await.unwrap().unwrap().owner;
@@ -329,7 +339,8 @@ async fn submit(
                 | SubmitError::InvalidId { id, .. }
                 | SubmitError::InvalidAction { id, .. }
                 | SubmitError::InvalidDeadline { id }
-                | SubmitError::Overdue { id },
+                | SubmitError::Overdue { id }
+                | SubmitError::Forgotten { id },
             ) => id,
         };
         assert_eq!(ended, id, "the handle named its activation when submitted");
@@ -344,12 +355,7 @@ async fn every_activation_should_run_once_across_two_schedulers_and_two_controll
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(20);
     let [s1, s2] = run.two_schedulers(&endpoints, work, |b| b).await;
-    let c1 = run
-        .controller(&endpoints, &[&s1, &s2], "controller-1")
-        .await;
-    let c2 = run
-        .controller(&endpoints, &[&s1, &s2], "controller-2")
-        .await;
+    let [c1, c2] = run.two_controllers(&endpoints, &[&s1, &s2]).await;
 
     let results = submit(&[&c1, &c2], 40, 5, Duration::ZERO, Duration::from_secs(30)).await;
     run.assert_each_ran_once(&results);
@@ -652,12 +658,7 @@ async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones()
     let run = Run::new(Variant::Steadfast);
     let work = Duration::from_millis(5);
     let two = run.two_schedulers(&endpoints, work, |b| b).await;
-    let c1 = run
-        .controller(&endpoints, &[&two[0], &two[1]], "controller-1")
-        .await;
-    let c2 = run
-        .controller(&endpoints, &[&two[0], &two[1]], "controller-2")
-        .await;
+    let [c1, c2] = run.two_controllers(&endpoints, &[&two[0], &two[1]]).await;
     let actions = 8;
     warm(&c1, actions).await;
     let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
@@ -945,7 +946,7 @@ async fn wait_for(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_after_it_run() {
+async fn a_copy_within_the_dedupe_window_should_be_answered_and_one_after_it_run() {
     let etcd = EtcdServer::start().await.unwrap();
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
@@ -975,28 +976,43 @@ async fn a_copy_within_the_dedupe_window_should_only_be_acknowledged_and_one_aft
 
     network.send(scheduler.address(), &activation);
     let first = wait_for(&mut messages, Duration::from_secs(10), outcome).await;
-    let Some(Message::Outcome { from, .. }) = first else {
+    let Some(Message::Outcome {
+        from, outcome: ran, ..
+    }) = first
+    else {
         panic!("the activation ran: {first:?}");
     };
-    network.send(
-        &from,
-        &Message::OutcomeAck {
-            id: "copy".into(),
-            from: Some(network.address().to_owned()),
-        },
-    );
+    let confirm = Message::OutcomeAck {
+        id: "copy".into(),
+        from: Some(network.address().to_owned()),
+    };
+    network.send(&from, &confirm);
     assert!(wait_for(&mut messages, second, ack).await.is_some());
     assert_eq!(run.ledger.runs("copy"), 1);
 
-    // A copy within the window: acknowledged, not run.
+    // A copy within the window: not run, answered with the outcome it
+    // had, and acknowledged.
     network.send(scheduler.address(), &activation);
+    let answer = wait_for(&mut messages, second, outcome).await;
+    assert!(
+        matches!(&answer, Some(Message::Outcome { outcome, .. }) if *outcome == ran),
+        "{answer:?}"
+    );
+    network.send(&from, &confirm);
     assert!(wait_for(&mut messages, second, ack).await.is_some());
-    assert!(wait_for(&mut messages, second, outcome).await.is_none());
     assert_eq!(run.ledger.runs("copy"), 1);
 
-    // A copy after it: a new activation to the scheduler.
+    // A copy after it: a new activation to the scheduler, which runs it.
     tokio::time::sleep(window).await;
     network.send(scheduler.address(), &activation);
+    let ran_again = async {
+        while run.ledger.runs("copy") < 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ran_again)
+        .await
+        .expect("it runs again within 10 s");
     assert!(wait_for(&mut messages, Duration::from_secs(10), outcome)
         .await
         .is_some());
@@ -1439,6 +1455,61 @@ async fn a_resubmission_under_a_pending_id_should_join_it_and_run_once() {
         "{invalid:?}"
     );
     drop((c, s1, s2));
+    run.replay();
+}
+
+/// A caller retries: through a second controller while the first
+/// submission runs, then through both once it ended, within the
+/// schedulers' dedupe window, and once more after it. Every handle ends
+/// with the one result; the executor runs once within the window, and once
+/// more after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resubmission_through_any_controller_should_end_with_the_one_outcome() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let window = Duration::from_secs(3);
+    let [s1, s2] = run
+        .two_schedulers(&endpoints, Duration::from_millis(500), |b| {
+            b.dedupe_window(window)
+        })
+        .await;
+    let [c1, c2] = run.two_controllers(&endpoints, &[&s1, &s2]).await;
+    let within = Duration::from_secs(10);
+    let id = "order-7";
+    let submit = |c: &Controller| c.submit_as(id, "bill", json!({ "n": 7 }));
+
+    // Pending: the retry through controller-2 joins the run under way.
+    let first = submit(&c1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let elsewhere = submit(&c2);
+    let (first, elsewhere) = tokio::time::timeout(within, async { tokio::join!(first, elsewhere) })
+        .await
+        .expect("both handles end within 10 s");
+    let result = first.expect("it ran");
+    assert_eq!(elsewhere.as_ref(), Ok(&result), "told what the first was");
+    assert_eq!(id_of(&result), id);
+    assert_eq!(run.ledger.runs(id), 1);
+
+    // Ended, within the window: both controllers are answered from the
+    // scheduler's memory, and nothing runs.
+    let again = tokio::time::timeout(within, async { tokio::join!(submit(&c1), submit(&c2)) })
+        .await
+        .expect("both resubmissions end within 10 s");
+    assert_eq!(
+        (again.0.as_ref(), again.1.as_ref()),
+        (Ok(&result), Ok(&result))
+    );
+    assert_eq!(run.ledger.runs(id), 1, "answered, not run again");
+
+    // After the window it is a new activation: it runs again.
+    tokio::time::sleep(window).await;
+    let later = tokio::time::timeout(within, submit(&c2))
+        .await
+        .expect("it ends within 10 s");
+    assert_eq!(id_of(&later.expect("it ran")), id);
+    assert_eq!(run.ledger.runs(id), 2);
+    drop((c1, c2, s1, s2));
     run.replay();
 }
 

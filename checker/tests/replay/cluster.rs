@@ -328,6 +328,7 @@ impl Cluster {
                 action,
                 to,
                 incarnation,
+                reply_to,
             } => {
                 let peer = self.schedulers.iter().position(|(h, ..)| h.id == to);
                 if let Some(peer) = peer {
@@ -340,11 +341,12 @@ impl Cluster {
                             forwarded: true,
                             incarnation: Some(incarnation),
                             left: None,
+                            reply_to,
                         },
                     ));
                 }
             }
-            E::Report { id, outcome } => self.queue.push_back(Delivery::Controller(
+            E::Report { id, outcome, .. } => self.queue.push_back(Delivery::Controller(
                 Some(me.into()),
                 controller::Input::Outcome { id, outcome },
             )),
@@ -375,7 +377,10 @@ impl Cluster {
                 self.queue.push_back(Delivery::Scheduler(
                     n,
                     Some(CONTROLLER.into()),
-                    scheduler::Input::ReportAcked { id: id.clone() },
+                    scheduler::Input::ReportAcked {
+                        id: id.clone(),
+                        from: Some(CONTROLLER.into()),
+                    },
                 ));
             }
         }
@@ -436,6 +441,7 @@ impl Cluster {
                         forwarded: false,
                         incarnation,
                         left: None,
+                        reply_to: CONTROLLER.into(),
                     },
                 ));
                 match self.misdeed {

@@ -75,6 +75,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             forwarded: false,
             incarnation: Some(3),
             left: None,
+            reply_to: "127.0.0.1:7100".into(),
         },
         Input::Executed {
             id: "a-1".into(),

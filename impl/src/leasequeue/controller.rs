@@ -118,6 +118,16 @@ pub enum SubmitError {
         /// The activation.
         id: String,
     },
+    /// Submitted again after it ended, and the scheduler that knew how is
+    /// gone, with what it knew: it ended before (ran, or failed), and is
+    /// not run again. Keep the first submission's outcome where it
+    /// matters; within the schedulers' dedupe window a resubmission is
+    /// otherwise answered with it.
+    #[error("activation {id} ended before, and how is no longer known: it is not run again")]
+    Forgotten {
+        /// The activation.
+        id: String,
+    },
 }
 
 /// An activation to submit with [`Controller::submit_with`]: its action and
@@ -705,7 +715,7 @@ impl Driver {
 
     fn message(&mut self, message: Message) {
         match message {
-            Message::Ack { id, from } => {
+            Message::Ack { id, from, .. } => {
                 self.receive(Some(from.clone()), Input::Acked { id, from })
             }
             Message::Refused {
@@ -734,6 +744,7 @@ impl Driver {
                         Outcome::ExecutionFailed(*failure)
                     }
                     wire::Outcome::Failed { reason } => Outcome::Failed(*reason),
+                    wire::Outcome::Forgotten {} => Outcome::Forgotten,
                 };
                 self.arriving = Some((id.clone(), outcome));
                 let input = Input::Outcome {
@@ -969,6 +980,10 @@ impl Driver {
                             id: id.clone(),
                             reason,
                         })
+                    }
+                    Outcome::Forgotten => {
+                        tracing::warn!(%id, "activation ended before; how is no longer known");
+                        Err(SubmitError::Forgotten { id: id.clone() })
                     }
                 };
                 self.end(&id, outcome, result);

@@ -44,6 +44,7 @@ impl Ended {
                 };
                 ("failed", reason)
             }
+            Outcome::Forgotten => ("forgotten", ""),
         };
         Ended { outcome, reason }
     }

@@ -40,7 +40,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// let (inbox, mut messages) = tokio::sync::mpsc::unbounded_channel();
 /// let (network, serving) = Network::bind("127.0.0.1:0", inbox).await?;
 /// tokio::spawn(serving);
-/// let ack = Message::Ack { id: "a-1".into(), from: network.address().into() };
+/// let ack = Message::Ack {
+///     id: "a-1".into(),
+///     from: network.address().into(),
+///     reply_to: None,
+/// };
 /// network.send(network.address(), &ack);
 /// assert_eq!(messages.recv().await, Some(ack));
 /// # Ok(())

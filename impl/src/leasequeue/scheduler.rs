@@ -485,7 +485,6 @@ enum Timer {
 struct Held {
     action: String,
     payload: Value,
-    reply_to: String,
     /// Its deadline, as the first copy carried it: a forward carries it on.
     deadline: Option<u64>,
     /// How its execution ended, once it has: its report carries the
@@ -499,11 +498,10 @@ struct Held {
 }
 
 impl Held {
-    fn new(action: String, payload: Value, reply_to: String, deadline: Option<u64>) -> Self {
+    fn new(action: String, payload: Value, deadline: Option<u64>) -> Self {
         Held {
             action,
             payload,
-            reply_to,
             deadline,
             ended: None,
             forwarded_to: None,
@@ -543,12 +541,12 @@ struct Driver<E> {
     clock: Clock,
     timers: Timers<Timer>,
     events: mpsc::UnboundedSender<Event>,
-    /// The payload and reply address of every activation the role may
-    /// still hand out, forward, fail or report.
+    /// The payload of every activation the role may still hand out,
+    /// forward, fail or report, and how it ended.
     held: HashMap<String, Held>,
-    /// Per activation, the nodes that sent it and are owed an
-    /// acknowledgement.
-    senders: HashMap<String, Vec<String>>,
+    /// Per activation, the nodes that sent a copy of it and are owed an
+    /// acknowledgement, each with the controller its copy named.
+    senders: HashMap<String, Vec<(String, String)>>,
     /// While the role takes in a message: the node that sent it, recorded
     /// with the step, and where a refusal of an activation
     /// ([`Effect::Refuse`]) goes.
@@ -651,12 +649,13 @@ impl<E: Executor> Driver<E> {
                 deadline,
             } => {
                 let senders = self.senders.entry(id.clone()).or_default();
-                if !senders.contains(&from) {
-                    senders.push(from.clone());
+                let sender = (from.clone(), reply_to.clone());
+                if !senders.contains(&sender) {
+                    senders.push(sender);
                 }
                 self.held
                     .entry(id.clone())
-                    .or_insert_with(|| Held::new(action.clone(), payload, reply_to, deadline));
+                    .or_insert_with(|| Held::new(action.clone(), payload, deadline));
                 // The role counts down what is left by its own time.
                 let now = crate::clock::now_ms();
                 let input = Input::Activation {
@@ -665,6 +664,7 @@ impl<E: Executor> Driver<E> {
                     forwarded,
                     incarnation,
                     left: deadline.map(|deadline| deadline.saturating_sub(now)),
+                    reply_to,
                 };
                 self.receive(Some(from), input);
             }
@@ -683,10 +683,21 @@ impl<E: Executor> Driver<E> {
             Message::CreateQueue { action, from } => {
                 self.receive(from, Input::CreateQueue { action });
             }
-            Message::Ack { id, from } => {
-                self.receive(Some(from.clone()), Input::ForwardAcked { id, from });
+            Message::Ack { id, from, reply_to } => {
+                let input = Input::ForwardAcked {
+                    id,
+                    from: from.clone(),
+                    reply_to,
+                };
+                self.receive(Some(from), input);
             }
-            Message::OutcomeAck { id, from } => self.receive(from, Input::ReportAcked { id }),
+            Message::OutcomeAck { id, from } => {
+                let input = Input::ReportAcked {
+                    id,
+                    from: from.clone(),
+                };
+                self.receive(from, input);
+            }
             Message::Outcome { id, .. } => {
                 tracing::warn!(%id, "a scheduler was sent an outcome; dropped");
             }
@@ -707,7 +718,7 @@ impl<E: Executor> Driver<E> {
                 to,
                 incarnation,
             }),
-            Message::Outcome { id, .. } => self.feed(Input::ReportBounced { id }),
+            Message::Outcome { id, .. } => self.feed(Input::ReportBounced { id, to }),
             Message::Activation { .. }
             | Message::CreateQueue { .. }
             | Message::Ack { .. }
@@ -852,6 +863,7 @@ impl<E: Executor> Driver<E> {
                 action,
                 to,
                 incarnation,
+                reply_to,
             } => {
                 let from = self.network.address().to_owned();
                 let Some(held) = self.held_or_log(&id) else {
@@ -864,7 +876,7 @@ impl<E: Executor> Driver<E> {
                     payload: held.payload.clone(),
                     forwarded: true,
                     from,
-                    reply_to: held.reply_to.clone(),
+                    reply_to,
                     incarnation: Some(incarnation),
                     deadline: held.deadline,
                 };
@@ -875,15 +887,16 @@ impl<E: Executor> Driver<E> {
                 }
                 self.network.send(&to, &message);
             }
-            Effect::Report { id, outcome } => self.report(id, outcome),
+            Effect::Report { id, to, outcome } => self.report(id, to, outcome),
             // The loop stops once what it sent is acknowledged.
             Effect::Drained => {}
             Effect::Ack { id } => {
                 let from = self.network.address().to_owned();
-                for sender in self.senders.remove(&id).unwrap_or_default() {
+                for (sender, reply_to) in self.senders.remove(&id).unwrap_or_default() {
                     let ack = Message::Ack {
                         id: id.clone(),
                         from: from.clone(),
+                        reply_to: Some(reply_to),
                     };
                     self.network.send(&sender, &ack);
                 }
@@ -894,7 +907,7 @@ impl<E: Executor> Driver<E> {
                     return;
                 };
                 if let Some(senders) = self.senders.get_mut(&id) {
-                    senders.retain(|s| *s != sender);
+                    senders.retain(|(s, _)| *s != sender);
                     if senders.is_empty() {
                         self.senders.remove(&id);
                     }
@@ -942,13 +955,12 @@ impl<E: Executor> Driver<E> {
 
     /// Tells the controller that submitted activation `id` how it ended
     /// (with what the action returned, if it ran).
-    fn report(&mut self, id: String, outcome: Outcome) {
+    fn report(&mut self, id: String, to: String, outcome: Outcome) {
         let from = self.network.address().to_owned();
         let Some(held) = self.held_or_log(&id) else {
             return;
         };
         let first = !std::mem::replace(&mut held.reported, true);
-        let reply_to = held.reply_to.clone();
         let carried = match outcome {
             Outcome::Executed => {
                 let result = match &held.ended {
@@ -977,6 +989,12 @@ impl<E: Executor> Driver<E> {
                 }
                 wire::Outcome::Failed { reason }
             }
+            Outcome::Forgotten => {
+                if first {
+                    tracing::warn!(%id, "asked again for an activation whose scheduler is gone                         with its outcome: answered that it ended");
+                }
+                wire::Outcome::Forgotten {}
+            }
         };
         if first {
             self.metrics.settled(outcome);
@@ -988,7 +1006,7 @@ impl<E: Executor> Driver<E> {
             outcome: carried,
             from,
         };
-        self.network.send(&reply_to, &message);
+        self.network.send(&to, &message);
     }
 }
 

@@ -24,7 +24,11 @@ use steadfast_spec::leasequeue::{ExecutionFailure, FailReason};
 /// ```
 /// use steadfast::leasequeue::wire::Message;
 ///
-/// let ack = Message::Ack { id: "5f0c".into(), from: "10.0.0.7:8081".into() };
+/// let ack = Message::Ack {
+///     id: "5f0c".into(),
+///     from: "10.0.0.7:8081".into(),
+///     reply_to: None,
+/// };
 /// let line = r#"{"kind":"ack","id":"5f0c","from":"10.0.0.7:8081"}"#;
 /// assert_eq!(ack.to_line(), format!("{line}\n"));
 /// assert_eq!(Message::from_line(line).unwrap(), ack);
@@ -73,6 +77,12 @@ pub enum Message {
         /// The scheduler that acknowledges it, by the address it advertises:
         /// only the one it was sent to stops its sender.
         from: String,
+        /// The controller the acknowledged copy named: a scheduler that
+        /// forwarded copies for several controllers stops sending only
+        /// that one (`None` from a node of an earlier version, which did
+        /// not say: every copy).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to: Option<String>,
     },
     /// The scheduler `from` refused this copy of activation `id`: it was
     /// addressed to another run of that scheduler (one before a restart).
@@ -139,6 +149,9 @@ pub enum Outcome {
         /// Why.
         reason: FailReason,
     },
+    /// It ended before, and how is no longer known: the scheduler that
+    /// settled it is gone, with what it knew.
+    Forgotten {},
 }
 
 impl Message {
@@ -183,6 +196,7 @@ mod tests {
             Message::Ack {
                 id: "a-1".into(),
                 from: "127.0.0.1:1".into(),
+                reply_to: Some("127.0.0.1:2".into()),
             },
             Message::Refused {
                 id: "a-1".into(),

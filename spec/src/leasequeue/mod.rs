@@ -56,6 +56,9 @@ pub trait Domain:
     type Action: Id;
     /// A scheduler.
     type Scheduler: Id;
+    /// A controller, by where it listens: the outcome of what it sent goes
+    /// there.
+    type Controller: Id;
     /// An activation: one invocation of an action.
     type Activation: Id;
     /// An etcd lease.
@@ -167,6 +170,10 @@ pub enum Outcome {
     ExecutionFailed(ExecutionFailure),
     /// It failed for good without running, for this reason.
     Failed(FailReason),
+    /// It ended before, and how is no longer known: a caller asked again,
+    /// and the scheduler that settled it is gone, with what it knew. It is
+    /// not run again.
+    Forgotten,
 }
 
 impl Outcome {
@@ -174,7 +181,7 @@ impl Outcome {
     pub fn ran(self) -> bool {
         match self {
             Outcome::Executed | Outcome::ExecutionFailed(_) => true,
-            Outcome::Failed(_) => false,
+            Outcome::Failed(_) | Outcome::Forgotten => false,
         }
     }
 }
@@ -241,6 +248,16 @@ pub enum Rule {
     /// Without it, an executor that hangs holds its activation, and a
     /// drain, for ever.
     ExecutionTimeout,
+    /// A scheduler tells every controller a copy of an activation names
+    /// how it ended: a caller may submit one id again, through any
+    /// controller, before or after it ended. A copy of one it settled is
+    /// answered with the outcome it keeps ([`Config::remember_for`]); one
+    /// it holds adds its controller to those told at settlement; one it
+    /// forwarded is forwarded too. Without it, only the first copy's
+    /// controller is told, and the others wait for ever.
+    ///
+    /// [`Config::remember_for`]: scheduler::Config::remember_for
+    AnswerEveryCopy,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -259,6 +276,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::FenceCopies,
         Rule::Deadline,
         Rule::ExecutionTimeout,
+        Rule::AnswerEveryCopy,
     ];
 }
 
@@ -298,6 +316,7 @@ pub enum Variant {
     /// take in whole watch responses; activations sent to a scheduler that
     /// is gone are routed again; a restarted scheduler refuses copies
     /// addressed to its run before the crash; nothing starts past its
-    /// deadline; no execution runs past its timeout.
+    /// deadline; no execution runs past its timeout; every controller a
+    /// copy of an activation names is told how it ended.
     Steadfast,
 }

@@ -96,12 +96,34 @@ fn activation(id: u8) -> Input {
 
 /// Activation `id` of `action` from a controller.
 fn activation_of(id: u8, action: u8) -> Input {
+    sent_by(0, id, action)
+}
+
+/// The lookup of `action`'s key for activation `id`, which scheduler 1
+/// (incarnation 0) owns.
+fn owned_by_peer(id: u8, action: u8) -> Input {
+    let owner = Endpoint {
+        owner: 1,
+        incarnation: 0,
+        lease: 9,
+        created: 3,
+    };
+    Input::Resolved {
+        id,
+        action,
+        key: Some(owner),
+    }
+}
+
+/// Activation `id` of `action` from controller `reply_to`.
+fn sent_by(reply_to: u8, id: u8, action: u8) -> Input {
     Input::Activation {
         id,
         action,
         forwarded: false,
         incarnation: Some(0),
         left: None,
+        reply_to,
     }
 }
 
@@ -698,6 +720,7 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
     );
     let report = Effect::Report {
         id: 1,
+        to: 0,
         outcome: Outcome::Executed,
     };
     assert_eq!(
@@ -717,12 +740,27 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
     );
     // The report is sent again until its controller confirms it.
     assert!(s.step(&config, 1, Input::Retry).contains(&report));
-    s.step(&config, 0, Input::ReportAcked { id: 1 });
+    s.step(
+        &config,
+        0,
+        Input::ReportAcked {
+            id: 1,
+            from: Some(0),
+        },
+    );
     assert!(!s.step(&config, 0, Input::Retry).contains(&report));
     assert_eq!(
-        s.step(&config, 0, activation(1)),
-        [Effect::Ack { id: 1 }],
-        "a copy after it settled is only acknowledged"
+        s.step(&config, 0, activation(1))[..2],
+        [report.clone(), Effect::Ack { id: 1 }],
+        "a copy after it settled is acknowledged, and answered with its outcome"
+    );
+    s.step(
+        &config,
+        0,
+        Input::ReportAcked {
+            id: 1,
+            from: Some(0),
+        },
     );
     assert_eq!(s.step(&config, 0, Input::Forget { id: 1 }), []);
     assert!(executes(&s.step(&config, 0, activation(1)), 1));
@@ -742,11 +780,11 @@ fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
         },
     );
     assert_eq!(
-        s.step(&config, 1, activation(1)),
+        s.step(&config, 1, activation(1))[1..],
         [Effect::Ack { id: 1 }],
-        "a copy a tick after it settled is only acknowledged"
+        "a copy a tick after it settled is not taken in"
     );
-    assert_eq!(s.settled, [1]);
+    assert_eq!(s.settled, [(1, Outcome::Executed)]);
     // Two ticks after it settled, its memory is gone: a copy is new.
     let copy = s.step(&config, 1, activation(1));
     assert!(!copy.contains(&Effect::Ack { id: 1 }), "{copy:?}");
@@ -766,7 +804,10 @@ fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
         },
     );
     s.step(&config, 5, Input::Wake);
-    assert_eq!(s.step(&config, 0, activation(1)), [Effect::Ack { id: 1 }]);
+    assert_eq!(
+        s.step(&config, 0, activation(1))[1..],
+        [Effect::Ack { id: 1 }]
+    );
     assert_eq!(s.clock, 0);
 }
 
@@ -809,6 +850,7 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         s.step(&config, 0, resolved.clone()),
         [Effect::Report {
             id: 1,
+            to: 0,
             outcome: Outcome::Failed(FailReason::NoQueueEndpoint)
         }]
     );
@@ -862,6 +904,7 @@ fn lost_election_should_forward_to_the_winner() {
             action: 1,
             to: 1,
             incarnation: 0,
+            reply_to: 0,
         }]
     );
     assert!(s.queue(&1).is_none());
@@ -871,6 +914,7 @@ fn lost_election_should_forward_to_the_winner() {
         action: 1,
         to: 1,
         incarnation: 0,
+        reply_to: 0,
     };
     assert!(s.step(&config, 0, Input::Retry).contains(&forward));
     // The winner is gone: the forward bounces, and steadfast looks the key
@@ -918,7 +962,15 @@ fn lost_election_should_forward_to_the_winner() {
     // Once the peer acknowledges it, it is not sent again, and is
     // acknowledged to its sender.
     assert_eq!(
-        openwhisk.step(&without, 0, Input::ForwardAcked { id: 1, from: 1 }),
+        openwhisk.step(
+            &without,
+            0,
+            Input::ForwardAcked {
+                id: 1,
+                from: 1,
+                reply_to: Some(0),
+            }
+        ),
         [Effect::Ack { id: 1 }]
     );
     assert!(!openwhisk.step(&without, 0, Input::Retry).contains(&forward));
@@ -956,6 +1008,7 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
         [
             Effect::Report {
                 id: 1,
+                to: 0,
                 outcome: Outcome::Executed
             },
             Effect::Ack { id: 1 },
@@ -973,7 +1026,14 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
     assert!(s.step(&config, 0, Input::Revoked { lease: 7 }).is_empty());
     assert!(!asks_a_lease(&s.step(&config, 0, Input::Retry)));
     assert_eq!(
-        s.step(&config, 0, Input::ReportAcked { id: 1 }),
+        s.step(
+            &config,
+            0,
+            Input::ReportAcked {
+                id: 1,
+                from: Some(0)
+            }
+        ),
         [Effect::Drained]
     );
     assert_eq!(s.phase, Phase::Drained);
@@ -983,7 +1043,7 @@ fn a_draining_scheduler_should_settle_what_it_holds_take_nothing_new_then_give_i
 
 /// Whether `effects` report activation `id` with `outcome`.
 fn reports(effects: &[Effect], id: u8, outcome: Outcome) -> bool {
-    effects.contains(&Effect::Report { id, outcome })
+    effects.contains(&Effect::Report { id, to: 0, outcome })
 }
 
 #[test]
@@ -995,8 +1055,11 @@ fn an_execution_that_fails_should_be_reported_as_run_and_failed() {
     let outcome = Outcome::ExecutionFailed(ExecutionFailure::Panic);
     assert!(reports(&ended, 1, outcome) && ended.contains(&Effect::Ack { id: 1 }));
     assert!(outcome.ran(), "it ran: it is not run again");
-    // A copy delivered again is only acknowledged: it does not run twice.
-    assert_eq!(s.step(&config, 0, activation(1)), [Effect::Ack { id: 1 }]);
+    // A copy delivered again is answered with its outcome: it does not run
+    // twice.
+    let again = s.step(&config, 0, activation(1));
+    assert!(reports(&again, 1, outcome) && again.contains(&Effect::Ack { id: 1 }));
+    assert!(!executes(&again, 1));
 }
 
 #[test]
@@ -1129,37 +1192,46 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         forwarded,
         incarnation: Some(0),
         left: None,
+        reply_to: 0,
     };
     s.step(&config, 0, copy(false));
-    let owner = Endpoint {
-        owner: 1,
-        incarnation: 0,
-        lease: 3,
-        created: 4,
-    };
-    let resolved = Input::Resolved {
+    let forward = Effect::Forward {
         id: 1,
         action: 1,
-        key: Some(owner),
+        to: 1,
+        incarnation: 0,
+        reply_to: 0,
     };
-    assert_eq!(
-        s.step(&config, 0, resolved)[0],
-        Effect::Forward {
-            id: 1,
-            action: 1,
-            to: 1,
-            incarnation: 0,
-        }
-    );
+    assert_eq!(s.step(&config, 0, owned_by_peer(1, 1))[0], forward);
     // A copy from a controller: the peer has it, and has not taken it in
     // yet; once it has, acknowledged.
     let mut acked = s.clone();
     assert!(s.step(&config, 0, copy(false)).is_empty());
     assert_eq!(
-        acked.step(&config, 0, Input::ForwardAcked { id: 1, from: 1 }),
+        acked.step(
+            &config,
+            0,
+            Input::ForwardAcked {
+                id: 1,
+                from: 1,
+                reply_to: Some(0),
+            }
+        ),
         [Effect::Ack { id: 1 }]
     );
-    assert_eq!(acked.step(&config, 0, copy(false)), [Effect::Ack { id: 1 }]);
+    // A controller's copy once the peer took it in (a caller asking again)
+    // goes to that peer, for its controller, to answer from memory.
+    // Without the rule, it is only acknowledged.
+    let mut unanswered = acked.clone();
+    let fewer = scheduler::Config {
+        rules: config.rules.without(Rule::AnswerEveryCopy),
+        ..config.clone()
+    };
+    assert_eq!(acked.step(&config, 0, copy(false))[0], forward);
+    assert_eq!(
+        unanswered.step(&fewer, 0, copy(false)),
+        [Effect::Ack { id: 1 }]
+    );
     // Sent back by the peer (which found this scheduler the owner): taken
     // in, and no longer forwarded.
     assert_eq!(
@@ -1167,6 +1239,111 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         [Effect::Resolve { id: 1, action: 1 },]
     );
     assert!(s.forwarding.is_empty());
+}
+
+#[test]
+fn every_controller_a_copy_names_should_be_told_the_outcome() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    let report = |to| Effect::Report {
+        id: 1,
+        to,
+        outcome: Outcome::Executed,
+    };
+    assert!(executes(&s.step(&config, 0, sent_by(0, 1, 0)), 1));
+    // A copy through another controller while it runs: not run again, and
+    // that controller is told too, at settlement.
+    assert!(s.step(&config, 0, sent_by(1, 1, 0)).is_empty());
+    let done = Input::Executed {
+        id: 1,
+        failure: None,
+    };
+    let ended = s.step(&config, 0, done.clone());
+    assert!(
+        ended.contains(&report(0)) && ended.contains(&report(1)),
+        "{ended:?}"
+    );
+    // Each report is sent until its own controller confirms it.
+    s.step(
+        &config,
+        0,
+        Input::ReportAcked {
+            id: 1,
+            from: Some(1),
+        },
+    );
+    let again = s.step(&config, 0, Input::Retry);
+    assert!(again.contains(&report(0)) && !again.contains(&report(1)));
+    // A copy through a third controller once it ended: answered from
+    // memory, not run again.
+    let late = s.step(&config, 0, sent_by(2, 1, 0));
+    assert!(late.contains(&report(2)) && !executes(&late, 1), "{late:?}");
+    // Without the rule, only the first controller is told.
+    let fewer = scheduler::Config {
+        rules: config.rules.without(Rule::AnswerEveryCopy),
+        ..config.clone()
+    };
+    let (mut s, _) = serving(Variant::Steadfast, 7);
+    s.step(&fewer, 0, sent_by(0, 1, 0));
+    s.step(&fewer, 0, sent_by(1, 1, 0));
+    let ended = s.step(&fewer, 0, done);
+    assert!(
+        ended.contains(&report(0)) && !ended.contains(&report(1)),
+        "{ended:?}"
+    );
+    assert_eq!(s.step(&fewer, 0, sent_by(2, 1, 0)), [Effect::Ack { id: 1 }]);
+}
+
+#[test]
+fn a_copy_through_another_controller_should_join_a_forward_under_way() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, activation_of(1, 1));
+    s.step(&config, 0, owned_by_peer(1, 1));
+    let forward = |reply_to| Effect::Forward {
+        id: 1,
+        action: 1,
+        to: 1,
+        incarnation: 0,
+        reply_to,
+    };
+    assert_eq!(s.step(&config, 0, sent_by(1, 1, 1)), [forward(1)]);
+    // Acknowledged once the peer took in both copies, each naming its
+    // controller.
+    let acked = |reply_to| Input::ForwardAcked {
+        id: 1,
+        from: 1,
+        reply_to: Some(reply_to),
+    };
+    assert!(s.step(&config, 0, acked(0)).is_empty());
+    let again = s.step(&config, 0, Input::Retry);
+    assert!(again.contains(&forward(1)) && !again.contains(&forward(0)));
+    assert_eq!(s.step(&config, 0, acked(1)), [Effect::Ack { id: 1 }]);
+    assert!(s.forwarding.is_empty() && s.askers.is_empty());
+    // Once the forward is over, a caller asking again through controller 2
+    // is sent to the peer that took it in, to answer from memory ...
+    let asked = Effect::Forward {
+        id: 1,
+        action: 1,
+        to: 1,
+        incarnation: 0,
+        reply_to: 2,
+    };
+    assert_eq!(s.step(&config, 0, sent_by(2, 1, 1))[0], asked);
+    assert!(s.forwarding[0].over);
+    // ... and if the peer is gone, with what it knew, the caller is told it
+    // ended, how no longer known: it is not run again.
+    let gone = Input::Bounced {
+        id: 1,
+        to: 1,
+        incarnation: Some(0),
+    };
+    let told = s.step(&config, 0, gone);
+    let forgotten = Effect::Report {
+        id: 1,
+        to: 2,
+        outcome: Outcome::Forgotten,
+    };
+    assert_eq!(told[..2], [forgotten, Effect::Ack { id: 1 }], "{told:?}");
+    assert!(!s.holds(&1) && s.resolving.is_empty());
 }
 
 #[test]
@@ -1445,6 +1622,7 @@ fn activation_due(id: u8, left: u8) -> Input {
         forwarded: false,
         incarnation: Some(0),
         left: Some(left),
+        reply_to: 0,
     }
 }
 
@@ -1452,6 +1630,7 @@ fn activation_due(id: u8, left: u8) -> Input {
 fn an_activation_past_its_deadline_should_never_start() {
     let failed = |id| Effect::Report {
         id,
+        to: 0,
         outcome: Outcome::Failed(FailReason::PastDeadline),
     };
     // Past it as it arrives: failed at once, under either variant's rules.
@@ -1547,6 +1726,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
                 forwarded,
                 incarnation: Some(0),
                 left,
+                reply_to: id % 2,
             }
         ),
         (0u8..4).prop_map(|id| Input::Executed { id, failure: None }),
@@ -1564,9 +1744,16 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
                 incarnation,
             }
         }),
-        (0u8..4, 0u8..3).prop_map(|(id, from)| Input::ForwardAcked { id, from }),
-        (0u8..4).prop_map(|id| Input::ReportAcked { id }),
-        (0u8..4).prop_map(|id| Input::ReportBounced { id }),
+        (0u8..4, 0u8..3, 0u8..2).prop_map(|(id, from, reply_to)| Input::ForwardAcked {
+            id,
+            from,
+            reply_to: Some(reply_to),
+        }),
+        (0u8..4, 0u8..2).prop_map(|(id, from)| Input::ReportAcked {
+            id,
+            from: Some(from)
+        }),
+        (0u8..4, 0u8..2).prop_map(|(id, to)| Input::ReportBounced { id, to }),
     ];
     // A drain now and then: about half the sequences never drain.
     let input = prop_oneof![60 => input, 1 => Just(Input::Drain)];
@@ -1834,6 +2021,7 @@ fn roles_should_run_on_real_identifiers() {
             forwarded: false,
             incarnation: Some(3),
             left: None,
+            reply_to: name("ctl-1"),
         },
     );
     let execute = E::Execute {
@@ -1856,6 +2044,7 @@ fn roles_should_run_on_real_identifiers() {
             forwarded: false,
             incarnation: Some(3),
             left: None,
+            reply_to: name("ctl-1"),
         },
     );
     assert!(late.is_empty(), "{late:?}");
@@ -2050,6 +2239,7 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
                 forwarded: false,
                 incarnation: Some(3),
                 left: None,
+                reply_to: "ctl-1".into(),
             },
         ),
         (
@@ -2175,6 +2365,7 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
         forwarded: false,
         incarnation,
         left: None,
+        reply_to: 0,
     };
     let (mut s, config) = serving(Variant::Steadfast, 7);
     // New to this run (incarnation 0), and addressed to another, or to none.
@@ -2199,7 +2390,7 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
         },
     );
     assert_eq!(
-        s.step(&config, 0, addressed_to(1, None)),
+        s.step(&config, 0, addressed_to(1, None))[1..],
         [Effect::Ack { id: 1 }]
     );
     // OpenWhisk takes in every copy.

@@ -18,6 +18,7 @@ pub struct Named;
 impl Domain for Named {
     type Action = String;
     type Scheduler = String;
+    type Controller = String;
     type Activation = String;
     type Lease = i64;
     type Incarnation = u64;

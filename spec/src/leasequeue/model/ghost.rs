@@ -18,10 +18,22 @@ pub struct Ghost {
     /// Per activation, times a controller resolved it since it was
     /// submitted.
     pub resolutions: Vec<u8>,
+    /// Per resubmission ([`Bounds::retries`]), times its controller
+    /// resolved it since it was made.
+    ///
+    /// [`Bounds::retries`]: super::Bounds::retries
+    pub retry_resolutions: Vec<u8>,
     /// Per activation, whether a scheduler it was delivered to crashed or
     /// left before acknowledging it (and with it the memory that it had):
     /// its sender sends it again, and it may run again.
     pub excused: Vec<bool>,
+    /// Per activation, whether its memory was lost while a caller could
+    /// still submit it again: it had settled, and no running scheduler held
+    /// it, forwarded it, or remembered settling it while owning its
+    /// action's queue (the one that settled it stopped, or the queue moved).
+    /// A resubmission then reaches a scheduler that knows nothing of it,
+    /// and it may run, and end, again.
+    pub forgotten: Vec<bool>,
     /// Work was once handed out under a lease etcd no longer held, or from a
     /// queue whose key was not its owner's.
     pub unfenced: bool,
@@ -46,6 +58,9 @@ pub struct Ghost {
     /// A controller once told a caller there was no outcome by its
     /// deadline.
     pub overdue: bool,
+    /// A scheduler answered a copy of an activation it had settled with
+    /// the outcome it kept.
+    pub answered_from_memory: bool,
 }
 
 /// Every action's routing agrees with etcd: a key's owner holds the queue
@@ -112,8 +127,15 @@ pub(super) fn routed_to_departed(w: &World) -> bool {
             .any(|s| s.forwarding.iter().any(|f| gone(&f.to)))
 }
 
+/// Some caller waits: a submission or a resubmission is not resolved.
 pub(super) fn any_pending(w: &World) -> bool {
-    w.activations.contains(&ActivationState::Pending)
+    calls(w).any(|a| *a == ActivationState::Pending)
+}
+
+/// Every call a user made, as the user sees it: each submission, then each
+/// resubmission.
+fn calls(w: &World) -> impl Iterator<Item = &ActivationState> {
+    w.activations.iter().chain(&w.retries)
 }
 
 pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
@@ -124,13 +146,14 @@ pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
 /// without one: it ran), or failed only because its deadline passed before
 /// it could start.
 pub(super) fn all_submitted_executed(w: &World) -> bool {
-    w.activations.iter().all(|a| {
+    calls(w).all(|a| {
         matches!(
             a,
             ActivationState::Unsubmitted
                 | ActivationState::Executed
                 | ActivationState::ExecutionFailed(_)
                 | ActivationState::Failed(FailReason::PastDeadline)
+                | ActivationState::Forgotten
         )
     })
 }

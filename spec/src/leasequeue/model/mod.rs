@@ -60,6 +60,7 @@ pub struct Small;
 impl Domain for Small {
     type Action = u8;
     type Scheduler = u8;
+    type Controller = u8;
     type Activation = u8;
     type Lease = u8;
     type Incarnation = u8;
@@ -95,6 +96,9 @@ pub enum Action {
     UserIdle,
     /// A user submits the next activation.
     UserSubmit,
+    /// A user submits an activation again, under its id, through the
+    /// controller the next resubmission names ([`Bounds::retries`]).
+    UserRetry,
     /// A user submits the probe activation again (after the faults); users
     /// keep doing so (weak fairness), so a queue that stays broken shows.
     UserProbe,
@@ -294,6 +298,21 @@ impl LeaseQueueModel {
                 };
                 self.feed_controller(&mut w, c, submit);
             }
+            Action::UserRetry => {
+                let r = w
+                    .retries
+                    .iter()
+                    .position(|a| *a == ActivationState::Unsubmitted)?;
+                w.retries[r] = ActivationState::Pending;
+                let (c, id) = self.bounds.retries[r];
+                let action = self.bounds.submissions[usize::from(id)].1;
+                let submit = controller::Input::Submit {
+                    id,
+                    action,
+                    deadline: None,
+                };
+                self.feed_controller(&mut w, c, submit);
+            }
             Action::UserProbe => {
                 // A new activation; the model gives it the probe's id again,
                 // so every memory of the old one is dropped.
@@ -479,7 +498,21 @@ impl LeaseQueueModel {
                 self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
             }
         }
+        self.mark_forgotten(&mut w);
         Some(w)
+    }
+
+    /// Whether every caller of activation `id` told how it ended was
+    /// told the same (or that it ended, how no longer known).
+    fn one_outcome(&self, w: &World, id: u8) -> bool {
+        let retried = self.bounds.retries.iter().zip(&w.retries);
+        let mut told = retried
+            .filter(|((_, r), _)| *r == id)
+            .map(|(_, state)| *state)
+            .chain([w.activations[usize::from(id)]])
+            .filter(|state| state.resolved() && *state != ActivationState::Forgotten);
+        let first = told.next();
+        told.all(|state| Some(state) == first)
     }
 
     fn probe(&self) -> Option<u8> {
@@ -522,13 +555,16 @@ impl Model for LeaseQueueModel {
             messages: Vec::new(),
             gone: vec![false; schedulers],
             activations: vec![ActivationState::Unsubmitted; total],
+            retries: vec![ActivationState::Unsubmitted; b.retries.len()],
             due: vec![None; total],
             left: b.faults.clone(),
             ghost: Ghost {
                 executions: vec![0; total],
                 failures: vec![0; total],
                 resolutions: vec![0; total],
+                retry_resolutions: vec![0; b.retries.len()],
                 excused: vec![false; total],
+                forgotten: vec![false; total],
                 unfenced: false,
                 contested: false,
                 bounced: false,
@@ -538,6 +574,7 @@ impl Model for LeaseQueueModel {
                 placed_member_missing: false,
                 late_start: false,
                 overdue: false,
+                answered_from_memory: false,
             },
         };
         // The cluster has started: every scheduler (but those that join
@@ -566,11 +603,22 @@ impl Model for LeaseQueueModel {
         let b = &self.bounds;
         let next_submission =
             w.activations[..b.submissions.len()].contains(&ActivationState::Unsubmitted);
-        if next_submission || w.outages_left > 0 || !w.left.exhausted() {
+        let retry_left = w.retries.contains(&ActivationState::Unsubmitted);
+        if next_submission || retry_left || w.outages_left > 0 || !w.left.exhausted() {
             actions.push(Action::UserIdle);
         }
         if next_submission {
             actions.push(Action::UserSubmit);
+        }
+        let next_retry = w
+            .retries
+            .iter()
+            .position(|a| *a == ActivationState::Unsubmitted);
+        if let Some(r) = next_retry {
+            let (_, id) = b.retries[r];
+            if w.activations[usize::from(id)] != ActivationState::Unsubmitted {
+                actions.push(Action::UserRetry);
+            }
         }
         if let Some(probe) = self.probe() {
             if Self::faults_over(w) && self.probe_idle(w, probe) {
@@ -716,25 +764,34 @@ impl Model for LeaseQueueModel {
                     })
                 },
             ),
-            // □(∀a: executions(a) ≤ 1 ∨ excused(a)): a scheduler that crashed
-            // after executing an activation may run it again.
+            // □(∀a: executions(a) ≤ 1 ∨ excused(a) ∨ forgotten(a)): a
+            // scheduler that crashed after executing an activation may run
+            // it again, and so may one a resubmission reaches once the
+            // memory of its end is lost.
             Property::always("executed at most once", |_, w: &World| {
-                w.ghost
-                    .executions
-                    .iter()
-                    .zip(&w.ghost.excused)
-                    .all(|(n, excused)| *n <= 1 || *excused)
-            }),
-            // □(∀a: resolutions(a) ≤ 1 ∧ (failures(a) = 0 ∨ (failures(a) = 1 ∧
-            // executions(a) = 0))): a submission resolves at most once, and
-            // fails at most once and only if it never ran.
-            Property::always("at most one outcome", |_, w: &World| {
                 let g = &w.ghost;
-                g.resolutions.iter().all(|r| *r <= 1)
-                    && g.failures
-                        .iter()
-                        .zip(&g.executions)
-                        .all(|(f, e)| *f == 0 || (*f == 1 && *e == 0))
+                (g.executions.iter().zip(&g.excused).zip(&g.forgotten))
+                    .all(|((n, excused), forgotten)| *n <= 1 || *excused || *forgotten)
+            }),
+            // □(∀c: resolutions(c) ≤ 1 ∧ ∀a: forgotten(a) ∨ ((failures(a) = 0
+            // ∨ (failures(a) = 1 ∧ executions(a) = 0)) ∧ ∀c, c' calls of a
+            // resolved: outcome(c) = outcome(c'))): each call (a submission,
+            // or a resubmission) resolves at most once; an activation fails
+            // at most once and only if it never ran; and every caller of it
+            // is told the same outcome.
+            Property::always("at most one outcome", |m: &LeaseQueueModel, w: &World| {
+                let g = &w.ghost;
+                let once = g
+                    .resolutions
+                    .iter()
+                    .chain(&g.retry_resolutions)
+                    .all(|r| *r <= 1);
+                once && (0..m.submitted()).all(|id| {
+                    let i = usize::from(id);
+                    let failed_once =
+                        g.failures[i] == 0 || (g.failures[i] == 1 && g.executions[i] == 0);
+                    g.forgotten[i] || (failed_once && m.one_outcome(w, id))
+                })
             }),
             // □¬unfenced: work is handed out only under the owner's live
             // lease.

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 26] = [
+const REACHABLE: [Reachable; 28] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -232,6 +232,32 @@ const REACHABLE: [Reachable; 26] = [
         condition: |_, w| {
             let timed_out = ActivationState::ExecutionFailed(ExecutionFailure::Timeout);
             w.activations.contains(&timed_out)
+        },
+    },
+    // A resubmission reaches the scheduler that settled the activation,
+    // which answers it with the outcome it kept.
+    Reachable {
+        name: "a copy of an activation that ended is answered with its outcome",
+        expected: |b| b.variant == Variant::Steadfast && !b.retries.is_empty(),
+        condition: |_, w| w.ghost.answered_from_memory,
+    },
+    // A caller resubmits through another controller than the first, and
+    // is told how the activation ended.
+    Reachable {
+        name: "a resubmission through another controller resolves",
+        expected: |b| {
+            let elsewhere = |(c, id): &(u8, u8)| {
+                b.submissions
+                    .get(usize::from(*id))
+                    .is_some_and(|s| s.0 != *c)
+            };
+            b.variant == Variant::Steadfast && b.retries.iter().any(elsewhere)
+        },
+        condition: |m, w| {
+            let retries = m.bounds.retries.iter().zip(&w.retries);
+            retries
+                .into_iter()
+                .any(|((c, id), state)| state.resolved() && m.submitter(*id) != *c)
         },
     },
     Reachable {

@@ -17,6 +17,7 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         outage_owners: Vec::new(),
         outage_when_routed: false,
         submissions: Vec::new(),
+        retries: Vec::new(),
         probe: false,
         deadline: None,
         execute_for: None,
@@ -323,6 +324,20 @@ pub fn executions(variant: Variant) -> LeaseQueueModel {
             ..Faults::default()
         },
         ..quiet(variant, 2, 1, 1)
+    })
+}
+
+/// A caller's retries: 2 schedulers, 2 controllers, 1 action placed by the
+/// world (so that the two controllers may place it on different
+/// schedulers, and one forwards to the other); one activation, submitted
+/// through controller 0, then submitted again under its id through
+/// controller 0 and through controller 1, each at any time, before or
+/// after it ended.
+pub fn retries(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0)],
+        retries: vec![(0, 0), (1, 0)],
+        ..quiet(variant, 2, 2, 1)
     })
 }
 

@@ -73,6 +73,13 @@ pub struct Bounds {
     /// The activations users submit (before, during or after the faults),
     /// in order: each the controller it is submitted to and its action.
     pub submissions: Vec<(u8, u8)>,
+    /// The resubmissions users make, in order: each the controller it is
+    /// made through and the activation it repeats (by its index in
+    /// `submissions`), at any time once that one was submitted, before or
+    /// after it ended. A caller that did not hear back, or a second
+    /// caller with the same idempotency key, does so.
+    #[serde(default)]
+    pub retries: Vec<(u8, u8)>,
     /// Whether a probe activation is submitted again and again once the
     /// faults are over.
     pub probe: bool,
@@ -104,6 +111,9 @@ pub enum Message {
         /// The incarnation of `to` it is addressed to (`None`: its sender
         /// knew none).
         incarnation: Option<u8>,
+        /// The controller that sent it, or that the forward names: where
+        /// its outcome goes.
+        reply_to: u8,
     },
     /// A request that scheduler `to` create a queue for `action`.
     CreateQueue {
@@ -136,6 +146,29 @@ pub enum ActivationState {
     ExecutionFailed(ExecutionFailure),
     /// Resolved as failed, for this reason.
     Failed(FailReason),
+    /// Resolved as ended before, how no longer known
+    /// ([`Outcome::Forgotten`]).
+    Forgotten,
+}
+
+impl ActivationState {
+    /// The state of a call resolved with `outcome`.
+    pub fn of(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Executed => ActivationState::Executed,
+            Outcome::ExecutionFailed(why) => ActivationState::ExecutionFailed(why),
+            Outcome::Failed(reason) => ActivationState::Failed(reason),
+            Outcome::Forgotten => ActivationState::Forgotten,
+        }
+    }
+
+    /// Whether a caller was told how it ended.
+    pub fn resolved(self) -> bool {
+        !matches!(
+            self,
+            ActivationState::Unsubmitted | ActivationState::Pending
+        )
+    }
 }
 
 /// A controller's watch stream, as etcd holds it.
@@ -203,6 +236,9 @@ pub struct World {
     pub gone: Vec<bool>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
+    /// Per resubmission ([`Bounds::retries`]), where it is, as the caller
+    /// who made it sees it.
+    pub retries: Vec<ActivationState>,
     /// Per activation, ticks until its deadline (zero: past it); `None`:
     /// it has none, or is not submitted yet.
     pub due: Vec<Option<u8>>,
@@ -319,6 +355,9 @@ impl LeaseQueueModel {
         let lost = matches!(&input, scheduler::Input::Claimed {
             result: ClaimResult::Exists(key), ..
         } if key.owner != s);
+        // A copy of an activation it settled, which it answers from memory.
+        let settled_before = matches!(&input, scheduler::Input::Activation { id, .. }
+            if w.schedulers[i].outcome_of(id).is_some());
         let effects = w.schedulers[i].step(&self.scheduler_config(), elapsed, input);
         for effect in effects {
             match effect {
@@ -354,6 +393,7 @@ impl LeaseQueueModel {
                     action,
                     to,
                     incarnation,
+                    reply_to,
                 } => {
                     w.ghost.contested |= lost;
                     let message = Message::Activation {
@@ -362,35 +402,47 @@ impl LeaseQueueModel {
                         action,
                         forwarder: Some(s),
                         incarnation: Some(incarnation),
+                        reply_to,
                     };
                     self.offer(w, message);
                 }
                 // Replies reach the controller at once, and its
                 // confirmation the scheduler (docs/leasequeue.md,
                 // "Assumptions").
-                scheduler::Effect::Report { id, outcome } => {
+                scheduler::Effect::Report { id, to, outcome } => {
                     if let Outcome::Failed(_) = outcome {
                         count(&mut w.ghost.failures[usize::from(id)]);
                     }
+                    w.ghost.answered_from_memory |= settled_before;
                     let input = controller::Input::Outcome { id, outcome };
-                    self.feed_controller(w, self.submitter(id), input);
-                    self.feed_scheduler(w, s, 0, scheduler::Input::ReportAcked { id });
+                    self.feed_controller(w, to, input);
+                    let confirmed = scheduler::Input::ReportAcked { id, from: Some(to) };
+                    self.feed_scheduler(w, s, 0, confirmed);
                 }
                 // Whoever sent it is told: the controller, or the peer that
                 // forwarded it.
                 scheduler::Effect::Ack { id } => {
                     let acked = take_delivered(w, s, |a, _| a == id);
                     for message in acked {
-                        let Message::Activation { forwarder, .. } = message else {
+                        let Message::Activation {
+                            forwarder,
+                            reply_to,
+                            ..
+                        } = message
+                        else {
                             continue;
                         };
                         match forwarder {
                             None => {
                                 let input = controller::Input::Acked { id, from: s };
-                                self.feed_controller(w, self.submitter(id), input);
+                                self.feed_controller(w, reply_to, input);
                             }
                             Some(peer) if !w.gone[usize::from(peer)] => {
-                                let input = scheduler::Input::ForwardAcked { id, from: s };
+                                let input = scheduler::Input::ForwardAcked {
+                                    id,
+                                    from: s,
+                                    reply_to: Some(reply_to),
+                                };
                                 self.feed_scheduler(w, peer, 0, input);
                             }
                             Some(_) => {}
@@ -469,6 +521,7 @@ impl LeaseQueueModel {
                         action,
                         forwarder: None,
                         incarnation,
+                        reply_to: c,
                     };
                     self.offer(w, message);
                 }
@@ -482,7 +535,7 @@ impl LeaseQueueModel {
                     if let (Outcome::Failed(_), false) = (outcome, reported) {
                         count(&mut w.ghost.failures[usize::from(id)]);
                     }
-                    self.resolve(w, id, outcome);
+                    self.resolve(w, c, id, outcome);
                 }
                 // A lookup of an unreachable etcd fails (its deadline);
                 // a listing or a watch is lost and asked for again.
@@ -498,18 +551,69 @@ impl LeaseQueueModel {
         }
     }
 
-    /// A controller resolved submission `id` with `outcome`: its user sees
-    /// it end.
-    fn resolve(&self, w: &mut World, id: u8, outcome: Outcome) {
+    /// Controller `c` resolved its submission of `id` with `outcome`:
+    /// every caller waiting on it there sees it end. One resolved with no
+    /// caller waiting counts as a second resolution of every call it
+    /// could be for.
+    fn resolve(&self, w: &mut World, c: u8, id: u8, outcome: Outcome) {
         let i = usize::from(id);
-        count(&mut w.ghost.resolutions[i]);
-        if w.activations[i] == ActivationState::Pending {
-            w.activations[i] = match outcome {
-                Outcome::Executed => ActivationState::Executed,
-                Outcome::ExecutionFailed(why) => ActivationState::ExecutionFailed(why),
-                Outcome::Failed(reason) => ActivationState::Failed(reason),
-            };
+        let ended = ActivationState::of(outcome);
+        let original = self.submitter(id) == c;
+        let retries: Vec<usize> = (self.bounds.retries.iter().enumerate())
+            .filter(|(_, r)| **r == (c, id))
+            .map(|(r, _)| r)
+            .collect();
+        let mut waited = false;
+        if original && w.activations[i] == ActivationState::Pending {
+            w.activations[i] = ended;
+            count(&mut w.ghost.resolutions[i]);
+            waited = true;
         }
+        for &r in &retries {
+            if w.retries[r] == ActivationState::Pending {
+                w.retries[r] = ended;
+                count(&mut w.ghost.retry_resolutions[r]);
+                waited = true;
+            }
+        }
+        if !waited {
+            if original {
+                count(&mut w.ghost.resolutions[i]);
+            }
+            for r in retries {
+                count(&mut w.ghost.retry_resolutions[r]);
+            }
+        }
+    }
+
+    /// Marks as forgotten every activation that settled, may still be
+    /// submitted again, and that no running scheduler holds, forwards, or
+    /// remembers settling while it owns the action's queue.
+    pub(super) fn mark_forgotten(&self, w: &mut World) {
+        for (r, (_, id)) in self.bounds.retries.iter().enumerate() {
+            let i = usize::from(*id);
+            let may_come = matches!(
+                w.retries[r],
+                ActivationState::Unsubmitted | ActivationState::Pending
+            );
+            let settled = w.ghost.executions[i] > 0 || w.ghost.failures[i] > 0;
+            if may_come && settled && !self.remembered(w, *id) {
+                w.ghost.forgotten[i] = true;
+            }
+        }
+    }
+
+    /// Whether a running scheduler holds activation `id`, forwards it, or
+    /// remembers settling it while it owns the action's queue.
+    fn remembered(&self, w: &World, id: u8) -> bool {
+        let action = self.bounds.submissions[usize::from(id)].1;
+        let owner = w.etcd.get(action).map(|k| k.owner);
+        self.up(w).into_iter().any(|s| {
+            let scheduler = &w.schedulers[usize::from(s)];
+            scheduler.holds(&id)
+                || scheduler.forwarding.iter().any(|f| f.id == id)
+                || (scheduler.outcome_of(&id).is_some() && owner == Some(s))
+        })
     }
 
     /// The controller activation `id` was submitted to (the probe's is
@@ -557,6 +661,7 @@ impl LeaseQueueModel {
                 action,
                 forwarder,
                 incarnation,
+                reply_to,
             } => {
                 push_once(&mut w.unacked[usize::from(to)], message);
                 let input = scheduler::Input::Activation {
@@ -565,6 +670,7 @@ impl LeaseQueueModel {
                     forwarded: forwarder.is_some(),
                     incarnation,
                     left: w.due[usize::from(id)],
+                    reply_to,
                 };
                 self.feed_scheduler(w, to, 0, input);
             }
@@ -576,13 +682,20 @@ impl LeaseQueueModel {
 
     /// Sends an activation, unless its scheduler holds it and ignores
     /// copies of what it holds (whichever incarnation they are addressed
-    /// to): that copy would change nothing, and is left out. A copy sent
-    /// again while one is in flight merges with it (two copies delivered
-    /// are the duplicates fault's).
+    /// to), or owes their controller its outcome already: that copy would
+    /// change nothing, and is left out. A copy sent again while one is in
+    /// flight merges with it (two copies delivered are the duplicates
+    /// fault's).
     fn offer(&self, w: &mut World, message: Message) {
+        let rules = self.rules();
         let ignored = match message {
-            Message::Activation { to, id, .. } => {
-                self.rules().has(Rule::Deduplicate) && w.schedulers[usize::from(to)].holds(&id)
+            Message::Activation {
+                to, id, reply_to, ..
+            } => {
+                let scheduler = &w.schedulers[usize::from(to)];
+                rules.has(Rule::Deduplicate)
+                    && scheduler.holds(&id)
+                    && (!rules.has(Rule::AnswerEveryCopy) || scheduler.asked_by(&id, &reply_to))
             }
             Message::CreateQueue { .. } => false,
         };
@@ -611,6 +724,7 @@ impl LeaseQueueModel {
             id,
             forwarder,
             incarnation,
+            reply_to,
             ..
         } = message
         else {
@@ -633,7 +747,7 @@ impl LeaseQueueModel {
                     to,
                     incarnation,
                 };
-                self.feed_controller(w, self.submitter(id), input);
+                self.feed_controller(w, reply_to, input);
             }
         }
     }

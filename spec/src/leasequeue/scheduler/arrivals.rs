@@ -4,7 +4,7 @@
 
 use crate::leasequeue::{Domain, FailReason, Outcome, Rule};
 
-use super::{contains_sorted, Config, Effect, Phase, Scheduler};
+use super::{Config, Effect, Phase, Scheduler};
 
 /// How a copy of an activation arrived ([`Input::Activation`]).
 ///
@@ -13,6 +13,7 @@ pub(super) struct Arrival<D: Domain> {
     pub(super) forwarded: bool,
     pub(super) incarnation: Option<D::Incarnation>,
     pub(super) left: Option<D::Duration>,
+    pub(super) reply_to: D::Controller,
 }
 
 impl<D: Domain> Scheduler<D> {
@@ -28,18 +29,36 @@ impl<D: Domain> Scheduler<D> {
             forwarded,
             incarnation,
             left,
+            reply_to,
         } = arrival;
         let rules = config.rules;
+        let answer = rules.has(Rule::AnswerEveryCopy);
         if rules.has(Rule::Deduplicate) {
-            let sent_on = contains_sorted(&self.forwarded, &id);
-            if contains_sorted(&self.settled, &id) || (sent_on && !forwarded) {
-                // What it forwarded is settled once the peer took it in.
-                if !self.forwarding.iter().any(|f| f.id == id) {
+            if let Some(outcome) = self.outcome_of(&id) {
+                // Settled here: acknowledged, and its controller told how
+                // it ended.
+                if answer {
+                    self.report(id.clone(), reply_to, outcome, out);
+                }
+                out.push(Effect::Ack { id });
+                return;
+            }
+            if self.forwarded_to(&id).is_some() && !forwarded {
+                // A controller's copy of one it forwarded, which the peer
+                // settles: it joins the forward under way, or once that is
+                // over goes to the peer, which answers it from memory.
+                if answer {
+                    self.ask_peer(id, reply_to, out);
+                } else if !self.forwarding.iter().any(|f| f.id == id) {
+                    // What it forwarded is settled once the peer took it in.
                     out.push(Effect::Ack { id });
                 }
                 return;
             }
             if self.holds(&id) {
+                if answer {
+                    self.ask(id, reply_to);
+                }
                 return;
             }
         }
@@ -54,18 +73,21 @@ impl<D: Domain> Scheduler<D> {
         if rules.has(Rule::Deduplicate) {
             // Sent back by the peer it was forwarded to: its owner now (it
             // holds nothing it forwarded), and its forward is over.
-            self.forwarded.retain(|f| *f != id);
-            self.forwarding.retain(|f| f.id != id);
+            self.forwarded.retain(|f| f.id != id);
+            self.unforward(&id);
         }
         if self.phase == Phase::Draining {
             // Left unacknowledged: its sender keeps sending it, and routes
-            // it again once this scheduler has stopped listening.
+            // it again once this scheduler has stopped listening. It owes
+            // nobody its outcome.
+            self.take_askers(&id);
             return;
         }
         if !rules.has(Rule::AckAtSettlement) {
             // Committed on receipt: a crash from here on loses it.
             out.push(Effect::Ack { id: id.clone() });
         }
+        self.ask(id.clone(), reply_to);
         match left {
             // Past its deadline as it arrives: it is not started (OpenWhisk
             // checks this much too).

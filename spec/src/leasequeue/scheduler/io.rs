@@ -96,6 +96,15 @@ pub enum Input<D: Domain> {
         /// `None`: it has none. A runtime reckons it from the deadline the
         /// message carries and its own clock.
         left: Option<D::Duration>,
+        /// The controller that sent this copy, or for a forwarded one, the
+        /// controller the forward names: where its outcome goes. Under
+        /// [`Rule::AnswerEveryCopy`] every controller a copy names is told
+        /// the outcome (a caller may submit one id again, through any
+        /// controller, before or after it ended); without it, only the
+        /// first.
+        ///
+        /// [`Rule::AnswerEveryCopy`]: crate::leasequeue::Rule::AnswerEveryCopy
+        reply_to: D::Controller,
     },
     /// Activation `id`, which it forwarded to `to`, could not be sent on:
     /// nothing listens at the peer's address any more (the peer is gone),
@@ -112,26 +121,38 @@ pub enum Input<D: Domain> {
         incarnation: Option<D::Incarnation>,
     },
     /// Peer `from` acknowledged activation `id`, which this scheduler
-    /// forwarded to it: it stops sending it. An acknowledgement from
-    /// another peer than the one it was last forwarded to changes nothing.
+    /// forwarded to it for controller `reply_to`: it stops sending that
+    /// copy. An acknowledgement from another peer than the one it was last
+    /// forwarded to changes nothing.
     ForwardAcked {
         /// The activation.
         id: D::Activation,
         /// The peer.
         from: D::Scheduler,
+        /// The controller the acknowledged copy named; `None`: the peer did
+        /// not say (a node of an earlier version), and every copy forwarded
+        /// to it is acknowledged.
+        #[serde(default)]
+        reply_to: Option<D::Controller>,
     },
-    /// The controller that submitted activation `id` confirmed its report:
-    /// it stops sending it.
+    /// Controller `from` confirmed the report of activation `id`: it stops
+    /// sending it there.
     ReportAcked {
         /// The activation.
         id: D::Activation,
+        /// The controller; `None`: it did not say (a node of an earlier
+        /// version), and every report of `id` is confirmed.
+        #[serde(default)]
+        from: Option<D::Controller>,
     },
-    /// The report of activation `id` could not be sent: nothing listens at
-    /// its controller's address any more (the controller, and the
-    /// submission with it, is gone). It is not sent again.
+    /// The report of activation `id` to controller `to` could not be sent:
+    /// nothing listens at its address any more (the controller, and the
+    /// submission with it, is gone). It is not sent there again.
     ReportBounced {
         /// The activation.
         id: D::Activation,
+        /// The controller.
+        to: D::Controller,
     },
     /// An activation it handed out finished executing: with a result, or
     /// with the executor's error or panic.
@@ -272,18 +293,25 @@ pub enum Effect<D: Domain> {
         /// The incarnation of `to` it is addressed to (the one its key
         /// names).
         incarnation: D::Incarnation,
+        /// The controller its outcome goes to ([`Input::Activation::reply_to`]).
+        reply_to: D::Controller,
     },
-    /// Tell the controller that submitted activation `id` how it ended
-    /// (again at every wake-up and retry until that controller confirms
-    /// it); the controller resolves the submission with it.
+    /// Tell controller `to` how activation `id` ended (again at every
+    /// wake-up and retry until it confirms); it resolves its submission of
+    /// `id` with it.
     Report {
         /// The activation.
         id: D::Activation,
+        /// The controller: one that sent a copy of it (or had one
+        /// forwarded).
+        to: D::Controller,
         /// How it ended.
         outcome: Outcome,
     },
-    /// Acknowledge activation `id` to the node it came from (a controller,
-    /// or a peer that forwarded it): it stops sending it.
+    /// Acknowledge every copy of activation `id` delivered and not
+    /// acknowledged yet, each to the node that sent it (a controller, or a
+    /// peer that forwarded it, naming the controller the copy named): it
+    /// stops sending it.
     Ack {
         /// The activation.
         id: D::Activation,

@@ -63,6 +63,19 @@
 //! cancelled ([`Effect::Cancel`]), so that an executor that hangs holds
 //! neither its caller nor a drain for longer than that.
 //!
+//! # Callers
+//!
+//! A caller may submit one id again, through any controller, before or
+//! after it ended. Every copy names the controller it came from
+//! ([`Input::Activation::reply_to`]), and under [`Rule::AnswerEveryCopy`]
+//! the scheduler owes the outcome to every controller a copy named
+//! ([`Scheduler::askers`]): a copy of one it holds adds its controller, a
+//! copy of one it settled is answered with the outcome it keeps
+//! ([`Scheduler::settled`]), and a controller's copy of one it forwarded
+//! joins the forward (one [`Forward`] per controller, to the same peer).
+//! What it keeps lasts [`Config::remember_for`], and as long as this run
+//! of it: a copy that finds no memory of its activation is a new one.
+//!
 //! # Deadlines
 //!
 //! A copy of an activation may come with the time left to its deadline
@@ -75,6 +88,7 @@
 //!
 //! [`ExecutionFailure::Timeout`]: super::ExecutionFailure::Timeout
 //! [`FailReason::PastDeadline`]: super::FailReason::PastDeadline
+//! [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
 //! [`Rule::Deadline`]: super::Rule::Deadline
 //! [`Rule::ExecutionTimeout`]: super::Rule::ExecutionTimeout
 //! [`Rule::FenceCopies`]: super::Rule::FenceCopies
@@ -89,7 +103,7 @@ mod leaving;
 mod outcomes;
 mod queues;
 
-pub use forwarding::Forward;
+pub use forwarding::{Forward, Forwarded};
 pub use io::{ClaimResult, Effect, Input};
 pub use lease::LeaseState;
 pub use leaving::Phase;
@@ -170,6 +184,12 @@ pub struct Scheduler<D: Domain> {
     pub resolving: Vec<(D::Activation, D::Action)>,
     /// Activations it handed out that have not finished.
     pub running: Vec<D::Activation>,
+    /// The controllers owed the outcome of each activation it holds
+    /// (waiting, looked up or running), sorted: the one its first copy
+    /// named, and under [`Rule::AnswerEveryCopy`] every other a copy named.
+    ///
+    /// [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
+    pub askers: Vec<(D::Activation, D::Controller)>,
     /// Under [`Rule::ExecutionTimeout`], how long each running activation
     /// may still run, sorted by id (zero: past its timeout); counted down
     /// as time passes, dropped when it settles.
@@ -180,18 +200,26 @@ pub struct Scheduler<D: Domain> {
     /// that has one, sorted by id (zero: past it); counted down as time
     /// passes, dropped when the activation starts or settles here.
     pub deadlines: Vec<(D::Activation, D::Duration)>,
-    /// Activations it forwarded and the peer has not acknowledged, sorted
-    /// by id: sent again at every wake-up and retry.
+    /// Activations it forwarded and the peer has not acknowledged, one
+    /// copy for each controller owed the outcome, sorted by activation and
+    /// controller: sent again at every wake-up and retry.
     pub forwarding: Vec<Forward<D>>,
     /// Outcomes it reported and their controllers have not confirmed,
     /// sorted: sent again at every wake-up and retry.
-    pub reporting: Vec<(D::Activation, Outcome)>,
-    /// Activations it settled, sorted, so that a copy delivered again is
-    /// only acknowledged.
-    pub settled: Vec<D::Activation>,
-    /// Activations it forwarded, sorted, so that a copy from a controller
-    /// is only acknowledged, while one a peer sends back is taken in.
-    pub forwarded: Vec<D::Activation>,
+    pub reporting: Vec<(D::Activation, D::Controller, Outcome)>,
+    /// Activations it settled and how each ended, sorted by activation, so
+    /// that a copy delivered again is only acknowledged, or answered with
+    /// its outcome ([`Rule::AnswerEveryCopy`]).
+    ///
+    /// [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
+    pub settled: Vec<(D::Activation, Outcome)>,
+    /// Activations it forwarded and where, sorted by activation, so that a
+    /// copy from a controller goes to the peer (or without
+    /// [`Rule::AnswerEveryCopy`] is only acknowledged), while one a peer
+    /// sends back is taken in.
+    ///
+    /// [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
+    pub forwarded: Vec<Forwarded<D>>,
     /// Under [`Config::remember_for`], the time it has run, by its own
     /// clock (the sum of the spans it was told of); zero without it.
     pub clock: D::Duration,
@@ -222,6 +250,7 @@ impl<D: Domain> Scheduler<D> {
             waiting: Vec::new(),
             resolving: Vec::new(),
             running: Vec::new(),
+            askers: Vec::new(),
             timeouts: Vec::new(),
             deadlines: Vec::new(),
             forwarding: Vec::new(),
@@ -268,13 +297,15 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// Whether it may still name activation `id` in an effect: it holds
-    /// it, or a forward or a report of it is not acknowledged yet. A
+    /// it, a forward or a report of it is not acknowledged yet, or it
+    /// remembers how it ended (a later copy is answered with that). A
     /// runtime keeps what the activation carries (its payload, its result)
     /// while this is so.
     pub fn mentions(&self, id: &D::Activation) -> bool {
         self.holds(id)
             || self.forwarding.iter().any(|f| f.id == *id)
-            || self.reporting.binary_search_by(|(r, _)| r.cmp(id)).is_ok()
+            || self.reporting.iter().any(|(r, _, _)| r == id)
+            || self.outcome_of(id).is_some()
     }
 
     /// Whether it holds no activation at all.
@@ -320,8 +351,10 @@ impl<D: Domain> Scheduler<D> {
                 forwarded,
                 incarnation,
                 left,
+                reply_to,
             } => {
                 let arrival = Arrival {
+                    reply_to,
                     forwarded,
                     incarnation,
                     left,
@@ -342,14 +375,16 @@ impl<D: Domain> Scheduler<D> {
                 id,
                 to,
                 incarnation,
-            } => self.bounced(config, id, to, incarnation),
-            Input::ForwardAcked { id, from } => {
-                self.forward_acked(config.rules, id, from, &mut out)
+            } => self.bounced(config, id, to, incarnation, &mut out),
+            Input::ForwardAcked { id, from, reply_to } => {
+                self.forward_acked(config.rules, id, from, reply_to, &mut out)
             }
-            Input::ReportAcked { id } | Input::ReportBounced { id } => {
-                if let Ok(at) = self.reporting.binary_search_by(|(r, _)| r.cmp(&id)) {
-                    self.reporting.remove(at);
-                }
+            Input::ReportAcked { id, from } => {
+                self.reporting
+                    .retain(|(r, to, _)| *r != id || from.as_ref().is_some_and(|f| f != to));
+            }
+            Input::ReportBounced { id, to } => {
+                self.reporting.retain(|(r, c, _)| (r, c) != (&id, &to))
             }
             Input::Drain => self.drain(),
             Input::Forget { id } => self.forget(&id),
@@ -374,10 +409,7 @@ impl<D: Domain> Scheduler<D> {
                     break;
                 }
                 self.forgetting.pop_front();
-                let list = self.memory(memory);
-                if let Ok(at) = list.binary_search(&id) {
-                    list.remove(at);
-                }
+                self.drop_memory(memory, &id);
             }
         }
         for queue in &mut self.queues {
@@ -497,9 +529,10 @@ impl<D: Domain> Scheduler<D> {
         let reports = self
             .reporting
             .iter()
-            .filter(|(id, _)| !settled_now.contains(id));
-        out.extend(reports.map(|(id, outcome)| Effect::Report {
+            .filter(|(id, _, _)| !settled_now.contains(id));
+        out.extend(reports.map(|(id, to, outcome)| Effect::Report {
             id: id.clone(),
+            to: to.clone(),
             outcome: *outcome,
         }));
     }

@@ -1,6 +1,6 @@
-//! How an activation ends here: reported to its controller,
-//! acknowledged, and remembered for [`Config::remember_for`] so that a
-//! copy delivered again is only acknowledged.
+//! How an activation ends here: reported to every controller owed its
+//! outcome, acknowledged, and remembered for [`Config::remember_for`] so
+//! that a copy delivered again is only acknowledged, or answered with it.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,12 @@ pub enum Remembered {
 }
 
 impl<D: Domain> Scheduler<D> {
+    /// How activation `id` ended here, if it remembers settling it.
+    pub fn outcome_of(&self, id: &D::Activation) -> Option<Outcome> {
+        let at = self.settled.binary_search_by(|(s, _)| s.cmp(id)).ok()?;
+        Some(self.settled[at].1)
+    }
+
     /// Forgets at once that activation `id` was settled or forwarded, so
     /// that an activation of that id is new again ([`Input::Forget`]): for
     /// a model that reuses ids to stay finite.
@@ -26,15 +32,36 @@ impl<D: Domain> Scheduler<D> {
     /// [`Input::Forget`]: super::Input::Forget
     pub(super) fn forget(&mut self, id: &D::Activation) {
         self.forwarding.retain(|f| f.id != *id);
-        self.reporting.retain(|(r, _)| r != id);
-        self.settled.retain(|s| s != id);
-        self.forwarded.retain(|s| s != id);
+        self.reporting.retain(|(r, _, _)| r != id);
+        self.settled.retain(|(s, _)| s != id);
+        self.forwarded.retain(|f| f.id != *id);
         self.forgetting.retain(|(_, _, i)| i != id);
         self.drop_deadline(id);
     }
 
-    /// Activation `id` ended here with `outcome`: reported to its
-    /// controller, remembered, and acknowledged if it was not on receipt.
+    /// Owes controller `to` the outcome of activation `id`, which it holds
+    /// or forwards.
+    pub(super) fn ask(&mut self, id: D::Activation, to: D::Controller) {
+        insert_sorted(&mut self.askers, (id, to));
+    }
+
+    /// Whether it owes controller `to` the outcome of activation `id`.
+    pub fn asked_by(&self, id: &D::Activation, to: &D::Controller) -> bool {
+        self.askers.iter().any(|(a, c)| (a, c) == (id, to))
+    }
+
+    /// Takes out the controllers owed activation `id`'s outcome.
+    pub(super) fn take_askers(&mut self, id: &D::Activation) -> Vec<D::Controller> {
+        let (taken, kept): (Vec<_>, _) = std::mem::take(&mut self.askers)
+            .into_iter()
+            .partition(|(a, _)| a == id);
+        self.askers = kept;
+        taken.into_iter().map(|(_, to)| to).collect()
+    }
+
+    /// Activation `id` ended here with `outcome`: reported to every
+    /// controller owed it, remembered, and acknowledged if it was not on
+    /// receipt.
     pub(super) fn settle(
         &mut self,
         config: &Config<D>,
@@ -43,33 +70,71 @@ impl<D: Domain> Scheduler<D> {
         out: &mut Vec<Effect<D>>,
     ) {
         self.drop_deadline(&id);
-        out.push(Effect::Report {
-            id: id.clone(),
-            outcome,
-        });
-        if let Err(at) = self.reporting.binary_search_by(|(r, _)| r.cmp(&id)) {
-            self.reporting.insert(at, (id.clone(), outcome));
+        // A design that runs every copy (without `Deduplicate`) reports
+        // each run: a controller stays owed while a copy is held.
+        let askers = if config.rules.has(Rule::AnswerEveryCopy) || !self.holds(&id) {
+            self.take_askers(&id)
+        } else {
+            let owed = self.askers.iter().filter(|(a, _)| *a == id);
+            owed.map(|(_, to)| to.clone()).collect()
+        };
+        for to in askers {
+            self.report(id.clone(), to, outcome, out);
         }
         if config.rules.has(Rule::Deduplicate) {
+            match self.settled.binary_search_by(|(s, _)| s.cmp(&id)) {
+                Ok(at) => self.settled[at].1 = outcome,
+                Err(at) => self.settled.insert(at, (id.clone(), outcome)),
+            }
             self.remember(config, Remembered::Settled, id.clone());
         }
         self.acknowledge(config.rules, id, out);
     }
 
-    /// Remembers that it settled or forwarded activation `id`, until
-    /// [`Config::remember_for`] has passed.
+    /// Tells controller `to` that activation `id` ended with `outcome`,
+    /// again at every wake-up and retry until it confirms.
+    pub(super) fn report(
+        &mut self,
+        id: D::Activation,
+        to: D::Controller,
+        outcome: Outcome,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        out.push(Effect::Report {
+            id: id.clone(),
+            to: to.clone(),
+            outcome,
+        });
+        let key = (&id, &to);
+        if let Err(at) = self
+            .reporting
+            .binary_search_by(|(r, c, _)| (r, c).cmp(&key))
+        {
+            self.reporting.insert(at, (id, to, outcome));
+        }
+    }
+
+    /// Marks `id`, which it has just put in `memory`'s list, to be taken
+    /// out of it once [`Config::remember_for`] has passed.
     pub(super) fn remember(&mut self, config: &Config<D>, memory: Remembered, id: D::Activation) {
-        insert_sorted(self.memory(memory), id.clone());
         if let Some(span) = config.remember_for {
             self.forgetting.push_back((self.clock + span, memory, id));
         }
     }
 
-    /// The sorted list that keeps `memory`.
-    pub(super) fn memory(&mut self, memory: Remembered) -> &mut Vec<D::Activation> {
+    /// Takes activation `id` out of `memory`'s list: its span is over.
+    pub(super) fn drop_memory(&mut self, memory: Remembered, id: &D::Activation) {
         match memory {
-            Remembered::Settled => &mut self.settled,
-            Remembered::Forwarded => &mut self.forwarded,
+            Remembered::Settled => {
+                if let Ok(at) = self.settled.binary_search_by(|(s, _)| s.cmp(id)) {
+                    self.settled.remove(at);
+                }
+            }
+            Remembered::Forwarded => {
+                if let Ok(at) = self.forwarded.binary_search_by(|f| f.id.cmp(id)) {
+                    self.forwarded.remove(at);
+                }
+            }
         }
     }
 

@@ -23,7 +23,11 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let mut executions = Places::new();
     let mut ends = Places::new();
     let mut failures = Places::new();
-    let mut resolved = Places::new();
+    // Resolutions no submission at that controller asked for: a second
+    // one of a call.
+    let mut resolved_again = Places::new();
+    // What each controller told callers of an activation, where.
+    let mut told: BTreeMap<String, Vec<(At, Outcome)>> = BTreeMap::new();
     let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
     let mut forgotten: BTreeMap<String, usize> = BTreeMap::new();
     let mut excused: BTreeSet<String> = BTreeSet::new();
@@ -53,14 +57,23 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
         );
     }
     for (trace, _, records) in controllers(traces) {
+        // The ids submitted at this controller and not resolved since: a
+        // resubmission of a pending one joins it.
+        let mut open: BTreeSet<&String> = BTreeSet::new();
         for (step, record) in records.iter().enumerate() {
             // A failure the controller decided, rather than one a scheduler
             // reported, is an end of its own.
             let reported = matches!(record.input, controller::Input::Outcome { .. });
+            if let controller::Input::Submit { id, .. } = &record.input {
+                open.insert(id);
+            }
             for effect in &record.effects {
                 if let controller::Effect::Resolve { id, outcome } = effect {
                     let at = At { trace, step };
-                    resolved.entry(id.clone()).or_default().push(at);
+                    if !open.remove(id) {
+                        resolved_again.entry(id.clone()).or_default().push(at);
+                    }
+                    told.entry(id.clone()).or_default().push((at, *outcome));
                     if let (Outcome::Failed(_), false) = (outcome, reported) {
                         failures.entry(id.clone()).or_default().push(at);
                         ends.entry(id.clone()).or_default().push(at);
@@ -100,12 +113,23 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
             });
         }
     }
-    for (id, places) in resolved.into_iter().filter(|(_, p)| p.len() > 1) {
+    for (id, places) in resolved_again {
         out.push(Violation {
             rule: Rule::AtMostOneOutcome,
-            what: format!("submission {id} resolved {} times", places.len()),
+            what: format!("a submission of {id} resolved more than once"),
             places,
         });
+    }
+    for (id, told) in told.iter().filter(|(id, _)| !forgotten.contains_key(*id)) {
+        let mut ends = told.iter().filter(|(_, o)| *o != Outcome::Forgotten);
+        let first = ends.next().map(|(_, o)| *o);
+        if ends.any(|(_, outcome)| Some(*outcome) != first) {
+            out.push(Violation {
+                rule: Rule::AtMostOneOutcome,
+                places: told.iter().map(|(at, _)| *at).collect(),
+                what: format!("the callers of {id} were told different ends"),
+            });
+        }
     }
     for ((action, created), schedulers) in owners {
         if schedulers.len() > 1 {
@@ -163,7 +187,9 @@ enum Fact {
 /// Walks scheduler `me`'s records and reports each [`Fact`] with its step.
 /// A scheduler that remembers what it settled for `remember_for` (by its
 /// own clock, the sum of its steps' `elapsed`) has forgotten an activation
-/// settled that long before it settles it again.
+/// settled that long before it settles it again. A report of the outcome it
+/// remembers, to another controller or to one that asks again, is not
+/// another end.
 fn facts(
     me: &str,
     remember_for: Option<u64>,
@@ -171,19 +197,22 @@ fn facts(
     mut report: impl FnMut(Fact, usize),
 ) {
     let mut clock: u64 = 0;
-    // When (by its clock) each activation was last settled.
-    let mut settled_at: BTreeMap<String, u64> = BTreeMap::new();
+    // When (by its clock) each activation was last settled, and how.
+    let mut settled_at: BTreeMap<String, (u64, Outcome)> = BTreeMap::new();
     // The key each (action, lease) queue was opened on, from the replies
     // that open queues.
     let mut keys: BTreeMap<(String, i64), i64> = BTreeMap::new();
-    // Reports not confirmed yet: one of these reported again is a resend,
-    // not another settlement.
-    let mut reporting: BTreeSet<String> = BTreeSet::new();
+    // Reports not confirmed yet, by activation and controller: one of
+    // these reported again is a resend, not another settlement.
+    let mut reporting: BTreeSet<(String, String)> = BTreeSet::new();
     for (step, record) in records.iter().enumerate() {
         clock += record.elapsed;
         match &record.input {
-            Input::ReportAcked { id } | Input::ReportBounced { id } => {
-                reporting.remove(id);
+            Input::ReportAcked { id, from } => {
+                reporting.retain(|(r, to)| r != id || from.as_ref().is_some_and(|f| f != to));
+            }
+            Input::ReportBounced { id, to } => {
+                reporting.remove(&(id.clone(), to.clone()));
             }
             Input::Claimed {
                 action,
@@ -207,7 +236,8 @@ fn facts(
                 keys.insert((action.clone(), key.lease), key.created);
             }
             Input::Forget { id } => {
-                reporting.remove(id);
+                reporting.retain(|(r, _)| r != id);
+                settled_at.remove(id);
                 report(Fact::Forgotten(id.clone()), step);
             }
             _ => {}
@@ -220,14 +250,20 @@ fn facts(
                         report(Fact::Served(action.clone(), *created), step);
                     }
                 }
-                Effect::Report { id, outcome } => {
-                    if !reporting.insert(id.clone()) {
+                Effect::Report { id, to, outcome } => {
+                    // That it ended, how no longer known, is no end.
+                    if *outcome == Outcome::Forgotten || !reporting.insert((id.clone(), to.clone()))
+                    {
                         continue;
                     }
-                    let last = settled_at.insert(id.clone(), clock);
+                    let last = settled_at.get(id).copied();
                     let forgotten = last
                         .zip(remember_for)
-                        .is_some_and(|(at, span)| clock >= at + span);
+                        .is_some_and(|((at, _), span)| clock >= at + span);
+                    if last.is_some_and(|(_, kept)| kept == *outcome) && !forgotten {
+                        continue;
+                    }
+                    settled_at.insert(id.clone(), (clock, *outcome));
                     if forgotten {
                         report(Fact::Forgotten(id.clone()), step);
                     }

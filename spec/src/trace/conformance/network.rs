@@ -32,7 +32,7 @@ pub(super) fn check(traces: &[&Trace], options: &Options, out: &mut Vec<Violatio
                 I::ForwardAcked { id, .. } => Message::Ack(id.clone()),
                 I::Bounced { id, .. } => Message::Refusal(id.clone()),
                 I::CreateQueue { action } => Message::Queue(action.clone(), me()),
-                I::ReportAcked { id } => Message::Receipt(id.clone(), me()),
+                I::ReportAcked { id, .. } => Message::Receipt(id.clone(), me()),
                 other => Message::Other(format!("{other:?} to {}", header.id)),
             };
             sent.check(from, &message, record.at, At { trace, step }, options, out);
@@ -112,7 +112,7 @@ impl Sent {
                         E::Forward { id, to, .. } => Message::Forward(id.clone(), to.clone()),
                         E::Ack { id } => Message::Ack(id.clone()),
                         E::Refuse { id, .. } => Message::Refusal(id.clone()),
-                        E::Report { id, outcome } => Message::Outcome(id.clone(), *outcome),
+                        E::Report { id, outcome, .. } => Message::Outcome(id.clone(), *outcome),
                         _ => continue,
                     };
                     sent.add(&header.id, message, record.at);

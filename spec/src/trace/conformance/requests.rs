@@ -223,7 +223,7 @@ fn scheduler_answer(input: &scheduler::Input<Named>, first: bool) -> Option<Asks
         I::Resolved { id, action, .. } => Asks::Lookup(action.clone(), id.clone()),
         I::Executed { id, .. } => Asks::Execution(id.clone()),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
-        I::ReportBounced { id } => Asks::Outcome(id.clone()),
+        I::ReportBounced { id, .. } => Asks::Outcome(id.clone()),
         I::Activation { .. }
         | I::ForwardAcked { .. }
         | I::ReportAcked { .. }

@@ -118,6 +118,7 @@ fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
                 forwarded: false,
                 incarnation: Some(1),
                 left: None,
+                reply_to: C.into(),
             },
             vec![execute],
         ),
@@ -133,6 +134,7 @@ fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
             vec![
                 SE::Report {
                     id: "a-1".into(),
+                    to: C.into(),
                     outcome: Outcome::Executed,
                 },
                 SE::Ack { id: "a-1".into() },
@@ -182,6 +184,48 @@ fn an_activation_run_twice_should_break_executed_at_most_once_unless_excused() {
     assert_eq!(broken(&excused), []);
 }
 
+/// The controller takes `a-1` in, submitted at `at`, and a scheduler's
+/// report of it a step later: it resolves it with `outcome`.
+fn submitted_and_told(at: u64, outcome: Outcome) -> Vec<Record<CI<Named>, CE<Named>>> {
+    let submit = CI::Submit {
+        id: "a-1".into(),
+        action: "hello".into(),
+        deadline: None,
+    };
+    let get = CE::Get {
+        id: "a-1".into(),
+        action: "hello".into(),
+    };
+    vec![step(at, None, submit, vec![get]), told(at + 1, outcome)]
+}
+
+/// A scheduler's report of `a-1` with `outcome`, taken in at `at`.
+fn told(at: u64, outcome: Outcome) -> Record<CI<Named>, CE<Named>> {
+    let id = || "a-1".to_owned();
+    let input = CI::Outcome { id: id(), outcome };
+    step(at, None, input, vec![CE::Resolve { id: id(), outcome }])
+}
+
+#[test]
+fn a_submission_resolved_twice_or_told_another_end_should_break_at_most_one_outcome() {
+    // Submitted again after it ended, and told the same end again: each
+    // call resolves once.
+    let mut again = submitted_and_told(100, Outcome::Executed);
+    again.extend(submitted_and_told(200, Outcome::Executed));
+    assert_eq!(broken(&[controller_trace(again.clone())]), []);
+    // A call resolved twice.
+    let mut twice = again.clone();
+    twice.push(told(300, Outcome::Executed));
+    assert_eq!(broken(&[controller_trace(twice)]), [Rule::AtMostOneOutcome]);
+    // A resubmission told another end than the first.
+    let mut other = submitted_and_told(100, Outcome::Executed);
+    other.extend(submitted_and_told(
+        200,
+        Outcome::Failed(FailReason::NoQueueEndpoint),
+    ));
+    assert_eq!(broken(&[controller_trace(other)]), [Rule::AtMostOneOutcome]);
+}
+
 #[test]
 fn an_activation_that_failed_after_it_ran_should_break_at_most_one_outcome() {
     let mut records = runs_a1(200, false);
@@ -191,6 +235,7 @@ fn an_activation_that_failed_after_it_ran_should_break_at_most_one_outcome() {
         SI::Wake,
         vec![SE::Report {
             id: "a-1".into(),
+            to: C.into(),
             outcome: Outcome::Failed(FailReason::PastDeadline),
         }],
     ));
