@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 23] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 24] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -548,6 +548,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 23] = [
         about: "2 schedulers, 2 controllers, 1 action; one activation submitted again under its id through both controllers, before or after it ended",
         by_default: true,
         value: lq_scenarios::retries,
+    },
+    Scenario {
+        name: "retries-departure",
+        about: "retries, with a scheduler that stops for good and one that crashes, each at any time",
+        by_default: true,
+        value: lq_scenarios::retries_departure,
     },
     Scenario {
         name: "forward-loss",

@@ -146,6 +146,7 @@ mod vacuity {
             an_executor_error_fails_without_one: "an execution ends with the executor's error",
             a_timeout_fails_without_hangs: "a hung execution times out",
             a_retry_elsewhere_fails_without_retries: "a resubmission through another controller resolves",
+            a_forgotten_end_fails_without_retries: "a caller is told an activation ended, how no longer known",
         }
 
         /// Without the rule a copy of what ended is only acknowledged.

@@ -141,6 +141,25 @@ fn a_forward_should_survive_its_forwarders_crash_and_its_peers_departure() {
     );
 }
 
+/// A caller asks again, through either controller, before or after the
+/// activation ended, while a scheduler may leave for good and one crash:
+/// every caller is told the one outcome, or, once the scheduler that knew
+/// it is gone, that it ended, and nothing runs again but where the memory
+/// of the run was lost.
+#[test]
+fn a_caller_asking_again_should_hear_the_one_outcome_or_that_it_ended() {
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::retries_departure,
+        &[
+            "a copy of an activation that ended is answered with its outcome",
+            "a resubmission through another controller resolves",
+            "a caller is told an activation ended, how no longer known",
+            "a scheduler leaves for good",
+            "every submission resolves",
+        ],
+    );
+}
+
 /// An activation waits out an outage on its scheduler past its deadline:
 /// steadfast fails it there, and its caller is told at the deadline that
 /// there is no outcome yet; the submission still resolves.

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 28] = [
+const REACHABLE: [Reachable; 29] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -259,6 +259,16 @@ const REACHABLE: [Reachable; 28] = [
                 .into_iter()
                 .any(|((c, id), state)| state.resolved() && m.submitter(*id) != *c)
         },
+    },
+    // A resubmission asks the peer that took the activation in, which is
+    // gone with what it knew: the caller is told it ended.
+    Reachable {
+        name: "a caller is told an activation ended, how no longer known",
+        expected: |b| {
+            let lost = b.faults.departures > 0 || b.faults.drains > 0;
+            b.variant == Variant::Steadfast && !b.retries.is_empty() && lost
+        },
+        condition: |_, w| w.retries.contains(&ActivationState::Forgotten),
     },
     Reachable {
         name: "etcd loses its leader",

@@ -341,6 +341,16 @@ pub fn retries(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// `retries` with a scheduler that may stop for good and one that may
+/// crash, each at any time: a resubmission may reach a scheduler that
+/// knows nothing of the run, or ask a peer that is gone.
+pub fn retries_departure(variant: Variant) -> LeaseQueueModel {
+    let mut model = retries(variant);
+    model.bounds.faults.departures = 1;
+    model.bounds.faults.crashes = 1;
+    model
+}
+
 /// `seed5286` with etcd's clock running one tick ahead of the
 /// schedulers' once: within the margin the steadfast fence keeps.
 pub fn drift(variant: Variant) -> LeaseQueueModel {

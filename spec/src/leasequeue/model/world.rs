@@ -586,8 +586,8 @@ impl LeaseQueueModel {
         }
     }
 
-    /// Marks as forgotten every activation that settled, may still be
-    /// submitted again, and that no running scheduler holds, forwards, or
+    /// Marks as forgotten every activation that ran or failed, may still
+    /// be submitted again, and that no running scheduler runs, or
     /// remembers settling while it owns the action's queue.
     pub(super) fn mark_forgotten(&self, w: &mut World) {
         for (r, (_, id)) in self.bounds.retries.iter().enumerate() {
@@ -603,15 +603,16 @@ impl LeaseQueueModel {
         }
     }
 
-    /// Whether a running scheduler holds activation `id`, forwards it, or
-    /// remembers settling it while it owns the action's queue.
+    /// Whether a running scheduler runs activation `id`, or remembers
+    /// settling it while it owns the action's queue: where a resubmission
+    /// is routed, it is answered. (One that holds a resubmission waiting
+    /// for a queue knows nothing of the run.)
     fn remembered(&self, w: &World, id: u8) -> bool {
         let action = self.bounds.submissions[usize::from(id)].1;
         let owner = w.etcd.get(action).map(|k| k.owner);
         self.up(w).into_iter().any(|s| {
             let scheduler = &w.schedulers[usize::from(s)];
-            scheduler.holds(&id)
-                || scheduler.forwarding.iter().any(|f| f.id == id)
+            scheduler.running.contains(&id)
                 || (scheduler.outcome_of(&id).is_some() && owner == Some(s))
         })
     }
