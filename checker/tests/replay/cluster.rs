@@ -348,7 +348,11 @@ impl Cluster {
             }
             E::Report { id, outcome, .. } => self.queue.push_back(Delivery::Controller(
                 Some(me.into()),
-                controller::Input::Outcome { id, outcome },
+                controller::Input::Outcome {
+                    id,
+                    outcome,
+                    from: Some(me.into()),
+                },
             )),
             E::Ack { id } => self.queue.push_back(Delivery::Controller(
                 Some(me.into()),
@@ -371,19 +375,6 @@ impl Cluster {
             input: input.clone(),
             effects: effects.clone(),
         });
-        // The runtime's controller confirms every outcome it takes in.
-        if let (controller::Input::Outcome { id, .. }, Some(from)) = (&input, &from) {
-            if let Some(n) = self.schedulers.iter().position(|(h, ..)| h.id == *from) {
-                self.queue.push_back(Delivery::Scheduler(
-                    n,
-                    Some(CONTROLLER.into()),
-                    scheduler::Input::ReportAcked {
-                        id: id.clone(),
-                        from: Some(CONTROLLER.into()),
-                    },
-                ));
-            }
-        }
         for effect in effects {
             self.controller_effect(effect);
         }
@@ -456,6 +447,7 @@ impl Cluster {
                                 outcome: Outcome::Failed(
                                     steadfast_spec::leasequeue::FailReason::NoQueueEndpoint,
                                 ),
+                                from: None,
                             },
                         ));
                     }
@@ -488,6 +480,18 @@ impl Cluster {
                 self.resolved.insert(id, outcome);
             }
             E::Overdue { .. } => {}
+            E::Confirm { id, to } => {
+                if let Some(n) = self.schedulers.iter().position(|(h, ..)| h.id == to) {
+                    self.queue.push_back(Delivery::Scheduler(
+                        n,
+                        Some(CONTROLLER.into()),
+                        scheduler::Input::ReportAcked {
+                            id,
+                            from: Some(CONTROLLER.into()),
+                        },
+                    ));
+                }
+            }
         }
     }
 

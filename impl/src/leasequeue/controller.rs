@@ -731,13 +731,6 @@ impl Driver {
                 },
             ),
             Message::Outcome { id, outcome, from } => {
-                // The report arrived: its sender stops sending it, whatever
-                // the role makes of it.
-                let ack = Message::OutcomeAck {
-                    id: id.clone(),
-                    from: Some(self.network.address().to_owned()),
-                };
-                self.network.send(&from, &ack);
                 let role_outcome = match &outcome {
                     wire::Outcome::Executed { .. } => Outcome::Executed,
                     wire::Outcome::ExecutionFailed { failure, .. } => {
@@ -750,6 +743,7 @@ impl Driver {
                 let input = Input::Outcome {
                     id,
                     outcome: role_outcome,
+                    from: Some(from.clone()),
                 };
                 self.receive(Some(from), input);
                 self.arriving = None;
@@ -873,6 +867,13 @@ impl Driver {
             Effect::WakeIn { after } => self.timers.set(Timer::Wake, after),
             Effect::DeadlineIn { id, after } => self.timers.set(Timer::Deadline(id), after),
             // Every handle waiting now ends; the submission goes on.
+            Effect::Confirm { id, to } => {
+                let ack = Message::OutcomeAck {
+                    id,
+                    from: Some(self.network.address().to_owned()),
+                };
+                self.network.send(&to, &ack);
+            }
             Effect::Overdue { id } => {
                 let Some(submission) = self.pending.get_mut(&id) else {
                     return;

@@ -170,6 +170,11 @@ pub enum Input<D: Domain> {
         id: D::Activation,
         /// How it ended.
         outcome: Outcome,
+        /// The scheduler that reported it, which is told the report
+        /// arrived ([`Effect::Confirm`]); `None`: none to tell (absent in a
+        /// trace written before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<D::Scheduler>,
     },
     /// A listing of every endpoint and member key, at revision `rev`.
     Listed {
@@ -228,6 +233,15 @@ pub enum Effect<D: Domain> {
         /// The action.
         action: D::Action,
         /// The scheduler.
+        to: D::Scheduler,
+    },
+    /// Tell scheduler `to` that its report of activation `id` arrived: it
+    /// stops sending it, whatever became of the submission (a report of
+    /// one resolved already is confirmed too).
+    Confirm {
+        /// The activation.
+        id: D::Activation,
+        /// The scheduler that reported it.
         to: D::Scheduler,
     },
     /// End submission `id` with `outcome`: given once per submission.
@@ -478,7 +492,13 @@ impl<D: Domain> Controller<D> {
                 self.sent.retain(|s| s.id != id || s.to != from);
                 Vec::new()
             }
-            Input::Outcome { id, outcome } => self.resolve(id, outcome),
+            Input::Outcome { id, outcome, from } => {
+                let confirm = from.map(|to| Effect::Confirm { id: id.clone(), to });
+                confirm
+                    .into_iter()
+                    .chain(self.resolve(id, outcome))
+                    .collect()
+            }
             // steadfast looks the action up again at its next wake-up (by
             // then the gone scheduler's keys may have expired and its
             // actions been placed anew); OpenWhisk sends to the same

@@ -1546,6 +1546,7 @@ fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_onc
     let reported = ControllerInput::Outcome {
         id: 1,
         outcome: Outcome::Executed,
+        from: None,
     };
     assert_eq!(
         c.step(&config, reported.clone()),
@@ -1567,14 +1568,26 @@ fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_onc
             deadline: None,
         },
     );
-    c.step(
-        &config,
-        ControllerInput::Outcome {
-            id: 2,
-            outcome: Outcome::Executed,
-        },
+    let report = ControllerInput::Outcome {
+        id: 2,
+        outcome: Outcome::Executed,
+        from: Some(1),
+    };
+    // The scheduler that reported it is told the report arrived, and again
+    // for a report delivered again.
+    let confirm = ControllerEffect::Confirm { id: 2, to: 1 };
+    assert_eq!(
+        c.step(&config, report.clone()),
+        [
+            confirm.clone(),
+            ControllerEffect::Resolve {
+                id: 2,
+                outcome: Outcome::Executed
+            }
+        ]
     );
     assert!(c.sent.is_empty() && c.submitted.is_empty());
+    assert_eq!(c.step(&config, report), [confirm]);
 }
 
 #[test]
@@ -1602,6 +1615,7 @@ fn a_controller_should_tell_the_caller_at_the_deadline_and_go_on_until_the_end()
     let reported = ControllerInput::Outcome {
         id: 1,
         outcome: failed,
+        from: None,
     };
     assert_eq!(
         c.step(&config, reported),
@@ -1841,12 +1855,15 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
                 incarnation,
             }
         }),
-        (0u8..4, any::<bool>()).prop_map(|(id, executed)| C::Outcome {
-            id,
-            outcome: if executed {
-                Outcome::Executed
-            } else {
-                Outcome::Failed(FailReason::NoQueueEndpoint)
+        (0u8..4, any::<bool>(), prop::option::of(0u8..2)).prop_map(|(id, executed, from)| {
+            C::Outcome {
+                id,
+                outcome: if executed {
+                    Outcome::Executed
+                } else {
+                    Outcome::Failed(FailReason::NoQueueEndpoint)
+                },
+                from,
             }
         }),
         (1u32..12).prop_map(|next| C::WatchStarted { next }),
@@ -1881,7 +1898,7 @@ proptest! {
             let lookups_before = c.lookups.len();
             let failed = matches!(input, ControllerInput::GetFailed { .. });
             let reported = match &input {
-                ControllerInput::Outcome { id, outcome } => Some((*id, *outcome)),
+                ControllerInput::Outcome { id, outcome, .. } => Some((*id, *outcome)),
                 _ => None,
             };
             if let ControllerInput::Submit { id, .. } = input {

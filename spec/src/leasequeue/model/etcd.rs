@@ -164,7 +164,8 @@ impl LeaseQueueModel {
             | controller::Effect::CreateQueue { .. }
             | controller::Effect::Resolve { .. }
             | controller::Effect::DeadlineIn { .. }
-            | controller::Effect::Overdue { .. } => return,
+            | controller::Effect::Overdue { .. }
+            | controller::Effect::Confirm { .. } => return,
         };
         self.feed_controller_placing(w, c, input, place_on);
     }

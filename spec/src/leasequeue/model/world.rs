@@ -414,10 +414,9 @@ impl LeaseQueueModel {
                         count(&mut w.ghost.failures[usize::from(id)]);
                     }
                     w.ghost.answered_from_memory |= settled_before;
-                    let input = controller::Input::Outcome { id, outcome };
+                    let from = Some(s);
+                    let input = controller::Input::Outcome { id, outcome, from };
                     self.feed_controller(w, to, input);
-                    let confirmed = scheduler::Input::ReportAcked { id, from: Some(to) };
-                    self.feed_scheduler(w, s, 0, confirmed);
                 }
                 // Whoever sent it is told: the controller, or the peer that
                 // forwarded it.
@@ -500,6 +499,11 @@ impl LeaseQueueModel {
                 // and tells its controller when it comes.
                 controller::Effect::WakeIn { .. } | controller::Effect::DeadlineIn { .. } => {}
                 controller::Effect::Overdue { .. } => w.ghost.overdue = true,
+                // The confirmation reaches the scheduler at once.
+                controller::Effect::Confirm { id, to } => {
+                    let confirmed = scheduler::Input::ReportAcked { id, from: Some(c) };
+                    self.feed_scheduler(w, to, 0, confirmed);
+                }
                 // etcd 3.4 answers a progress request only on a watcher in
                 // step with it (one catching up gets none), and never on a
                 // stream that is gone.

@@ -45,7 +45,7 @@ pub(super) fn check(traces: &[&Trace], options: &Options, out: &mut Vec<Violatio
             let message = match &record.input {
                 I::Acked { id, .. } => Message::Ack(id.clone()),
                 I::Bounced { id, .. } => Message::Refusal(id.clone()),
-                I::Outcome { id, outcome } => Message::Outcome(id.clone(), *outcome),
+                I::Outcome { id, outcome, .. } => Message::Outcome(id.clone(), *outcome),
                 other => Message::Other(format!("{other:?} to {}", header.address)),
             };
             sent.check(from, &message, record.at, At { trace, step }, options, out);
@@ -122,16 +122,10 @@ impl Sent {
         for (_, header, records) in controllers(traces) {
             sent.nodes.insert(header.address.clone());
             for record in records {
-                // The driver confirms every outcome it takes in.
-                if let (controller::Input::Outcome { id, .. }, Some(from)) =
-                    (&record.input, &record.from)
-                {
-                    let message = Message::Receipt(id.clone(), from.clone());
-                    sent.add(&header.address, message, record.at);
-                }
                 for effect in &record.effects {
                     use controller::Effect as E;
                     let message = match effect {
+                        E::Confirm { id, to } => Message::Receipt(id.clone(), to.clone()),
                         E::Send { id, to, .. } => Message::Activation(id.clone(), to.clone()),
                         E::CreateQueue { action, to } => Message::Queue(action.clone(), to.clone()),
                         _ => continue,

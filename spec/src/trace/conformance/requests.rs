@@ -242,9 +242,11 @@ fn controller_request(effect: &controller::Effect<Named>) -> Option<Asks> {
         E::List => Asks::Listing,
         E::Watch { .. } => Asks::Watch,
         E::Send { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
-        E::RequestProgress | E::CreateQueue { .. } | E::Resolve { .. } | E::Overdue { .. } => {
-            return None
-        }
+        E::RequestProgress
+        | E::CreateQueue { .. }
+        | E::Resolve { .. }
+        | E::Overdue { .. }
+        | E::Confirm { .. } => return None,
     })
 }
 

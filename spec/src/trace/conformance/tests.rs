@@ -202,7 +202,11 @@ fn submitted_and_told(at: u64, outcome: Outcome) -> Vec<Record<CI<Named>, CE<Nam
 /// A scheduler's report of `a-1` with `outcome`, taken in at `at`.
 fn told(at: u64, outcome: Outcome) -> Record<CI<Named>, CE<Named>> {
     let id = || "a-1".to_owned();
-    let input = CI::Outcome { id: id(), outcome };
+    let input = CI::Outcome {
+        id: id(),
+        outcome,
+        from: None,
+    };
     step(at, None, input, vec![CE::Resolve { id: id(), outcome }])
 }
 
