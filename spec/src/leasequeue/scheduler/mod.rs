@@ -72,7 +72,10 @@
 //! ([`Scheduler::askers`]): a copy of one it holds adds its controller, a
 //! copy of one it settled is answered with the outcome it keeps
 //! ([`Scheduler::settled`]), and a controller's copy of one it forwarded
-//! joins the forward (one [`Forward`] per controller, to the same peer).
+//! joins the forward (one [`Forward`] per controller, to the same peer)
+//! or, once that is over, goes to the peer that took it in, which answers
+//! from memory; if that peer is gone, the caller is told it ended
+//! ([`Outcome::Forgotten`]).
 //! What it keeps lasts [`Config::remember_for`], and as long as this run
 //! of it: a copy that finds no memory of its activation is a new one.
 //!
@@ -89,6 +92,7 @@
 //! [`ExecutionFailure::Timeout`]: super::ExecutionFailure::Timeout
 //! [`FailReason::PastDeadline`]: super::FailReason::PastDeadline
 //! [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
+//! [`Outcome::Forgotten`]: super::Outcome::Forgotten
 //! [`Rule::Deadline`]: super::Rule::Deadline
 //! [`Rule::ExecutionTimeout`]: super::Rule::ExecutionTimeout
 //! [`Rule::FenceCopies`]: super::Rule::FenceCopies

@@ -70,14 +70,14 @@ impl<D: Domain> Scheduler<D> {
         out: &mut Vec<Effect<D>>,
     ) {
         self.drop_deadline(&id);
-        // A design that runs every copy (without `Deduplicate`) reports
-        // each run: a controller stays owed while a copy is held.
-        let askers = if config.rules.has(Rule::AnswerEveryCopy) || !self.holds(&id) {
-            self.take_askers(&id)
-        } else {
-            let owed = self.askers.iter().filter(|(a, _)| *a == id);
-            owed.map(|(_, to)| to.clone()).collect()
-        };
+        // A controller stays owed while a copy is still held here: a
+        // design that runs every copy (without `Deduplicate`) reports each
+        // run.
+        let owed = self.askers.iter().filter(|(a, _)| *a == id);
+        let askers: Vec<D::Controller> = owed.map(|(_, to)| to.clone()).collect();
+        if !self.holds(&id) {
+            self.askers.retain(|(a, _)| *a != id);
+        }
         for to in askers {
             self.report(id.clone(), to, outcome, out);
         }
