@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 24] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 25] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -554,6 +554,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 24] = [
         about: "retries, with a scheduler that stops for good and one that crashes, each at any time",
         by_default: true,
         value: lq_scenarios::retries_departure,
+    },
+    Scenario {
+        name: "crash-deadline",
+        about: "2 schedulers, 1 controller, 1 action with a 3-tick deadline; a scheduler crashes after running it, and its copy is routed again",
+        by_default: true,
+        value: lq_scenarios::crash_deadline,
     },
     Scenario {
         name: "forward-loss",

@@ -147,6 +147,27 @@ mod vacuity {
             a_timeout_fails_without_hangs: "a hung execution times out",
             a_retry_elsewhere_fails_without_retries: "a resubmission through another controller resolves",
             a_forgotten_end_fails_without_retries: "a caller is told an activation ended, how no longer known",
+            an_ambiguous_end_fails_without_crashes: "a caller is told it is not known whether an activation ran",
+        }
+
+        /// Without the rule a copy that may have run fails as never run.
+        #[test]
+        fn an_ambiguous_end_fails_without_marking_what_may_have_run() {
+            let model = steadfast(scenarios::crash_deadline)
+                .without(Rule::MayHaveRun)
+                .with_every_sometimes();
+            assert_violated(
+                &model,
+                "a caller is told it is not known whether an activation ran",
+            );
+        }
+
+        #[test]
+        fn at_most_one_outcome_fails_under_openwhisk_when_a_crash_meets_a_deadline() {
+            assert_violated(
+                &scenarios::crash_deadline(Variant::OpenWhisk),
+                "at most one outcome",
+            );
         }
 
         /// Without the rule a copy of what ended is only acknowledged.

@@ -346,6 +346,7 @@ impl StaticSender {
             // The receiver is no scheduler, and has no runs to tell apart.
             incarnation: None,
             deadline: None,
+            may_have_run: false,
         };
         self.network.send(&self.to, &message);
         outcome.await.is_ok()

@@ -178,6 +178,25 @@ fn an_activation_past_its_deadline_should_fail_and_its_caller_hear_at_the_deadli
     );
 }
 
+/// A scheduler runs an activation and crashes before acknowledging it;
+/// the copy sent again reaches a scheduler past the deadline: its caller
+/// is told that it was not run again and may have run, never that it did
+/// not run.
+#[test]
+fn a_copy_past_its_deadline_that_may_have_run_should_end_ambiguous() {
+    let report = run(&scenarios::crash_deadline(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "at most one outcome",
+            "a scheduler crashes before acknowledging an activation that runs",
+            "a caller is told it is not known whether an activation ran",
+            "every submission resolves",
+        ],
+    );
+}
+
 #[test]
 fn steadfast_should_win_or_forward_in_a_contested_election() {
     let report = run(&scenarios::contest(Variant::Steadfast));

@@ -171,6 +171,18 @@ fn every_controller_a_copy_names_must_be_told_the_outcome() {
 }
 
 #[test]
+fn a_copy_that_may_have_run_must_never_be_failed_as_not_run() {
+    // A scheduler runs the activation and crashes before acknowledging it;
+    // the copy sent again reaches a scheduler past the deadline. Without
+    // the rule it fails as never started, though it ran.
+    assert_needed(
+        Rule::MayHaveRun,
+        scenarios::crash_deadline,
+        "at most one outcome",
+    );
+}
+
+#[test]
 fn a_clock_drift_beyond_the_fences_margin_should_break_fencing() {
     // What the fence assumes, made visible: one tick of drift is within its
     // margin (`drift` holds), two are not.

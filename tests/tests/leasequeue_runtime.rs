@@ -340,7 +340,8 @@ async fn submit(
                 | SubmitError::InvalidAction { id, .. }
                 | SubmitError::InvalidDeadline { id }
                 | SubmitError::Overdue { id }
-                | SubmitError::Forgotten { id },
+                | SubmitError::Forgotten { id }
+                | SubmitError::Ambiguous { id, .. },
             ) => id,
         };
         assert_eq!(ended, id, "the handle named its activation when submitted");
@@ -969,6 +970,7 @@ async fn a_copy_within_the_dedupe_window_should_be_answered_and_one_after_it_run
         reply_to: me,
         incarnation: Some(scheduler.incarnation()),
         deadline: None,
+        may_have_run: false,
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "copy");
     let ack = |m: &Message| matches!(m, Message::Ack { id, .. } if id == "copy");
@@ -1050,6 +1052,7 @@ async fn a_restarted_scheduler_should_refuse_a_copy_addressed_to_its_run_before_
         reply_to: me.clone(),
         incarnation,
         deadline: None,
+        may_have_run: false,
     };
     let outcome = |m: &Message| matches!(m, Message::Outcome { id, .. } if id == "once");
     let refused = |m: &Message| matches!(m, Message::Refused { id, .. } if id == "once");
@@ -1245,6 +1248,7 @@ async fn a_killed_scheduler_should_stop_its_executions_as_a_crash_would() {
             reply_to: me,
             incarnation: Some(scheduler.incarnation()),
             deadline: None,
+            may_have_run: false,
         },
     );
     let first = tokio::time::timeout(Duration::from_secs(10), starts.recv()).await;
@@ -1359,6 +1363,7 @@ async fn nodes_on_tls_should_refuse_a_peer_without_a_certificate_their_ca_signed
         reply_to: me.into(),
         incarnation: Some(scheduler.incarnation()),
         deadline: None,
+        may_have_run: false,
     };
     let outcome_of = |wanted: &'static str| move |m: &Message| matches!(m, Message::Outcome { id, .. } if id == wanted);
     let (inbox, mut trusted) = tokio::sync::mpsc::unbounded_channel();
@@ -1510,6 +1515,74 @@ async fn a_resubmission_through_any_controller_should_end_with_the_one_outcome()
     assert_eq!(id_of(&later.expect("it ran")), id);
     assert_eq!(run.ledger.runs(id), 2);
     drop((c1, c2, s1, s2));
+    run.replay();
+}
+
+/// A deadline meets a crash: the scheduler starts an activation and dies
+/// before it ends (it may have run: its effects may have happened), and
+/// comes back where it was after the activation's deadline. The copy the
+/// controller sends the new run is past its deadline: it is not run again,
+/// and its caller is told that whether it ran is not known
+/// (`SubmitError::Ambiguous`), never that it did not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_after_a_start_should_end_past_the_deadline_as_ambiguous_and_not_run_again() {
+    use steadfast::leasequeue::{FailReason, Invocation};
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    // Every start is told; the execution never ends on its own.
+    let (started, mut starts) = tokio::sync::mpsc::unbounded_channel();
+    let executor = move |invocation: Invocation| {
+        let _ = started.send(invocation.id);
+        std::future::pending::<Value>()
+    };
+    let builder = run.scheduler_builder(&endpoints, "scheduler");
+    let first = SchedulerProcess::start(builder, executor.clone())
+        .await
+        .expect("the scheduler starts");
+    let address = first.address().to_owned();
+    let controller = run.controller(&endpoints, &[&first], "controller").await;
+
+    let id = "charge-9";
+    let deadline = Duration::from_secs(2);
+    let request = || {
+        Request::new("action-0", json!({ "n": 9 }))
+            .id(id)
+            .deadline(deadline)
+    };
+    let submitted = Instant::now();
+    let handle = tokio::spawn(controller.submit_with(request()));
+    let start = tokio::time::timeout(Duration::from_secs(10), starts.recv()).await;
+    assert_eq!(start.ok().flatten().as_deref(), Some(id), "it started");
+    first.kill();
+    let heard = tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("the handle ends by its deadline")
+        .unwrap();
+    assert_eq!(heard, Err(SubmitError::Overdue { id: id.into() }));
+
+    // Back where it was, past the deadline: another run of it.
+    tokio::time::sleep(deadline.saturating_sub(submitted.elapsed())).await;
+    let again = run
+        .scheduler_builder(&endpoints, "scheduler-restarted")
+        .listen(address);
+    let restarted = SchedulerProcess::start(again, executor)
+        .await
+        .expect("the scheduler starts again");
+    // A resubmission under its id joins the pending submission and hears
+    // its end.
+    let ended = tokio::time::timeout(Duration::from_secs(15), controller.submit_with(request()))
+        .await
+        .expect("the activation ends within 15 s of the restart");
+    assert_eq!(
+        ended,
+        Err(SubmitError::Ambiguous {
+            id: id.into(),
+            reason: FailReason::PastDeadline,
+        })
+    );
+    assert!(starts.try_recv().is_err(), "not started again");
+    drop((controller, restarted));
     run.replay();
 }
 

@@ -329,6 +329,7 @@ impl Cluster {
                 to,
                 incarnation,
                 reply_to,
+                may_have_run,
             } => {
                 let peer = self.schedulers.iter().position(|(h, ..)| h.id == to);
                 if let Some(peer) = peer {
@@ -342,6 +343,7 @@ impl Cluster {
                             incarnation: Some(incarnation),
                             left: None,
                             reply_to,
+                            may_have_run,
                         },
                     ));
                 }
@@ -419,6 +421,7 @@ impl Cluster {
                 action,
                 to,
                 incarnation,
+                may_have_run,
             } => {
                 let Some(n) = self.schedulers.iter().position(|(h, ..)| h.id == to) else {
                     return;
@@ -433,6 +436,7 @@ impl Cluster {
                         incarnation,
                         left: None,
                         reply_to: CONTROLLER.into(),
+                        may_have_run,
                     },
                 ));
                 match self.misdeed {

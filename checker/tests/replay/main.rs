@@ -76,6 +76,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             incarnation: Some(3),
             left: None,
             reply_to: "127.0.0.1:7100".into(),
+            may_have_run: false,
         },
         Input::Executed {
             id: "a-1".into(),

@@ -128,6 +128,21 @@ pub enum SubmitError {
         /// The activation.
         id: String,
     },
+    /// It was not run again, for the spec's named reason (its deadline
+    /// passed), and whether it ran is not known: an earlier copy reached a
+    /// scheduler that crashed or left without acknowledging it, and may
+    /// have run it first. Where running twice would matter, check for its
+    /// effects before submitting it again under a new id.
+    #[error(
+        "activation {id} was not run again ({reason}), and may have run on a scheduler that \
+         stopped before reporting it"
+    )]
+    Ambiguous {
+        /// The activation.
+        id: String,
+        /// Why it was not run again.
+        reason: FailReason,
+    },
 }
 
 /// An activation to submit with [`Controller::submit_with`]: its action and
@@ -738,6 +753,7 @@ impl Driver {
                     }
                     wire::Outcome::Failed { reason } => Outcome::Failed(*reason),
                     wire::Outcome::Forgotten {} => Outcome::Forgotten,
+                    wire::Outcome::Ambiguous { reason } => Outcome::Ambiguous(*reason),
                 };
                 self.arriving = Some((id.clone(), outcome));
                 let input = Input::Outcome {
@@ -922,6 +938,7 @@ impl Driver {
                 action,
                 to,
                 incarnation,
+                may_have_run,
             } => {
                 let Some(submission) = self.pending.get_mut(&id) else {
                     tracing::error!(%id, "the role sent an activation nobody submitted");
@@ -940,6 +957,7 @@ impl Driver {
                     reply_to: address,
                     incarnation,
                     deadline: submission.deadline,
+                    may_have_run,
                 };
                 self.network.send(&to, &message);
             }
@@ -985,6 +1003,14 @@ impl Driver {
                     Outcome::Forgotten => {
                         tracing::warn!(%id, "activation ended before; how is no longer known");
                         Err(SubmitError::Forgotten { id: id.clone() })
+                    }
+                    Outcome::Ambiguous(reason) => {
+                        tracing::warn!(%id, %reason, "activation not run again; it may have run \
+                            on a scheduler that stopped");
+                        Err(SubmitError::Ambiguous {
+                            id: id.clone(),
+                            reason,
+                        })
                     }
                 };
                 self.end(&id, outcome, result);

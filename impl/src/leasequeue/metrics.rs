@@ -16,8 +16,9 @@ use steadfast_spec::leasequeue::scheduler::{LeaseState, Scheduler};
 use steadfast_spec::leasequeue::trace::Named;
 use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome};
 
-/// How an activation ended (`executed`, `execution_failed`, `failed`, or
-/// on a scheduler `forwarded`), and why if it did not finish.
+/// How an activation ended (`executed`, `execution_failed`, `failed`,
+/// `forgotten`, `ambiguous`, or on a scheduler `forwarded`), and why if it
+/// did not finish.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Ended {
     outcome: &'static str,
@@ -36,15 +37,9 @@ impl Ended {
                 };
                 ("execution_failed", reason)
             }
-            Outcome::Failed(reason) => {
-                let reason = match reason {
-                    FailReason::NoSchedulerEndpoint => "NoSchedulerEndpoint",
-                    FailReason::NoQueueEndpoint => "NoQueueEndpoint",
-                    FailReason::PastDeadline => "PastDeadline",
-                };
-                ("failed", reason)
-            }
+            Outcome::Failed(reason) => ("failed", reason_label(reason)),
             Outcome::Forgotten => ("forgotten", ""),
+            Outcome::Ambiguous(reason) => ("ambiguous", reason_label(reason)),
         };
         Ended { outcome, reason }
     }
@@ -54,6 +49,16 @@ impl Ended {
             outcome: "forwarded",
             reason: "",
         }
+    }
+}
+
+/// The label of a reason an activation did not run (labels are
+/// `&'static str`).
+fn reason_label(reason: FailReason) -> &'static str {
+    match reason {
+        FailReason::NoSchedulerEndpoint => "NoSchedulerEndpoint",
+        FailReason::NoQueueEndpoint => "NoQueueEndpoint",
+        FailReason::PastDeadline => "PastDeadline",
     }
 }
 

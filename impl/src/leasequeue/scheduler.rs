@@ -647,6 +647,7 @@ impl<E: Executor> Driver<E> {
                 reply_to,
                 incarnation,
                 deadline,
+                may_have_run,
             } => {
                 let senders = self.senders.entry(id.clone()).or_default();
                 let sender = (from.clone(), reply_to.clone());
@@ -665,6 +666,7 @@ impl<E: Executor> Driver<E> {
                     incarnation,
                     left: deadline.map(|deadline| deadline.saturating_sub(now)),
                     reply_to,
+                    may_have_run,
                 };
                 self.receive(Some(from), input);
             }
@@ -864,6 +866,7 @@ impl<E: Executor> Driver<E> {
                 to,
                 incarnation,
                 reply_to,
+                may_have_run,
             } => {
                 let from = self.network.address().to_owned();
                 let Some(held) = self.held_or_log(&id) else {
@@ -879,6 +882,7 @@ impl<E: Executor> Driver<E> {
                     reply_to,
                     incarnation: Some(incarnation),
                     deadline: held.deadline,
+                    may_have_run,
                 };
                 if again {
                     self.metrics.resent(1);
@@ -991,9 +995,17 @@ impl<E: Executor> Driver<E> {
             }
             Outcome::Forgotten => {
                 if first {
-                    tracing::warn!(%id, "asked again for an activation whose scheduler is gone                         with its outcome: answered that it ended");
+                    tracing::warn!(%id, "asked again for an activation whose scheduler is gone \
+                        with its outcome: answered that it ended");
                 }
                 wire::Outcome::Forgotten {}
+            }
+            Outcome::Ambiguous(reason) => {
+                if first {
+                    tracing::warn!(%id, %reason, "activation not run again, and an earlier \
+                        copy may have run at a scheduler that stopped");
+                }
+                wire::Outcome::Ambiguous { reason }
             }
         };
         if first {

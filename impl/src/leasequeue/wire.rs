@@ -59,6 +59,11 @@ pub enum Message {
         /// starts it later (by its own clock); `null`: it has none.
         #[serde(default)]
         deadline: Option<u64>,
+        /// An earlier copy reached a scheduler run that stopped without
+        /// acknowledging it, and may have run it: failed past its deadline,
+        /// it is [`Outcome::Ambiguous`] (absent: `false`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        may_have_run: bool,
     },
     /// A controller asks a scheduler to create a queue for `action`.
     CreateQueue {
@@ -152,6 +157,13 @@ pub enum Outcome {
     /// It ended before, and how is no longer known: the scheduler that
     /// settled it is gone, with what it knew.
     Forgotten {},
+    /// It was not run again, for this reason, and whether it ran before is
+    /// not known: an earlier copy reached a scheduler that stopped without
+    /// acknowledging it.
+    Ambiguous {
+        /// Why it was not run again.
+        reason: FailReason,
+    },
 }
 
 impl Message {
@@ -188,6 +200,7 @@ mod tests {
                 reply_to: "127.0.0.1:2".into(),
                 incarnation: Some(7),
                 deadline: Some(1_796_000_000_000),
+                may_have_run: true,
             },
             Message::CreateQueue {
                 action: "hello".into(),
@@ -207,6 +220,13 @@ mod tests {
                 id: "a-1".into(),
                 outcome: Outcome::Failed {
                     reason: FailReason::NoQueueEndpoint,
+                },
+                from: "127.0.0.1:1".into(),
+            },
+            Message::Outcome {
+                id: "a-1".into(),
+                outcome: Outcome::Ambiguous {
+                    reason: FailReason::PastDeadline,
                 },
                 from: "127.0.0.1:1".into(),
             },

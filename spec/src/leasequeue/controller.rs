@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Domain, FailReason, Outcome, Rule, Rules};
+use super::{contains_sorted, insert_sorted, Domain, FailReason, Outcome, Rule, Rules};
 
 /// How a controller is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -227,6 +227,10 @@ pub enum Effect<D: Domain> {
         /// The incarnation of `to` its member key names, as the controller
         /// last saw it (`None`: it sees no member key of `to`).
         incarnation: Option<D::Incarnation>,
+        /// An earlier copy may have run ([`Controller::may_have_run`]);
+        /// absent in a trace written before it existed: `false`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        may_have_run: bool,
     },
     /// Ask scheduler `to` to create a queue for `action`.
     CreateQueue {
@@ -304,16 +308,23 @@ pub struct Controller<D: Domain> {
     /// The activations sent and not acknowledged yet, sorted: each sent
     /// again at every wake-up.
     pub sent: Vec<Sent<D>>,
+    /// Under [`Rule::MayHaveRun`], the submissions of which a copy was lost
+    /// with a scheduler run that stopped without acknowledging it (the
+    /// copy bounced, or the scheduler's member key now names another run),
+    /// sorted: that run may have executed it, and every copy sent from
+    /// then on says so.
+    pub may_have_run: Vec<D::Activation>,
 }
 
 impl<D: Domain> Sent<D> {
-    /// Its send.
-    fn effect(&self) -> Effect<D> {
+    /// Its send; `may_have_run`: the activation may have run before.
+    fn effect(&self, may_have_run: bool) -> Effect<D> {
         Effect::Send {
             id: self.id.clone(),
             action: self.action.clone(),
             to: self.to.clone(),
             incarnation: self.incarnation,
+            may_have_run,
         }
     }
 }
@@ -336,6 +347,7 @@ impl<D: Domain> Controller<D> {
             members: Vec::new(),
             submitted: Vec::new(),
             sent: Vec::new(),
+            may_have_run: Vec::new(),
         };
         controller.adopt(keys, members);
         controller
@@ -416,7 +428,7 @@ impl<D: Domain> Controller<D> {
             action,
             to,
         };
-        let effect = sent.effect();
+        let effect = sent.effect(contains_sorted(&self.may_have_run, &sent.id));
         match self.sent.binary_search_by(|s| s.id.cmp(&sent.id)) {
             Ok(at) => self.sent[at] = sent,
             Err(at) => self.sent.insert(at, sent),
@@ -426,16 +438,22 @@ impl<D: Domain> Controller<D> {
 
     /// Sends again every activation not acknowledged, each addressed to the
     /// incarnation its scheduler's member key names now, if the controller
-    /// sees one, else to the one it was last sent to.
-    fn resend(&mut self) -> Vec<Effect<D>> {
-        let members = &self.members;
-        self.sent
-            .iter_mut()
-            .map(|sent| {
-                sent.incarnation = incarnation_in::<D>(members, &sent.to).or(sent.incarnation);
-                sent.effect()
-            })
-            .collect()
+    /// sees one, else to the one it was last sent to. Under
+    /// [`Rule::MayHaveRun`], one last sent to another run of that
+    /// scheduler may have run there.
+    fn resend(&mut self, rules: Rules) -> Vec<Effect<D>> {
+        let mut effects = Vec::with_capacity(self.sent.len());
+        for sent in &mut self.sent {
+            let now = incarnation_in::<D>(&self.members, &sent.to);
+            if let (Some(now), Some(before)) = (now, sent.incarnation) {
+                if now != before && rules.has(Rule::MayHaveRun) {
+                    insert_sorted(&mut self.may_have_run, sent.id.clone());
+                }
+            }
+            sent.incarnation = now.or(sent.incarnation);
+            effects.push(sent.effect(contains_sorted(&self.may_have_run, &sent.id)));
+        }
+        effects
     }
 
     /// Ends submission `id` with `outcome`, unless it ended already: it is
@@ -445,6 +463,9 @@ impl<D: Domain> Controller<D> {
             return Vec::new();
         };
         self.submitted.remove(at);
+        if let Ok(at) = self.may_have_run.binary_search(&id) {
+            self.may_have_run.remove(at);
+        }
         self.sent.retain(|s| s.id != id);
         self.lookups.retain(|(i, _)| *i != id);
         vec![Effect::Resolve { id, outcome }]
@@ -514,6 +535,10 @@ impl<D: Domain> Controller<D> {
                     .position(|s| (&s.id, &s.to, s.incarnation) == (&id, &to, incarnation));
                 if let Some(at) = at {
                     let Sent { id, action, .. } = self.sent.remove(at);
+                    // The run it was sent to stopped, and may have run it.
+                    if rules.has(Rule::MayHaveRun) {
+                        insert_sorted(&mut self.may_have_run, id.clone());
+                    }
                     self.lookups.push((id, action));
                 }
                 Vec::new()
@@ -627,7 +652,7 @@ impl<D: Domain> Controller<D> {
     /// request, or a new watch when the last request got no answer (a watch
     /// can stall without an error).
     fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
-        let sends = self.resend();
+        let sends = self.resend(rules);
         let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
             id: id.clone(),
             action: action.clone(),

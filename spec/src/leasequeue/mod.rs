@@ -174,6 +174,11 @@ pub enum Outcome {
     /// and the scheduler that settled it is gone, with what it knew. It is
     /// not run again.
     Forgotten,
+    /// It was not run again, for this reason, and whether it ran is not
+    /// known: an earlier copy reached a scheduler that stopped (crashed or
+    /// left) without acknowledging it, and may have run it first
+    /// ([`Rule::MayHaveRun`]).
+    Ambiguous(FailReason),
 }
 
 impl Outcome {
@@ -181,7 +186,7 @@ impl Outcome {
     pub fn ran(self) -> bool {
         match self {
             Outcome::Executed | Outcome::ExecutionFailed(_) => true,
-            Outcome::Failed(_) | Outcome::Forgotten => false,
+            Outcome::Failed(_) | Outcome::Forgotten | Outcome::Ambiguous(_) => false,
         }
     }
 }
@@ -258,6 +263,15 @@ pub enum Rule {
     ///
     /// [`Config::remember_for`]: scheduler::Config::remember_for
     AnswerEveryCopy,
+    /// A copy of an activation sent again after an earlier copy was lost
+    /// with a scheduler run that stopped without acknowledging it (the
+    /// earlier copy bounced, or the scheduler's member key now names
+    /// another run) is marked as one that may have run, by the controller
+    /// or the scheduler that sends it; a scheduler that fails a marked
+    /// copy, its deadline past, says it may have run
+    /// ([`Outcome::Ambiguous`]). Without it, a caller may be told that an
+    /// activation that ran before a crash never did.
+    MayHaveRun,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -277,6 +291,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::Deadline,
         Rule::ExecutionTimeout,
         Rule::AnswerEveryCopy,
+        Rule::MayHaveRun,
     ];
 }
 
@@ -317,6 +332,20 @@ pub enum Variant {
     /// is gone are routed again; a restarted scheduler refuses copies
     /// addressed to its run before the crash; nothing starts past its
     /// deadline; no execution runs past its timeout; every controller a
-    /// copy of an activation names is told how it ended.
+    /// copy of an activation names is told how it ended; an activation
+    /// that may have run before a crash is never said not to have.
     Steadfast,
+}
+
+/// Whether the sorted `list` holds `item` (the lists a runtime lets grow,
+/// such as the settled activations, are searched in logarithmic time).
+pub(crate) fn contains_sorted<T: Ord>(list: &[T], item: &T) -> bool {
+    list.binary_search(item).is_ok()
+}
+
+/// Adds `item` to the sorted `list` unless it is there already.
+pub(crate) fn insert_sorted<T: Ord>(list: &mut Vec<T>, item: T) {
+    if let Err(at) = list.binary_search(&item) {
+        list.insert(at, item);
+    }
 }

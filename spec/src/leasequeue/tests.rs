@@ -124,6 +124,7 @@ fn sent_by(reply_to: u8, id: u8, action: u8) -> Input {
         incarnation: Some(0),
         left: None,
         reply_to,
+        may_have_run: false,
     }
 }
 
@@ -905,6 +906,7 @@ fn lost_election_should_forward_to_the_winner() {
             to: 1,
             incarnation: 0,
             reply_to: 0,
+            may_have_run: false,
         }]
     );
     assert!(s.queue(&1).is_none());
@@ -915,6 +917,7 @@ fn lost_election_should_forward_to_the_winner() {
         to: 1,
         incarnation: 0,
         reply_to: 0,
+        may_have_run: false,
     };
     assert!(s.step(&config, 0, Input::Retry).contains(&forward));
     // The winner is gone: the forward bounces, and steadfast looks the key
@@ -1151,6 +1154,7 @@ fn a_controller_should_route_again_what_bounced_only_under_steadfast() {
         action: 0,
         to: 1,
         incarnation: Some(0),
+        may_have_run: false,
     };
     for variant in [Variant::Steadfast, Variant::OpenWhisk] {
         let config = controller_config(variant);
@@ -1193,6 +1197,7 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         incarnation: Some(0),
         left: None,
         reply_to: 0,
+        may_have_run: false,
     };
     s.step(&config, 0, copy(false));
     let forward = Effect::Forward {
@@ -1201,6 +1206,7 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
         to: 1,
         incarnation: 0,
         reply_to: 0,
+        may_have_run: false,
     };
     assert_eq!(s.step(&config, 0, owned_by_peer(1, 1))[0], forward);
     // A copy from a controller: the peer has it, and has not taken it in
@@ -1304,6 +1310,7 @@ fn a_copy_through_another_controller_should_join_a_forward_under_way() {
         to: 1,
         incarnation: 0,
         reply_to,
+        may_have_run: false,
     };
     assert_eq!(s.step(&config, 0, sent_by(1, 1, 1)), [forward(1)]);
     // Acknowledged once the peer took in both copies, each naming its
@@ -1326,6 +1333,7 @@ fn a_copy_through_another_controller_should_join_a_forward_under_way() {
         to: 1,
         incarnation: 0,
         reply_to: 2,
+        may_have_run: false,
     };
     assert_eq!(s.step(&config, 0, sent_by(2, 1, 1))[0], asked);
     assert!(s.forwarding[0].over);
@@ -1519,6 +1527,7 @@ fn routing_to_scheduler_1() -> (Controller, controller::Config<Small>, Controlle
         action: 0,
         to: 1,
         incarnation: Some(0),
+        may_have_run: false,
     };
     (c, config, send)
 }
@@ -1637,6 +1646,7 @@ fn activation_due(id: u8, left: u8) -> Input {
         incarnation: Some(0),
         left: Some(left),
         reply_to: 0,
+        may_have_run: false,
     }
 }
 
@@ -1672,6 +1682,36 @@ fn an_activation_past_its_deadline_should_never_start() {
             assert!(!woken.contains(&failed(1)), "{woken:?}");
             assert!(executes(&renewed, 1), "{renewed:?}");
         }
+    }
+}
+
+#[test]
+fn a_copy_that_may_have_run_should_end_ambiguous_past_its_deadline() {
+    let reported = |outcome| Effect::Report {
+        id: 1,
+        to: 0,
+        outcome,
+    };
+    let mut marked = activation_due(1, 0);
+    if let Input::Activation { may_have_run, .. } = &mut marked {
+        *may_have_run = true;
+    }
+    // Under the rule it is not run again, and its caller is not told it
+    // never ran; without it, it is.
+    let steadfast = Rules::from(Variant::Steadfast);
+    for (rules, outcome) in [
+        (steadfast, Outcome::Ambiguous(FailReason::PastDeadline)),
+        (
+            steadfast.without(Rule::MayHaveRun),
+            Outcome::Failed(FailReason::PastDeadline),
+        ),
+    ] {
+        let (mut s, config) = serving(rules, 7);
+        let arrived = s.step(&config, 0, marked.clone());
+        assert!(!executes(&arrived, 1), "{arrived:?}");
+        assert!(arrived.contains(&reported(outcome)), "{arrived:?}");
+        assert_eq!(s.outcome_of(&1), Some(outcome));
+        assert!(s.may_have_run.is_empty(), "settled: nothing left to say");
     }
 }
 
@@ -1741,6 +1781,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
                 incarnation: Some(0),
                 left,
                 reply_to: id % 2,
+                may_have_run: false,
             }
         ),
         (0u8..4).prop_map(|id| Input::Executed { id, failure: None }),
@@ -2039,6 +2080,7 @@ fn roles_should_run_on_real_identifiers() {
             incarnation: Some(3),
             left: None,
             reply_to: name("ctl-1"),
+            may_have_run: false,
         },
     );
     let execute = E::Execute {
@@ -2062,6 +2104,7 @@ fn roles_should_run_on_real_identifiers() {
             incarnation: Some(3),
             left: None,
             reply_to: name("ctl-1"),
+            may_have_run: false,
         },
     );
     assert!(late.is_empty(), "{late:?}");
@@ -2099,6 +2142,7 @@ fn roles_should_run_on_real_identifiers() {
             action: name("hello"),
             to: name("scheduler-b:8081"),
             incarnation: Some(5),
+            may_have_run: false,
         }]
     );
     c.step(&config, CI::WatchStarted { next: 101 });
@@ -2149,6 +2193,7 @@ fn roles_should_run_on_real_identifiers() {
                 action: name("hello"),
                 to: name("scheduler-b:8081"),
                 incarnation: Some(5),
+                may_have_run: false,
             },
         ]
     );
@@ -2257,6 +2302,7 @@ fn a_scheduler_run() -> Vec<(u64, scheduler::Input<Named>)> {
                 incarnation: Some(3),
                 left: None,
                 reply_to: "ctl-1".into(),
+                may_have_run: false,
             },
         ),
         (
@@ -2383,6 +2429,7 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
         incarnation,
         left: None,
         reply_to: 0,
+        may_have_run: false,
     };
     let (mut s, config) = serving(Variant::Steadfast, 7);
     // New to this run (incarnation 0), and addressed to another, or to none.
@@ -2419,11 +2466,12 @@ fn a_scheduler_should_refuse_a_new_copy_addressed_to_another_run_of_it() {
 fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
     let config = controller_config(Variant::Steadfast);
     let mut c = Controller::new(vec![(0, 1)], vec![(0, 0), (1, 4)], 2);
-    let send = |incarnation| ControllerEffect::Send {
+    let send = |incarnation, may_have_run| ControllerEffect::Send {
         id: 1,
         action: 0,
         to: 1,
         incarnation,
+        may_have_run,
     };
     let member = |rev, incarnation| ControllerInput::Changed {
         changes: vec![(
@@ -2450,18 +2498,19 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
                 deadline: None
             }
         ),
-        [send(Some(4))]
+        [send(Some(4), false)]
     );
     // Scheduler 1 restarted: its key names run 5, and the copy is sent
-    // again to that run.
+    // again to that run, marked as one that may have run (run 4 may have
+    // run it before it stopped).
     c.step(&config, member(3, Some(5)));
     assert_eq!(c.incarnation(&1), Some(5));
-    assert_eq!(resends(&mut c), [send(Some(5))]);
+    assert_eq!(resends(&mut c), [send(Some(5), true)]);
     // Its key gone (a lease lost), the controller still addresses the run
     // it last saw: that run may hold the activation.
     c.step(&config, member(4, None));
     assert_eq!(c.incarnation(&1), None);
-    assert_eq!(resends(&mut c), [send(Some(5))]);
+    assert_eq!(resends(&mut c), [send(Some(5), true)]);
     // A refusal is a bounce: one of a copy to an earlier run changes
     // nothing (a copy to the run addressed now may be in flight); one of
     // the copy to that run has it looked up again at the next wake-up.
@@ -2471,7 +2520,7 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
         incarnation,
     };
     c.step(&config, refused(Some(4)));
-    assert_eq!(resends(&mut c), [send(Some(5))]);
+    assert_eq!(resends(&mut c), [send(Some(5), true)]);
     c.step(&config, refused(Some(5)));
     let woken = c.step(&config, ControllerInput::Wake);
     assert!(woken.contains(&ControllerEffect::Get { id: 1, action: 0 }));

@@ -144,7 +144,8 @@ pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
 
 /// Every activation submitted was executed (with a result, or ending
 /// without one: it ran), or failed only because its deadline passed before
-/// it could start.
+/// it could start (or before it could start again, having maybe run at a
+/// scheduler that stopped).
 pub(super) fn all_submitted_executed(w: &World) -> bool {
     calls(w).all(|a| {
         matches!(
@@ -153,6 +154,7 @@ pub(super) fn all_submitted_executed(w: &World) -> bool {
                 | ActivationState::Executed
                 | ActivationState::ExecutionFailed(_)
                 | ActivationState::Failed(FailReason::PastDeadline)
+                | ActivationState::Ambiguous(FailReason::PastDeadline)
                 | ActivationState::Forgotten
         )
     })

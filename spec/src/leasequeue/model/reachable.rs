@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 29] = [
+const REACHABLE: [Reachable; 30] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -206,6 +206,20 @@ const REACHABLE: [Reachable; 29] = [
         condition: |_, w| {
             let failed = ActivationState::Failed(FailReason::PastDeadline);
             w.activations.contains(&failed)
+        },
+    },
+    // A scheduler crashes holding an activation it may have run; the copy
+    // sent again reaches a scheduler past the deadline, which fails it
+    // saying it may have run.
+    Reachable {
+        name: "a caller is told it is not known whether an activation ran",
+        expected: |b| {
+            let steadfast = b.variant == Variant::Steadfast;
+            steadfast && b.deadline.is_some() && b.faults.crashes > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| {
+            let ambiguous = ActivationState::Ambiguous(FailReason::PastDeadline);
+            w.activations.contains(&ambiguous)
         },
     },
     Reachable {

@@ -351,6 +351,22 @@ pub fn retries_departure(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// A deadline meets a crash: 2 schedulers, 1 controller, 1 action, one
+/// activation whose caller waits 3 ticks; a scheduler may crash at any
+/// time, after running it and before it was acknowledged, and the copy
+/// routed again may reach a scheduler past the deadline.
+pub fn crash_deadline(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0)],
+        deadline: Some(3),
+        faults: Faults {
+            crashes: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
 /// `seed5286` with etcd's clock running one tick ahead of the
 /// schedulers' once: within the margin the steadfast fence keeps.
 pub fn drift(variant: Variant) -> LeaseQueueModel {

@@ -114,6 +114,9 @@ pub enum Message {
         /// The controller that sent it, or that the forward names: where
         /// its outcome goes.
         reply_to: u8,
+        /// An earlier copy may have run
+        /// ([`scheduler::Input::Activation::may_have_run`]).
+        may_have_run: bool,
     },
     /// A request that scheduler `to` create a queue for `action`.
     CreateQueue {
@@ -149,6 +152,9 @@ pub enum ActivationState {
     /// Resolved as ended before, how no longer known
     /// ([`Outcome::Forgotten`]).
     Forgotten,
+    /// Resolved as not run again for this reason, whether it ran before not
+    /// known ([`Outcome::Ambiguous`]).
+    Ambiguous(FailReason),
 }
 
 impl ActivationState {
@@ -159,6 +165,7 @@ impl ActivationState {
             Outcome::ExecutionFailed(why) => ActivationState::ExecutionFailed(why),
             Outcome::Failed(reason) => ActivationState::Failed(reason),
             Outcome::Forgotten => ActivationState::Forgotten,
+            Outcome::Ambiguous(reason) => ActivationState::Ambiguous(reason),
         }
     }
 
@@ -394,6 +401,7 @@ impl LeaseQueueModel {
                     to,
                     incarnation,
                     reply_to,
+                    may_have_run,
                 } => {
                     w.ghost.contested |= lost;
                     let message = Message::Activation {
@@ -403,6 +411,7 @@ impl LeaseQueueModel {
                         forwarder: Some(s),
                         incarnation: Some(incarnation),
                         reply_to,
+                        may_have_run,
                     };
                     self.offer(w, message);
                 }
@@ -518,6 +527,7 @@ impl LeaseQueueModel {
                     action,
                     to,
                     incarnation,
+                    may_have_run,
                 } => {
                     let message = Message::Activation {
                         to,
@@ -526,6 +536,7 @@ impl LeaseQueueModel {
                         forwarder: None,
                         incarnation,
                         reply_to: c,
+                        may_have_run,
                     };
                     self.offer(w, message);
                 }
@@ -667,6 +678,7 @@ impl LeaseQueueModel {
                 forwarder,
                 incarnation,
                 reply_to,
+                may_have_run,
             } => {
                 push_once(&mut w.unacked[usize::from(to)], message);
                 let input = scheduler::Input::Activation {
@@ -676,6 +688,7 @@ impl LeaseQueueModel {
                     incarnation,
                     left: w.due[usize::from(id)],
                     reply_to,
+                    may_have_run,
                 };
                 self.feed_scheduler(w, to, 0, input);
             }

@@ -2,9 +2,9 @@
 //! incarnation (see "Incarnations" in the role's documentation), taken
 //! in.
 
-use crate::leasequeue::{Domain, FailReason, Outcome, Rule};
+use crate::leasequeue::{Domain, FailReason, Rule};
 
-use super::{Config, Effect, Phase, Scheduler};
+use super::{insert_sorted, Config, Effect, Phase, Scheduler};
 
 /// How a copy of an activation arrived ([`Input::Activation`]).
 ///
@@ -14,6 +14,7 @@ pub(super) struct Arrival<D: Domain> {
     pub(super) incarnation: Option<D::Incarnation>,
     pub(super) left: Option<D::Duration>,
     pub(super) reply_to: D::Controller,
+    pub(super) may_have_run: bool,
 }
 
 impl<D: Domain> Scheduler<D> {
@@ -30,6 +31,7 @@ impl<D: Domain> Scheduler<D> {
             incarnation,
             left,
             reply_to,
+            may_have_run,
         } = arrival;
         let rules = config.rules;
         let answer = rules.has(Rule::AnswerEveryCopy);
@@ -88,11 +90,14 @@ impl<D: Domain> Scheduler<D> {
             out.push(Effect::Ack { id: id.clone() });
         }
         self.ask(id.clone(), reply_to);
+        if may_have_run && rules.has(Rule::MayHaveRun) {
+            insert_sorted(&mut self.may_have_run, id.clone());
+        }
         match left {
             // Past its deadline as it arrives: it is not started (OpenWhisk
             // checks this much too).
             Some(left) if left == D::Duration::default() => {
-                let outcome = Outcome::Failed(FailReason::PastDeadline);
+                let outcome = self.failure(FailReason::PastDeadline, &id);
                 return self.settle(config, id, outcome, out);
             }
             Some(left) => match self.deadlines.binary_search_by(|(d, _)| d.cmp(&id)) {

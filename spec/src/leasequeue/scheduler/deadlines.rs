@@ -3,7 +3,7 @@
 
 use crate::leasequeue::{Domain, FailReason, Outcome, Rule};
 
-use super::{Config, Effect, Phase, Scheduler};
+use super::{contains_sorted, Config, Effect, Phase, Scheduler};
 
 impl<D: Domain> Scheduler<D> {
     /// Whether activation `id`'s deadline has passed.
@@ -11,9 +11,26 @@ impl<D: Domain> Scheduler<D> {
         passed::<D>(&self.deadlines, id)
     }
 
-    pub(super) fn drop_deadline(&mut self, id: &D::Activation) {
+    /// How activation `id` ends when it is not run, for `reason`: failed,
+    /// or, if it may have run before ([`Scheduler::may_have_run`]),
+    /// ambiguous.
+    pub(super) fn failure(&self, reason: FailReason, id: &D::Activation) -> Outcome {
+        if contains_sorted(&self.may_have_run, id) {
+            Outcome::Ambiguous(reason)
+        } else {
+            Outcome::Failed(reason)
+        }
+    }
+
+    /// Activation `id` started or settled here (or the peer it was
+    /// forwarded to took it in): neither its deadline nor whether it may
+    /// have run before counts here any more.
+    pub(super) fn done_waiting(&mut self, id: &D::Activation) {
         if let Ok(at) = self.deadlines.binary_search_by(|(d, _)| d.cmp(id)) {
             self.deadlines.remove(at);
+        }
+        if let Ok(at) = self.may_have_run.binary_search(id) {
+            self.may_have_run.remove(at);
         }
     }
 
@@ -39,7 +56,7 @@ impl<D: Domain> Scheduler<D> {
         }
         for id in &expired {
             self.retried.retain(|r| r != id);
-            let outcome = Outcome::Failed(FailReason::PastDeadline);
+            let outcome = self.failure(FailReason::PastDeadline, id);
             self.settle(config, id.clone(), outcome, out);
         }
         if self.phase == Phase::Draining {

@@ -20,7 +20,7 @@ impl<D: Domain> Scheduler<D> {
         if config.rules.has(Rule::Deadline) && self.past_deadline(&id) {
             return self.settle(config, id, Outcome::Failed(FailReason::PastDeadline), out);
         }
-        self.drop_deadline(&id);
+        self.done_waiting(&id);
         if let Some(queue) = self.queues.iter_mut().find(|q| q.action == action) {
             queue.idle_for = D::Duration::default();
         }

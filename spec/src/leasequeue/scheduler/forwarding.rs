@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::leasequeue::{Domain, Outcome, Rule, Rules};
 
-use super::{Config, Effect, Endpoint, Remembered, Scheduler};
+use super::{contains_sorted, insert_sorted, Config, Effect, Endpoint, Remembered, Scheduler};
 
 /// A copy of an activation forwarded to a peer that has not acknowledged
 /// it yet: one for each controller owed the activation's outcome, all to
@@ -26,6 +26,8 @@ pub struct Forward<D: Domain> {
     /// caller asked again): it answers from memory, and a bounce means it
     /// is gone, with what it knew.
     pub over: bool,
+    /// It may have run before ([`Scheduler::may_have_run`]).
+    pub may_have_run: bool,
 }
 
 /// Where it forwarded an activation, remembered for
@@ -52,6 +54,7 @@ impl<D: Domain> Forward<D> {
             to: self.to.clone(),
             incarnation: self.incarnation,
             reply_to: self.reply_to.clone(),
+            may_have_run: self.may_have_run,
         }
     }
 }
@@ -82,6 +85,7 @@ impl<D: Domain> Scheduler<D> {
             self.remember(config, Remembered::Forwarded, id.clone());
         }
         self.unforward(&id);
+        let may_have_run = contains_sorted(&self.may_have_run, &id);
         for reply_to in self.take_askers(&id) {
             let forward = Forward {
                 id: id.clone(),
@@ -90,6 +94,7 @@ impl<D: Domain> Scheduler<D> {
                 to: key.owner.clone(),
                 incarnation: key.incarnation,
                 over: false,
+                may_have_run,
             };
             self.start_forward(forward, out);
         }
@@ -124,6 +129,7 @@ impl<D: Domain> Scheduler<D> {
             to: peer.to,
             incarnation: peer.incarnation,
             over: true,
+            may_have_run: false,
         };
         self.start_forward(forward, out);
     }
@@ -203,14 +209,15 @@ impl<D: Domain> Scheduler<D> {
         if self.forwarding.len() == before || self.forwarding.iter().any(|f| f.id == id) {
             return;
         }
-        self.drop_deadline(&id);
+        self.done_waiting(&id);
         self.acknowledge(rules, id, out);
     }
 
     /// A forward to `to` bounced: under [`Rule::Reroute`] it holds the
     /// activation again, owing its outcome to every controller its copies
     /// named, and looks its action's key up at its next wake-up or retry
-    /// (the gone peer's key may have expired by then); without it, it
+    /// (the gone peer's key may have expired by then), marked under
+    /// [`Rule::MayHaveRun`] as one that may have run; without it, it
     /// sends the forward to the same address again. A copy sent once the
     /// peer had taken the activation in ([`Forward::over`]) bounced with
     /// the peer's memory: its controller is told the activation ended, how
@@ -244,6 +251,10 @@ impl<D: Domain> Scheduler<D> {
         let Some(action) = self.unforward(&id) else {
             return;
         };
+        // The peer run it was forwarded to stopped, and may have run it.
+        if config.rules.has(Rule::MayHaveRun) {
+            insert_sorted(&mut self.may_have_run, id.clone());
+        }
         if let Ok(at) = self.forwarded.binary_search_by(|f| f.id.cmp(&id)) {
             self.forwarded.remove(at);
             self.forgetting

@@ -105,6 +105,14 @@ pub enum Input<D: Domain> {
         ///
         /// [`Rule::AnswerEveryCopy`]: crate::leasequeue::Rule::AnswerEveryCopy
         reply_to: D::Controller,
+        /// An earlier copy of it reached a scheduler run that stopped
+        /// without acknowledging it, and may have run it
+        /// ([`Rule::MayHaveRun`]): failed past its deadline, it is
+        /// [`Outcome::Ambiguous`], not [`Outcome::Failed`].
+        ///
+        /// [`Rule::MayHaveRun`]: crate::leasequeue::Rule::MayHaveRun
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        may_have_run: bool,
     },
     /// Activation `id`, which it forwarded to `to`, could not be sent on:
     /// nothing listens at the peer's address any more (the peer is gone),
@@ -295,6 +303,10 @@ pub enum Effect<D: Domain> {
         incarnation: D::Incarnation,
         /// The controller its outcome goes to ([`Input::Activation::reply_to`]).
         reply_to: D::Controller,
+        /// It may have run before ([`Input::Activation::may_have_run`]);
+        /// absent in a trace written before it existed: `false`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        may_have_run: bool,
     },
     /// Tell controller `to` how activation `id` ended (again at every
     /// wake-up and retry until it confirms); it resolves its submission of

@@ -88,6 +88,11 @@
 //! one that waited past it (for its lease's validity, an election or a
 //! lookup) fails at the next wake-up or retry, and no hand-out starts one:
 //! after its deadline an activation has started, or never will.
+//! Under [`Rule::MayHaveRun`], a copy sent again after an earlier one was
+//! lost with a scheduler run that stopped says so
+//! ([`Input::Activation::may_have_run`]); one such that fails past its
+//! deadline ends as [`Outcome::Ambiguous`]: not run again, and whether it
+//! ran before is not known.
 //!
 //! [`ExecutionFailure::Timeout`]: super::ExecutionFailure::Timeout
 //! [`FailReason::PastDeadline`]: super::FailReason::PastDeadline
@@ -96,6 +101,8 @@
 //! [`Rule::Deadline`]: super::Rule::Deadline
 //! [`Rule::ExecutionTimeout`]: super::Rule::ExecutionTimeout
 //! [`Rule::FenceCopies`]: super::Rule::FenceCopies
+//! [`Rule::MayHaveRun`]: super::Rule::MayHaveRun
+//! [`Outcome::Ambiguous`]: super::Outcome::Ambiguous
 
 mod arrivals;
 mod deadlines;
@@ -116,7 +123,7 @@ pub use queues::{Endpoint, Queue};
 
 use serde::{Deserialize, Serialize};
 
-use crate::leasequeue::{Domain, Outcome, Rules};
+use crate::leasequeue::{contains_sorted, insert_sorted, Domain, Outcome, Rules};
 
 use arrivals::Arrival;
 
@@ -236,6 +243,12 @@ pub struct Scheduler<D: Domain> {
     /// and are looked up once more (OpenWhisk's retries, which last about
     /// 8 s, outlast one election).
     pub retried: Vec<D::Activation>,
+    /// Under [`Rule::MayHaveRun`], the activations it holds or forwards
+    /// that may have run before, sorted: a copy said so, or a forward of
+    /// it bounced off a peer that stopped. Dropped when it settles here.
+    ///
+    /// [`Rule::MayHaveRun`]: super::Rule::MayHaveRun
+    pub may_have_run: Vec<D::Activation>,
 }
 
 impl<D: Domain> Scheduler<D> {
@@ -264,6 +277,7 @@ impl<D: Domain> Scheduler<D> {
             clock: D::Duration::default(),
             forgetting: std::collections::VecDeque::new(),
             retried: Vec::new(),
+            may_have_run: Vec::new(),
         }
     }
 
@@ -356,12 +370,14 @@ impl<D: Domain> Scheduler<D> {
                 incarnation,
                 left,
                 reply_to,
+                may_have_run,
             } => {
                 let arrival = Arrival {
                     reply_to,
                     forwarded,
                     incarnation,
                     left,
+                    may_have_run,
                 };
                 self.activation(config, id, action, arrival, &mut out)
             }
@@ -539,18 +555,5 @@ impl<D: Domain> Scheduler<D> {
             to: to.clone(),
             outcome: *outcome,
         }));
-    }
-}
-
-/// Whether the sorted `list` holds `item` (the lists a runtime lets grow,
-/// such as the settled activations, are searched in logarithmic time).
-fn contains_sorted<T: Ord>(list: &[T], item: &T) -> bool {
-    list.binary_search(item).is_ok()
-}
-
-/// Adds `item` to the sorted `list` unless it is there already.
-fn insert_sorted<T: Ord>(list: &mut Vec<T>, item: T) {
-    if let Err(at) = list.binary_search(&item) {
-        list.insert(at, item);
     }
 }

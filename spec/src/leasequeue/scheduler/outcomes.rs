@@ -36,7 +36,7 @@ impl<D: Domain> Scheduler<D> {
         self.settled.retain(|(s, _)| s != id);
         self.forwarded.retain(|f| f.id != *id);
         self.forgetting.retain(|(_, _, i)| i != id);
-        self.drop_deadline(id);
+        self.done_waiting(id);
     }
 
     /// Owes controller `to` the outcome of activation `id`, which it holds
@@ -69,7 +69,7 @@ impl<D: Domain> Scheduler<D> {
         outcome: Outcome,
         out: &mut Vec<Effect<D>>,
     ) {
-        self.drop_deadline(&id);
+        self.done_waiting(&id);
         // A controller stays owed while a copy is still held here: a
         // design that runs every copy (without `Deduplicate`) reports each
         // run.

@@ -119,6 +119,7 @@ fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
                 incarnation: Some(1),
                 left: None,
                 reply_to: C.into(),
+                may_have_run: false,
             },
             vec![execute],
         ),
@@ -151,6 +152,7 @@ fn sends_a1() -> Trace {
         action: "hello".into(),
         to: to.into(),
         incarnation: Some(1),
+        may_have_run: false,
     };
     controller_trace(vec![step(
         100,
