@@ -2,7 +2,7 @@
 //! incarnation (see "Incarnations" in the role's documentation), taken
 //! in.
 
-use crate::leasequeue::{Domain, FailReason, Rule};
+use crate::leasequeue::{Domain, Rule};
 
 use super::{insert_sorted, Config, Effect, Phase, Scheduler};
 
@@ -97,8 +97,7 @@ impl<D: Domain> Scheduler<D> {
             // Past its deadline as it arrives: it is not started (OpenWhisk
             // checks this much too).
             Some(left) if left == D::Duration::default() => {
-                let outcome = self.failure(FailReason::PastDeadline, &id);
-                return self.settle(config, id, outcome, out);
+                return self.fail_past_deadline(config, id, out);
             }
             Some(left) => match self.deadlines.binary_search_by(|(d, _)| d.cmp(&id)) {
                 Ok(at) => self.deadlines[at].1 = left,

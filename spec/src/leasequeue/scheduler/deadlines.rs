@@ -11,15 +11,22 @@ impl<D: Domain> Scheduler<D> {
         passed::<D>(&self.deadlines, id)
     }
 
-    /// How activation `id` ends when it is not run, for `reason`: failed,
-    /// or, if it may have run before ([`Scheduler::may_have_run`]),
-    /// ambiguous.
-    pub(super) fn failure(&self, reason: FailReason, id: &D::Activation) -> Outcome {
-        if contains_sorted(&self.may_have_run, id) {
+    /// Settles activation `id`, past its deadline, without running it: as
+    /// failed, or, if it may have run before ([`Scheduler::may_have_run`]),
+    /// as ambiguous.
+    pub(super) fn fail_past_deadline(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let reason = FailReason::PastDeadline;
+        let outcome = if contains_sorted(&self.may_have_run, &id) {
             Outcome::Ambiguous(reason)
         } else {
             Outcome::Failed(reason)
-        }
+        };
+        self.settle(config, id, outcome, out);
     }
 
     /// Activation `id` started or settled here (or the peer it was
@@ -56,8 +63,7 @@ impl<D: Domain> Scheduler<D> {
         }
         for id in &expired {
             self.retried.retain(|r| r != id);
-            let outcome = self.failure(FailReason::PastDeadline, id);
-            self.settle(config, id.clone(), outcome, out);
+            self.fail_past_deadline(config, id.clone(), out);
         }
         if self.phase == Phase::Draining {
             self.drop_unwanted_elections();

@@ -2,7 +2,7 @@
 //! error or panic, or a timeout (see "Executions" in the role's
 //! documentation).
 
-use crate::leasequeue::{Domain, ExecutionFailure, FailReason, Outcome, Rule};
+use crate::leasequeue::{Domain, ExecutionFailure, Outcome, Rule};
 
 use super::{insert_sorted, Config, Effect, Scheduler};
 
@@ -18,7 +18,7 @@ impl<D: Domain> Scheduler<D> {
         out: &mut Vec<Effect<D>>,
     ) {
         if config.rules.has(Rule::Deadline) && self.past_deadline(&id) {
-            return self.settle(config, id, Outcome::Failed(FailReason::PastDeadline), out);
+            return self.fail_past_deadline(config, id, out);
         }
         self.done_waiting(&id);
         if let Some(queue) = self.queues.iter_mut().find(|q| q.action == action) {
