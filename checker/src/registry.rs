@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 25] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 27] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -562,6 +562,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 25] = [
         value: lq_scenarios::crash_deadline,
     },
     Scenario {
+        name: "vanishing",
+        about: "2 schedulers, 1 controller, 2 actions; a scheduler stops for good without a word: what is sent to it is neither answered nor refused",
+        by_default: true,
+        value: lq_scenarios::vanishing,
+    },
+    Scenario {
         name: "forward-loss",
         about: "2 schedulers, 2 controllers, 1 action placed on both: a forward, a crash and a scheduler that leaves for good",
         by_default: true,
@@ -608,6 +614,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 25] = [
         about: "general with a scheduler crash and an etcd leader loss besides",
         by_default: false,
         value: lq_scenarios::general_crash,
+    },
+    Scenario {
+        name: "presume-early",
+        about: "no-members with a controller that presumes a scheduler gone a tick after its member key went: past the bound, executed at most once fails",
+        by_default: false,
+        value: lq_scenarios::presume_early,
     },
     Scenario {
         name: "three",

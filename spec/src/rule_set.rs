@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// A protocol's rules: a fieldless enum of at most 16 variants.
+/// A protocol's rules: a fieldless enum of at most 32 variants.
 pub trait Rule: Copy + Debug + Eq + Hash + Serialize + DeserializeOwned + 'static {
     /// Every rule.
     const ALL: &'static [Self];
@@ -26,7 +26,7 @@ pub trait Rule: Copy + Debug + Eq + Hash + Serialize + DeserializeOwned + 'stati
 #[derive(Serialize, Deserialize)]
 #[serde(from = "Vec<R>", into = "Vec<R>", bound = "R: Rule")]
 pub struct RuleSet<R> {
-    bits: u16,
+    bits: u32,
     rules: PhantomData<R>,
 }
 

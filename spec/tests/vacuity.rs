@@ -148,6 +148,7 @@ mod vacuity {
             a_retry_elsewhere_fails_without_retries: "a resubmission through another controller resolves",
             a_forgotten_end_fails_without_retries: "a caller is told an activation ended, how no longer known",
             an_ambiguous_end_fails_without_crashes: "a caller is told it is not known whether an activation ran",
+            a_lost_send_fails_without_vanishings: "a send to a scheduler that vanished is lost",
         }
 
         /// Without the rule a copy that may have run fails as never run.
@@ -205,9 +206,11 @@ mod vacuity {
             assert_violated(&model, "a hung execution times out");
         }
 
+        /// Without the rule what was sent to a scheduler that vanished is
+        /// sent to it for ever.
         #[test]
-        fn a_live_owner_fails_when_what_bounced_is_sent_to_the_same_address() {
-            let model = steadfast(scenarios::departure).without(Rule::Reroute);
+        fn a_live_owner_fails_when_a_vanished_scheduler_is_never_presumed_gone() {
+            let model = steadfast(scenarios::vanishing).without(Rule::PresumeGone);
             assert_violated(&model, "a departed member's actions get a live owner");
         }
 

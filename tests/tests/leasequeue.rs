@@ -197,6 +197,28 @@ fn a_copy_past_its_deadline_that_may_have_run_should_end_ambiguous() {
     );
 }
 
+/// A scheduler vanishes without a word: what was sent to it is lost, and
+/// the controller routes it again once it presumes the scheduler gone.
+/// OpenWhisk sends it there for ever.
+#[test]
+fn what_was_sent_to_a_scheduler_that_vanished_should_be_routed_again() {
+    let report = run(&scenarios::vanishing(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "a send to a scheduler that vanished is lost",
+            "every submission resolves",
+            "a departed member's actions get a live owner",
+        ],
+    );
+    let legacy = run(&scenarios::vanishing(Variant::OpenWhisk));
+    assert_eq!(
+        verdict(&legacy, "every submission resolves"),
+        Verdict::Violated
+    );
+}
+
 #[test]
 fn steadfast_should_win_or_forward_in_a_contested_election() {
     let report = run(&scenarios::contest(Variant::Steadfast));

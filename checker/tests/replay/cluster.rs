@@ -86,6 +86,7 @@ impl Cluster {
             rules: variant.into(),
             wake_every: 3_000,
             seed: 0,
+            presume_gone_after: 30_000,
         };
         let controller = ControllerHeader {
             address: CONTROLLER.into(),

@@ -225,6 +225,7 @@ pub struct ControllerBuilder {
     etcd: EtcdOptions,
     rules: Rules,
     wake_every: Duration,
+    presume_gone_after: Duration,
     listen: String,
     advertise: Option<String>,
     tls: Option<NodeTls>,
@@ -234,7 +235,8 @@ pub struct ControllerBuilder {
 
 impl ControllerBuilder {
     /// A controller on the etcd `etcd` names, following the steadfast
-    /// rules, waking up every second, listening on a free port of
+    /// rules, waking up every second, presuming gone a scheduler whose
+    /// member key stays gone 10 s, listening on a free port of
     /// 127.0.0.1. It places new queues among the schedulers whose member
     /// keys it finds in etcd (rendezvous hashing over their names, the same
     /// in every controller).
@@ -243,6 +245,7 @@ impl ControllerBuilder {
             etcd,
             rules: Variant::Steadfast.into(),
             wake_every: Duration::from_secs(1),
+            presume_gone_after: Duration::from_secs(10),
             listen: "127.0.0.1:0".into(),
             advertise: None,
             tls: None,
@@ -270,6 +273,23 @@ impl ControllerBuilder {
     #[must_use]
     pub fn wake_every(mut self, every: Duration) -> Self {
         self.wake_every = every;
+        self
+    }
+
+    /// How long a scheduler's member key may stay gone (its lease expired)
+    /// while activations sent to it wait unacknowledged, before the
+    /// scheduler is presumed gone and they are routed again, from a fresh
+    /// lookup: a scheduler whose address black-holes (a deleted pod) never
+    /// refuses them. 10 s by default, checked at each wake-up.
+    ///
+    /// A scheduler cut off from etcd comes back with its member key as
+    /// soon as it reaches etcd again; one cut off longer than this while
+    /// it runs an activation may see that activation routed again and run
+    /// a second time elsewhere. Set it above the longest such cut you
+    /// want to ride out.
+    #[must_use]
+    pub fn presume_gone_after(mut self, after: Duration) -> Self {
+        self.presume_gone_after = after;
         self
     }
 
@@ -324,7 +344,7 @@ impl ControllerBuilder {
     ///
     /// # Errors
     ///
-    /// A period of zero, etcd unreachable, the address not bindable, the
+    /// A period or a presumption span of zero, etcd unreachable, the address not bindable, the
     /// trace not writable.
     pub async fn start(self) -> Result<Controller, StartError> {
         if self.wake_every.is_zero() {
@@ -332,10 +352,18 @@ impl ControllerBuilder {
                 "wake_every is zero: set how often the controller wakes up, such as 1 s".into(),
             ));
         }
+        if self.presume_gone_after.is_zero() {
+            return Err(StartError::Config(
+                "presume_gone_after is zero: set how long a scheduler's member key may stay \
+                 gone before what was sent to it is routed again, such as 10 s"
+                    .into(),
+            ));
+        }
         let config = Config {
             rules: self.rules,
             wake_every: millis(self.wake_every),
             seed: 0,
+            presume_gone_after: millis(self.presume_gone_after),
         };
         let mut etcd = Etcd::connect(&self.etcd).await?;
         let listing = etcd.list().await?;

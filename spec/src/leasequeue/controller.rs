@@ -2,7 +2,9 @@
 //! action's queue, through an endpoint cache fed by a watch on the endpoint
 //! keys, and places a new queue among the schedulers whose member keys the
 //! same watch shows live. It sends each activation again at every wake-up
-//! until the scheduler it was sent to acknowledges it, and resolves each
+//! until the scheduler it was sent to acknowledges it (or, gone, refuses
+//! it, or stays out of sight in etcd long enough to be presumed gone:
+//! then it routes it again), and resolves each
 //! submission exactly once: with the outcome a scheduler reports, or with
 //! its own failure to route it. A caller that set a deadline is told at
 //! the deadline if there is no outcome yet; the submission goes on until
@@ -27,6 +29,16 @@ pub struct Config<D: Domain> {
     /// its own, so that its proof covers controllers that disagree, as they
     /// do while members join and leave.
     pub seed: u64,
+    /// Under [`Rule::PresumeGone`], how long the member key of a scheduler
+    /// holding copies unacknowledged may stay out of sight (counted at
+    /// wake-ups, each [`Config::wake_every`] apart) before the scheduler
+    /// is presumed gone and the copies are routed again. It must exceed
+    /// the longest a live scheduler stays cut off from etcd past its
+    /// lease's expiry (it comes back with its member key then): a live
+    /// scheduler presumed gone may run again what it was running. Absent
+    /// in a trace written before it existed: zero.
+    #[serde(default)]
+    pub presume_gone_after: D::Duration,
 }
 
 /// One change of a key the controller watches.
@@ -286,6 +298,11 @@ pub struct Sent<D: Domain> {
     /// member key named when last seen (while the key is gone, a lease
     /// lost, `to` may still be that incarnation, and hold the activation).
     pub incarnation: Option<D::Incarnation>,
+    /// How long `to`'s member key has been out of the controller's sight
+    /// while the copy waited, counted at its wake-ups under
+    /// [`Rule::PresumeGone`] (zero while it sees the key, and without the
+    /// rule).
+    pub unseen_for: D::Duration,
 }
 
 /// One controller.
@@ -427,6 +444,7 @@ impl<D: Domain> Controller<D> {
             id,
             action,
             to,
+            unseen_for: D::Duration::default(),
         };
         let effect = sent.effect(contains_sorted(&self.may_have_run, &sent.id));
         match self.sent.binary_search_by(|s| s.id.cmp(&sent.id)) {
@@ -440,9 +458,13 @@ impl<D: Domain> Controller<D> {
     /// incarnation its scheduler's member key names now, if the controller
     /// sees one, else to the one it was last sent to. Under
     /// [`Rule::MayHaveRun`], one last sent to another run of that
-    /// scheduler may have run there.
-    fn resend(&mut self, rules: Rules) -> Vec<Effect<D>> {
+    /// scheduler may have run there. Under [`Rule::PresumeGone`], one whose
+    /// scheduler's member key has been out of sight for
+    /// [`Config::presume_gone_after`] is routed again instead.
+    fn resend(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        let rules = config.rules;
         let mut effects = Vec::with_capacity(self.sent.len());
+        let mut gone = Vec::new();
         for sent in &mut self.sent {
             let now = incarnation_in::<D>(&self.members, &sent.to);
             if let (Some(now), Some(before)) = (now, sent.incarnation) {
@@ -451,9 +473,37 @@ impl<D: Domain> Controller<D> {
                 }
             }
             sent.incarnation = now.or(sent.incarnation);
+            if !rules.has(Rule::PresumeGone) {
+                effects.push(sent.effect(contains_sorted(&self.may_have_run, &sent.id)));
+                continue;
+            }
+            sent.unseen_for = match now {
+                Some(_) => D::Duration::default(),
+                None => sent.unseen_for + config.wake_every,
+            };
+            if sent.unseen_for >= config.presume_gone_after {
+                gone.push(sent.id.clone());
+                continue;
+            }
             effects.push(sent.effect(contains_sorted(&self.may_have_run, &sent.id)));
         }
+        for id in gone {
+            if let Some(at) = self.sent.iter().position(|s| s.id == id) {
+                self.reroute(rules, at);
+            }
+        }
         effects
+    }
+
+    /// Routes again, from a fresh lookup at the next wake-up, copy `at` of
+    /// [`Controller::sent`], lost with the scheduler run it was sent to:
+    /// under [`Rule::MayHaveRun`], that run may have run it.
+    fn reroute(&mut self, rules: Rules, at: usize) {
+        let Sent { id, action, .. } = self.sent.remove(at);
+        if rules.has(Rule::MayHaveRun) {
+            insert_sorted(&mut self.may_have_run, id.clone());
+        }
+        self.lookups.push((id, action));
     }
 
     /// Ends submission `id` with `outcome`, unless it ended already: it is
@@ -482,7 +532,7 @@ impl<D: Domain> Controller<D> {
     pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
         let rules = config.rules;
         match input {
-            Input::Wake => self.wake(rules, config.wake_every),
+            Input::Wake => self.wake(config),
             Input::Submit {
                 id,
                 action,
@@ -534,12 +584,7 @@ impl<D: Domain> Controller<D> {
                     .iter()
                     .position(|s| (&s.id, &s.to, s.incarnation) == (&id, &to, incarnation));
                 if let Some(at) = at {
-                    let Sent { id, action, .. } = self.sent.remove(at);
-                    // The run it was sent to stopped, and may have run it.
-                    if rules.has(Rule::MayHaveRun) {
-                        insert_sorted(&mut self.may_have_run, id.clone());
-                    }
-                    self.lookups.push((id, action));
+                    self.reroute(rules, at);
                 }
                 Vec::new()
             }
@@ -651,8 +696,9 @@ impl<D: Domain> Controller<D> {
     /// activation not answered yet, and keeps the watch going: a progress
     /// request, or a new watch when the last request got no answer (a watch
     /// can stall without an error).
-    fn wake(&mut self, rules: Rules, wake_every: D::Duration) -> Vec<Effect<D>> {
-        let sends = self.resend(rules);
+    fn wake(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        let rules = config.rules;
+        let sends = self.resend(config);
         let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
             id: id.clone(),
             action: action.clone(),
@@ -683,7 +729,9 @@ impl<D: Domain> Controller<D> {
             Watch::Listing => Effect::List,
         };
         effects.push(watch);
-        effects.push(Effect::WakeIn { after: wake_every });
+        effects.push(Effect::WakeIn {
+            after: config.wake_every,
+        });
         effects
     }
 }

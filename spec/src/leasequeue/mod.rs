@@ -272,6 +272,13 @@ pub enum Rule {
     /// ([`Outcome::Ambiguous`]). Without it, a caller may be told that an
     /// activation that ran before a crash never did.
     MayHaveRun,
+    /// A controller presumes gone a scheduler whose member key it has not
+    /// seen for [`controller::Config::presume_gone_after`] (its lease
+    /// expired and it did not come back): every copy sent to it and not
+    /// acknowledged is routed again, from a fresh lookup, as if it had
+    /// bounced. Without it, a scheduler that vanished without refusing (a
+    /// deleted pod's address black-holes) is sent the copies for ever.
+    PresumeGone,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -292,6 +299,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::ExecutionTimeout,
         Rule::AnswerEveryCopy,
         Rule::MayHaveRun,
+        Rule::PresumeGone,
     ];
 }
 
@@ -333,7 +341,8 @@ pub enum Variant {
     /// addressed to its run before the crash; nothing starts past its
     /// deadline; no execution runs past its timeout; every controller a
     /// copy of an activation names is told how it ended; an activation
-    /// that may have run before a crash is never said not to have.
+    /// that may have run before a crash is never said not to have; a
+    /// scheduler whose member key stays gone is presumed gone.
     Steadfast,
 }
 

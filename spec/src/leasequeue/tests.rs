@@ -41,6 +41,7 @@ fn controller_config(rules: impl Into<Rules>) -> controller::Config<Small> {
         rules: rules.into(),
         wake_every: 1,
         seed: 0,
+        presume_gone_after: 3,
     }
 }
 
@@ -2115,6 +2116,7 @@ fn roles_should_run_on_real_identifiers() {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
         seed: 0,
+        presume_gone_after: 30_000,
     };
     let mut c = controller::Controller::<Named>::new(Vec::new(), schedulers, 41);
     c.step(&config, CI::Compacted { rev: 99 });
@@ -2205,6 +2207,7 @@ fn a_runtimes_placement_should_spread_actions_and_move_none_but_to_a_joining_mem
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
         seed: 0,
+        presume_gone_after: 30_000,
     };
     let members = |n: usize| {
         (0..n)
@@ -2353,6 +2356,7 @@ fn a_controller_trace_should_replay_and_not_pass_for_a_schedulers() {
         rules: Variant::Steadfast.into(),
         wake_every: 3_000,
         seed: 0,
+        presume_gone_after: 30_000,
     };
     let members = vec![
         ("scheduler-a:8081".to_string(), 3),

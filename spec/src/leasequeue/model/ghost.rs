@@ -42,6 +42,9 @@ pub struct Ghost {
     pub contested: bool,
     /// A message to a scheduler that had left bounced back to its sender.
     pub bounced: bool,
+    /// A copy of an activation was sent to a scheduler that had vanished,
+    /// and lost.
+    pub swallowed: bool,
     /// A scheduler refused a copy addressed to an incarnation of it before
     /// a crash (not one addressed to none).
     pub refused: bool,

@@ -42,7 +42,10 @@ use ghost::{
     all_submitted_executed, any_pending, probe_state, routed_to_departed, routing_restored,
 };
 pub(crate) use world::renumber;
-pub use world::{ActivationState, Bounds, Client, Faults, Late, Message, Placement, Stream, World};
+pub use world::{
+    ActivationState, Bounds, Client, Faults, Late, Message, Placement, Stream, World,
+    PRESUME_GONE_AFTER,
+};
 
 use super::controller::{self, Controller};
 use super::etcd::Etcd;
@@ -163,6 +166,8 @@ pub enum Action {
     SchedulerJoin,
     /// A scheduler stops for good.
     SchedulerDepart(u8),
+    /// A scheduler stops for good without a word: its address black-holes.
+    SchedulerVanish(u8),
     /// A scheduler is told to drain.
     SchedulerDrain(u8),
     /// The idle timer of a scheduler's queue fires.
@@ -271,6 +276,7 @@ impl LeaseQueueModel {
             rules: self.rules(),
             wake_every: 1,
             seed: place_on.map_or(u64::MAX, u64::from),
+            presume_gone_after: self.bounds.presume_gone_after,
         }
     }
 
@@ -483,6 +489,15 @@ impl LeaseQueueModel {
                 Self::excuse_unacknowledged(&mut w, s);
                 self.leave(&mut w, s);
             }
+            Action::SchedulerVanish(s) => {
+                w.left.vanishings -= 1;
+                // As a departure, but what is sent to it is lost: its
+                // sender hears nothing, and routes it again only once it
+                // presumes it gone.
+                Self::excuse_unacknowledged(&mut w, s);
+                w.silent[usize::from(s)] = true;
+                self.leave(&mut w, s);
+            }
             Action::SchedulerDrain(s) => {
                 w.left.drains -= 1;
                 w.ghost.drained_busy |= !w.running[usize::from(s)].is_empty();
@@ -554,6 +569,7 @@ impl Model for LeaseQueueModel {
             outages_left: u8::from(b.outage_ticks > 0),
             messages: Vec::new(),
             gone: vec![false; schedulers],
+            silent: vec![false; schedulers],
             activations: vec![ActivationState::Unsubmitted; total],
             retries: vec![ActivationState::Unsubmitted; b.retries.len()],
             due: vec![None; total],
@@ -568,6 +584,7 @@ impl Model for LeaseQueueModel {
                 unfenced: false,
                 contested: false,
                 bounced: false,
+                swallowed: false,
                 refused: false,
                 drained: false,
                 drained_busy: false,
@@ -653,6 +670,9 @@ impl Model for LeaseQueueModel {
         let up = self.up(w);
         if w.left.departures > 0 && up.len() > 1 {
             actions.extend(up.iter().map(|s| Action::SchedulerDepart(*s)));
+        }
+        if w.left.vanishings > 0 && up.len() > 1 {
+            actions.extend(up.iter().map(|s| Action::SchedulerVanish(*s)));
         }
         let serving: Vec<u8> = up
             .iter()

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 30] = [
+const REACHABLE: [Reachable; 31] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -185,6 +185,13 @@ const REACHABLE: [Reachable; 30] = [
         name: "a send to a scheduler that left bounces",
         expected: |b| b.faults.departures + b.faults.drains > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.bounced,
+    },
+    // A controller sends to a scheduler that vanished: nothing answers,
+    // and it routes the copy again only once it presumes it gone.
+    Reachable {
+        name: "a send to a scheduler that vanished is lost",
+        expected: |b| b.faults.vanishings > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.swallowed,
     },
     Reachable {
         name: "a scheduler drains and leaves",

@@ -1,6 +1,6 @@
 //! The scenarios that `steadfast check leasequeue` knows.
 
-use super::{Bounds, Client, Faults, LeaseQueueModel, Placement};
+use super::{Bounds, Client, Faults, LeaseQueueModel, Placement, PRESUME_GONE_AFTER};
 use crate::leasequeue::Variant;
 
 /// A scenario of the given sizes without any fault.
@@ -21,6 +21,7 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         probe: false,
         deadline: None,
         execute_for: None,
+        presume_gone_after: PRESUME_GONE_AFTER,
         faults: Faults::default(),
     }
 }
@@ -381,5 +382,30 @@ pub fn drift(variant: Variant) -> LeaseQueueModel {
 pub fn drift_beyond(variant: Variant) -> LeaseQueueModel {
     let mut model = seed5286(variant);
     model.bounds.faults.drift = 2;
+    model
+}
+
+/// A host vanishes: `departure`'s sizes, with a scheduler that stops for
+/// good at any time without a word (a deleted pod whose address
+/// black-holes): nothing sent to it is answered or refused, and its lease
+/// is left to expire. What was sent to it moves only once the controller
+/// presumes it gone.
+pub fn vanishing(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 1)],
+        faults: Faults {
+            vanishings: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 2)
+    })
+}
+
+/// `no-members` with a controller that presumes a scheduler gone one tick
+/// after its member key went, sooner than a live scheduler cut off from
+/// etcd comes back: past the bound "executed at most once" rests on.
+pub fn presume_early(variant: Variant) -> LeaseQueueModel {
+    let mut model = no_members(variant);
+    model.bounds.presume_gone_after = 1;
     model
 }

@@ -90,9 +90,26 @@ pub struct Bounds {
     /// (`scheduler::Config::execute_for`); `None`: executions run as long
     /// as they take.
     pub execute_for: Option<u8>,
+    /// How long, in ticks, a controller waits with copies sent to a
+    /// scheduler whose member key it no longer sees before it presumes
+    /// that scheduler gone (`controller::Config::presume_gone_after`).
+    /// The proof of "executed at most once" rests on it exceeding the
+    /// longest a live scheduler's member key stays gone; `presume-early`
+    /// shows what breaks below that.
+    #[serde(default = "default_presume_gone_after")]
+    pub presume_gone_after: u8,
     /// The faults that may strike, each up to its budget.
     pub faults: Faults,
 }
+
+/// The `presume_gone_after` of a scenario written before it existed.
+fn default_presume_gone_after() -> u8 {
+    PRESUME_GONE_AFTER
+}
+
+/// The ticks a controller waits, in every scenario but `presume-early`,
+/// before it presumes gone a scheduler whose member key it no longer sees.
+pub const PRESUME_GONE_AFTER: u8 = 2;
 
 /// A message to a scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -239,8 +256,11 @@ pub struct World {
     /// Messages to schedulers in flight, oldest first.
     pub messages: Vec<Message>,
     /// Per scheduler, whether it left for good ([`Faults::departures`],
-    /// [`Faults::drains`]).
+    /// [`Faults::drains`], [`Faults::vanishings`]).
     pub gone: Vec<bool>,
+    /// Per scheduler, whether it vanished ([`Faults::vanishings`]): what is
+    /// sent to it is neither answered nor refused.
+    pub silent: Vec<bool>,
     /// Per activation (the probe last), where it is.
     pub activations: Vec<ActivationState>,
     /// Per resubmission ([`Bounds::retries`]), where it is, as the caller
@@ -292,6 +312,13 @@ pub struct Faults {
     /// their lease is left to expire, and messages to them bounce. One
     /// leaves only while another runs.
     pub departures: u8,
+    /// Schedulers that stop for good without a word (a deleted pod whose
+    /// address black-holes): what they ran and did not acknowledge is lost
+    /// with them, their lease is left to expire, and what is sent to them
+    /// is lost, neither answered nor refused. One vanishes only while
+    /// another runs.
+    #[serde(default)]
+    pub vanishings: u8,
     /// Schedulers told to drain (a scale-down, a rolling update): each
     /// takes no new work, lets what it holds settle, gives its lease back
     /// and stops; messages to it bounce from then on. One drains only while
@@ -726,11 +753,18 @@ impl LeaseQueueModel {
     /// its scheduler gone, bounces it back to its sender at once: nothing
     /// listens at the address.
     pub(super) fn send(&self, w: &mut World, message: Message) {
-        if !w.gone[usize::from(message.to())] {
+        let to = usize::from(message.to());
+        if !w.gone[to] {
             push_once(&mut w.messages, message);
             return;
         }
-        w.ghost.bounced |= matches!(message, Message::Activation { .. });
+        let activation = matches!(message, Message::Activation { .. });
+        if w.silent[to] {
+            // Nothing answers at the address, and nothing refuses.
+            w.ghost.swallowed |= activation;
+            return;
+        }
+        w.ghost.bounced |= activation;
         self.bounce(w, message);
     }
 

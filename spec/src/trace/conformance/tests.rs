@@ -59,6 +59,7 @@ fn controller_trace(records: Vec<Record<CI<Named>, CE<Named>>>) -> Trace {
             rules: Variant::Steadfast.into(),
             wake_every: 3_000,
             seed: 0,
+            presume_gone_after: 30_000,
         },
     };
     Trace::from(Run::Controller(header, records))
