@@ -473,17 +473,15 @@ impl<D: Domain> Controller<D> {
                 }
             }
             sent.incarnation = now.or(sent.incarnation);
-            if !rules.has(Rule::PresumeGone) {
-                effects.push(sent.effect(contains_sorted(&self.may_have_run, &sent.id)));
-                continue;
-            }
-            sent.unseen_for = match now {
-                Some(_) => D::Duration::default(),
-                None => sent.unseen_for + config.wake_every,
-            };
-            if sent.unseen_for >= config.presume_gone_after {
-                gone.push(sent.id.clone());
-                continue;
+            if rules.has(Rule::PresumeGone) {
+                sent.unseen_for = match now {
+                    Some(_) => D::Duration::default(),
+                    None => sent.unseen_for + config.wake_every,
+                };
+                if sent.unseen_for >= config.presume_gone_after {
+                    gone.push(sent.id.clone());
+                    continue;
+                }
             }
             effects.push(sent.effect(contains_sorted(&self.may_have_run, &sent.id)));
         }
