@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use steadfast::leasequeue::etcd::{
     Claim, Etcd, EtcdError, EtcdOptions, EtcdTls, Holder, Listing, Watched,
 };
-use steadfast::spec::leasequeue::controller::Change;
+use steadfast::spec::leasequeue::controller::{Change, Key};
 use steadfast_tests::etcd_server::EtcdServer;
 
 async fn adapter(etcd: &EtcdServer) -> Etcd {
@@ -117,7 +117,9 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
         revision,
         keys,
         members,
+        unreadable,
     } = etcd.list().await.unwrap();
+    assert!(unreadable.is_empty(), "{unreadable:?}");
     assert_eq!(
         keys,
         [
@@ -288,6 +290,10 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
     );
 }
 
+/// A value this runtime did not write is never guessed at: a lookup
+/// refuses it; a listing and a watch report it apart, with what is wrong,
+/// and read every other key on. A key under the queue prefix of no
+/// endpoint's form names nothing, and is skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     let server = EtcdServer::start().await.unwrap();
@@ -301,6 +307,59 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     assert!(
         error.to_string().contains("steadfast/queue/hello/leader"),
         "{error}"
+    );
+
+    let lease = etcd.grant(60).await.unwrap().id;
+    assert!(etcd.register("scheduler-a", 7, lease).await.unwrap());
+    etcd.claim("a", "scheduler-a", 7, lease).await.unwrap();
+    raw.put("steadfast/queue/notes", "hello", None)
+        .await
+        .unwrap();
+    raw.put(etcd.member_key("scheduler-b"), "scheduler-c 1", None)
+        .await
+        .unwrap();
+    let listing = etcd.list().await.unwrap();
+    assert_eq!(listing.keys, [("a".into(), "scheduler-a".into())]);
+    assert_eq!(listing.members, [("scheduler-a".into(), 7)]);
+    let reasons: Vec<_> = listing.unreadable.iter().map(|(_, why)| why).collect();
+    let keys: Vec<_> = listing.unreadable.iter().map(|(key, _)| key).collect();
+    assert_eq!(
+        keys,
+        [
+            &Key::Endpoint("hello".into()),
+            &Key::Member("scheduler-b".into())
+        ]
+    );
+    assert!(reasons[0].contains("is not \"<scheduler name> <incarnation>\""));
+    assert!(reasons[1].contains("another scheduler (\"scheduler-c\")"));
+
+    // The watch reads on past an unreadable value.
+    let mut watch = etcd.watch(listing.revision + 1).await.unwrap();
+    raw.put(etcd.key("a"), "", None).await.unwrap();
+    raw.put("steadfast/queue/notes", "again", None)
+        .await
+        .unwrap();
+    etcd.delete("a").await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match watch.next(Duration::from_secs(5)).await.unwrap() {
+            Some(Watched::Changes { changes }) => {
+                seen.extend(changes.into_iter().map(|(_, change)| change))
+            }
+            other => panic!("expected the changes, got {other:?}"),
+        }
+    }
+    let [Change::Unreadable { key, reason }, gone] = &seen[..] else {
+        panic!("{seen:?}");
+    };
+    assert_eq!(key, &Key::Endpoint("a".into()));
+    assert!(reason.contains("its value \"\""), "{reason}");
+    assert_eq!(
+        gone,
+        &Change::Endpoint {
+            action: "a".into(),
+            owner: None
+        }
     );
 }
 

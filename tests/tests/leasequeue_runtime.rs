@@ -1935,3 +1935,99 @@ async fn an_action_name_that_cannot_be_one_should_be_refused_and_nothing_written
     drop((c, c2, scheduler));
     run.replay();
 }
+
+/// Keys under the runtime's prefix that it did not write (another system's,
+/// or one edited by hand) are reported and ignored, never guessed at: a
+/// controller starts beside them, reads its watch on past them, and routes
+/// every other action; an action whose endpoint key is unreadable waits
+/// until the key is deleted, then runs. (A single such key once stopped
+/// every controller from starting, and a watch from reading on.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let mut raw = etcd.client().await.unwrap();
+    for (key, value) in [
+        ("steadfast/queue/notes", "another system's"),
+        ("steadfast/queue/stuck/leader", "edited by hand"),
+        ("steadfast/scheduler/ghost", "scheduler-9 1"),
+    ] {
+        raw.put(key, value, None).await.unwrap();
+    }
+    let run = Run::new(Variant::Steadfast);
+    let builder = run.scheduler_builder(&endpoints, "scheduler-1");
+    let one = run.scheduler(builder, Duration::ZERO).await;
+    let c1 = run.controller(&endpoints, &[&one], "controller-1").await;
+    warm(&c1, 4).await;
+
+    // An unreadable value arrives on the watch; a scheduler joins after it.
+    raw.put("steadfast/scheduler/ghost", "", None)
+        .await
+        .unwrap();
+    let builder = run.scheduler_builder(&endpoints, "scheduler-2");
+    let two = run.scheduler(builder, Duration::ZERO).await;
+    let c2 = run
+        .controller(&endpoints, &[&one, &two], "controller-2")
+        .await;
+    // Every new action is placed among both: the first controller saw the
+    // newcomer join on its watch, past the unreadable value.
+    let stuck = c1.submit("stuck", json!({ "n": "stuck" }));
+    let new_actions = 16;
+    let submissions: Vec<_> = (0..new_actions)
+        .map(|n| [&c1, &c2][n % 2].submit(format!("new-{n}"), json!({ "n": n })))
+        .collect();
+    let placed = tokio::time::timeout(Duration::from_secs(10), join_all(submissions))
+        .await
+        .expect("every new activation ends in time");
+    assert!(placed.iter().all(Result::is_ok), "{placed:?}");
+    let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let listing = etcd_client.list().await.unwrap();
+    let placed_by = |via: usize| {
+        listing
+            .keys
+            .iter()
+            .filter(|(action, owner)| {
+                let n: Option<usize> = action.strip_prefix("new-").and_then(|n| n.parse().ok());
+                n.is_some_and(|n| n % 2 == via) && owner == two.address()
+            })
+            .count()
+    };
+    assert!(
+        placed_by(0) > 0,
+        "controller-1 places on scheduler-2: {listing:?}"
+    );
+    assert!(
+        placed_by(1) > 0,
+        "controller-2 places on scheduler-2: {listing:?}"
+    );
+    assert_eq!(listing.unreadable.len(), 2, "{listing:?}");
+
+    // The action whose key is unreadable has not run; once the key is
+    // deleted it is placed and runs, once.
+    tokio::pin!(stuck);
+    let waited = tokio::time::timeout(Duration::from_secs(1), &mut stuck).await;
+    assert!(waited.is_err(), "it waits for its key: {waited:?}");
+    assert_eq!(run.ledger.runs(stuck.id()), 0);
+    raw.delete("steadfast/queue/stuck/leader", None)
+        .await
+        .unwrap();
+    let ran = tokio::time::timeout(Duration::from_secs(5), &mut stuck)
+        .await
+        .expect("it runs once its key is gone")
+        .expect("it ran");
+    assert_eq!(ran["action"], json!("stuck"));
+    assert_eq!(run.ledger.runs(id_of(&ran)), 1);
+    assert!(
+        run.ledger.ran_twice().is_empty(),
+        "{:?}",
+        run.ledger.ran_twice()
+    );
+    println!(
+        "foreign keys: {new_actions} new actions placed ({} and {} on the newcomer through \
+         each controller); the action of the unreadable key ran once, after its deletion",
+        placed_by(0),
+        placed_by(1)
+    );
+    drop((c1, c2, one, two));
+    run.replay();
+}

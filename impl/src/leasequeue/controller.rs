@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_spec::leasequeue::controller::{self, Config, Effect, Input};
+use steadfast_spec::leasequeue::controller::{self, Change, Config, Effect, Input, Key};
 use steadfast_spec::leasequeue::trace::{ControllerHeader, Named};
 use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
@@ -367,6 +367,9 @@ impl ControllerBuilder {
         };
         let mut etcd = Etcd::connect(&self.etcd).await?;
         let listing = etcd.list().await?;
+        for (key, reason) in &listing.unreadable {
+            warn_unreadable(key, reason);
+        }
         let rev = listing.revision;
         let opened = node::open(
             &self.listen,
@@ -944,11 +947,16 @@ impl Driver {
             }),
             Effect::List => self.ask(|mut etcd| async move {
                 match etcd.list().await {
-                    Ok(listing) => Some(Event::Input(Input::Listed {
-                        rev: listing.revision,
-                        keys: listing.keys,
-                        members: listing.members,
-                    })),
+                    Ok(listing) => {
+                        for (key, reason) in &listing.unreadable {
+                            warn_unreadable(key, reason);
+                        }
+                        Some(Event::Input(Input::Listed {
+                            rev: listing.revision,
+                            keys: listing.keys,
+                            members: listing.members,
+                        }))
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "failed to list the endpoint and member keys");
                         None
@@ -1071,7 +1079,14 @@ async fn pump(
         };
         let input = match report {
             Ok(None) => continue,
-            Ok(Some(Watched::Changes { changes })) => Input::Changed { changes },
+            Ok(Some(Watched::Changes { changes })) => {
+                for (_, change) in &changes {
+                    if let Change::Unreadable { key, reason } = change {
+                        warn_unreadable(key, reason);
+                    }
+                }
+                Input::Changed { changes }
+            }
             Ok(Some(Watched::Compacted { compact_revision })) => Input::Compacted {
                 rev: compact_revision,
             },
@@ -1085,4 +1100,15 @@ async fn pump(
             return;
         }
     }
+}
+
+/// Warns of a key whose value this runtime did not write: the role forgets
+/// it ([`Change::Unreadable`]) until it is deleted or put right.
+fn warn_unreadable(key: &Key<Named>, reason: &str) {
+    let key = match key {
+        Key::Endpoint(action) => format!("the endpoint key of action {action:?}"),
+        Key::Member(scheduler) => format!("the member key of scheduler {scheduler:?}"),
+    };
+    tracing::warn!(%key, %reason, "an etcd key holds what no scheduler of this runtime \
+        writes: it is ignored until it is deleted or put right");
 }

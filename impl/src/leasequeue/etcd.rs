@@ -13,6 +13,9 @@
 //! Controllers list and watch both kinds with one range, from
 //! `<prefix>queue/` to the end of `<prefix>scheduler/`; a key in between
 //! that is neither (another system's, under the same prefix) is skipped.
+//! A key of either kind whose value this runtime did not write is read as
+//! [`Change::Unreadable`], with what is wrong with it, and every other key
+//! is read on: the role decides (it forgets the key), not this adapter.
 
 use std::time::Duration;
 
@@ -20,7 +23,7 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, WatchOptions, WatchStream,
 };
-use steadfast_spec::leasequeue::controller::Change;
+use steadfast_spec::leasequeue::controller::{Change, Key};
 use steadfast_spec::leasequeue::scheduler::{ClaimResult, Endpoint};
 use steadfast_spec::leasequeue::trace::Named;
 
@@ -304,6 +307,10 @@ pub struct Listing {
     /// The schedulers whose member keys exist, each with the incarnation
     /// its key names, sorted.
     pub members: Vec<(String, u64)>,
+    /// The endpoint and member keys whose values this runtime did not
+    /// write (a foreign writer's), each with what is wrong with it: left
+    /// out of `keys` and `members`.
+    pub unreadable: Vec<(Key<Named>, String)>,
 }
 
 impl Listing {
@@ -439,20 +446,20 @@ impl Etcd {
         format!("{name} {incarnation}")
     }
 
-    /// The scheduler and incarnation the value of `key` names.
-    fn owner_of(key: &[u8], value: &[u8]) -> Result<(String, u64), EtcdError> {
+    /// The scheduler and incarnation an endpoint or member key's `value`
+    /// names, or what is wrong with it.
+    fn owner_of(value: &[u8]) -> Result<(String, u64), String> {
         let parsed = std::str::from_utf8(value).ok().and_then(|value| {
             let (name, incarnation) = value.rsplit_once(' ')?;
             let incarnation = incarnation.parse().ok()?;
             (!name.is_empty()).then(|| (name.to_owned(), incarnation))
         });
-        parsed.ok_or_else(|| EtcdError::Corrupt {
-            key: String::from_utf8_lossy(key).into_owned(),
-            reason: format!(
+        parsed.ok_or_else(|| {
+            format!(
                 "its value {:?} is not \"<scheduler name> <incarnation>\" (a scheduler of a \
                  steadfast before incarnations writes the name alone: run one version)",
                 String::from_utf8_lossy(value)
-            ),
+            )
         })
     }
 
@@ -650,7 +657,11 @@ impl Etcd {
     }
 
     fn holder(kv: &etcd_client::KeyValue) -> Result<Holder, EtcdError> {
-        let (owner, incarnation) = Self::owner_of(kv.key(), kv.value())?;
+        let (owner, incarnation) =
+            Self::owner_of(kv.value()).map_err(|reason| EtcdError::Corrupt {
+                key: String::from_utf8_lossy(kv.key()).into_owned(),
+                reason,
+            })?;
         Ok(Holder {
             owner,
             incarnation,
@@ -671,11 +682,13 @@ impl Etcd {
         Ok(response.header().map_or(0, |h| h.revision()))
     }
 
-    /// Every endpoint and member key, in one read (so at one revision).
+    /// Every endpoint and member key, in one read (so at one revision);
+    /// those whose values this runtime did not write apart, with what is
+    /// wrong with each.
     ///
     /// # Errors
     ///
-    /// If etcd does not answer in time, or a key is corrupt.
+    /// If etcd does not answer in time.
     pub async fn list(&mut self) -> Result<Listing, EtcdError> {
         let space = self.space();
         let options = GetOptions::new().with_range(space.end());
@@ -683,8 +696,9 @@ impl Etcd {
         let response = Self::timed(self.timeout, "list the endpoint and member keys", call).await?;
         let mut keys = Vec::new();
         let mut members = Vec::new();
+        let mut unreadable = Vec::new();
         for kv in response.kvs() {
-            match space.change(kv.key(), Some(kv.value()))? {
+            match space.change(kv.key(), Some(kv.value())) {
                 Some(Change::Endpoint {
                     action,
                     owner: Some(owner),
@@ -693,6 +707,7 @@ impl Etcd {
                     scheduler,
                     incarnation: Some(incarnation),
                 }) => members.push((scheduler, incarnation)),
+                Some(Change::Unreadable { key, reason }) => unreadable.push((key, reason)),
                 // A listing reads only keys that exist.
                 Some(
                     Change::Endpoint { owner: None, .. }
@@ -709,6 +724,7 @@ impl Etcd {
             revision: response.header().map_or(0, |h| h.revision()),
             keys,
             members,
+            unreadable,
         })
     }
 
@@ -748,46 +764,45 @@ impl KeySpace {
         end
     }
 
-    /// What `key`, put with `value` or deleted (`None`), changed; `None`
-    /// for a key of neither kind.
-    fn change(&self, key: &[u8], value: Option<&[u8]>) -> Result<Option<Change<Named>>, EtcdError> {
-        let name = String::from_utf8_lossy(key).into_owned();
+    /// What `key`, put with `value` or deleted (`None`), changed: an
+    /// endpoint or member key whose value this runtime did not write is
+    /// [`Change::Unreadable`], for the role to decide on; `None` for a key
+    /// of neither kind (another system's under the same prefix, such as
+    /// `<prefix>queue/notes`), which names nothing the roles read.
+    fn change(&self, key: &[u8], value: Option<&[u8]>) -> Option<Change<Named>> {
+        let name = String::from_utf8_lossy(key);
         if let Some(rest) = name.strip_prefix(&self.queues) {
-            let action = rest
-                .strip_suffix("/leader")
-                .filter(|action| !action.is_empty());
-            let Some(action) = action else {
-                return Err(EtcdError::Corrupt {
-                    reason: "not of the form <prefix>queue/<action>/leader".into(),
-                    key: name,
-                });
-            };
-            let owner = value.map(|v| Etcd::owner_of(key, v)).transpose()?;
-            return Ok(Some(Change::Endpoint {
-                action: action.to_owned(),
-                owner: owner.map(|(owner, _)| owner),
-            }));
+            let action = rest.strip_suffix("/leader").filter(|a| !a.is_empty())?;
+            let action = action.to_owned();
+            return Some(match value.map(Etcd::owner_of).transpose() {
+                Ok(owner) => Change::Endpoint {
+                    action,
+                    owner: owner.map(|(owner, _)| owner),
+                },
+                Err(reason) => Change::Unreadable {
+                    key: Key::Endpoint(action),
+                    reason,
+                },
+            });
         }
-        let Some(scheduler) = name.strip_prefix(&self.members) else {
-            return Ok(None);
-        };
-        let incarnation = match value {
-            Some(value) => {
-                let (address, incarnation) = Etcd::owner_of(key, value)?;
-                if address != scheduler {
-                    return Err(EtcdError::Corrupt {
-                        reason: format!("a member key holding another name ({address:?})"),
-                        key: name,
-                    });
-                }
-                Some(incarnation)
+        let scheduler = name.strip_prefix(&self.members)?.to_owned();
+        let incarnation = |value| {
+            let (address, incarnation) = Etcd::owner_of(value)?;
+            if address != scheduler {
+                return Err(format!("its value names another scheduler ({address:?})"));
             }
-            None => None,
+            Ok(incarnation)
         };
-        Ok(Some(Change::Member {
-            scheduler: scheduler.to_owned(),
-            incarnation,
-        }))
+        Some(match value.map(incarnation).transpose() {
+            Ok(incarnation) => Change::Member {
+                scheduler,
+                incarnation,
+            },
+            Err(reason) => Change::Unreadable {
+                key: Key::Member(scheduler),
+                reason,
+            },
+        })
     }
 }
 
@@ -875,7 +890,7 @@ impl EndpointWatch {
                     EventType::Put => Some(kv.value()),
                     EventType::Delete => None,
                 };
-                let change = self.space.change(kv.key(), value)?;
+                let change = self.space.change(kv.key(), value);
                 changes.extend(change.map(|c| (kv.mod_revision(), c)));
             }
             return Ok(Some(Watched::Changes { changes }));

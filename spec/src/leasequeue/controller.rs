@@ -59,6 +59,31 @@ pub enum Change<D: Domain> {
         /// The incarnation its key now names, if the key exists.
         incarnation: Option<D::Incarnation>,
     },
+    /// `key` was put with a value no scheduler of this runtime writes (a
+    /// foreign writer's, or a key edited by hand): `reason` says what is
+    /// wrong with it. The controller forgets what it knew of the key, and
+    /// never guesses: an action whose endpoint key is unreadable has no
+    /// route (a lookup of it fails, [`Input::GetFailed`]: under
+    /// [`Rule::Park`] its submissions wait until the key is deleted or put
+    /// readable); a scheduler whose member key is unreadable is no member
+    /// it places queues on, and is out of its sight
+    /// ([`Rule::PresumeGone`]). Every other key is read as before: one
+    /// unreadable key stops no watch.
+    Unreadable {
+        /// The key.
+        key: Key<D>,
+        /// What is wrong with its value.
+        reason: String,
+    },
+}
+
+/// A key the controller reads, by what it names.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Key<D: Domain> {
+    /// The endpoint key of this action.
+    Endpoint(D::Action),
+    /// The member key of this scheduler.
+    Member(D::Scheduler),
 }
 
 /// The controller's watch on the endpoint and member keys.
@@ -192,9 +217,12 @@ pub enum Input<D: Domain> {
     Listed {
         /// The revision of the listing.
         rev: D::Revision,
-        /// Every endpoint key: action and owner.
+        /// Every endpoint key it could read: action and owner (an
+        /// unreadable one is left out, as [`Change::Unreadable`] forgets
+        /// it).
         keys: Vec<(D::Action, D::Scheduler)>,
-        /// Every member key: its scheduler and the incarnation it names.
+        /// Every member key it could read: its scheduler and the
+        /// incarnation it names.
         members: Vec<(D::Scheduler, D::Incarnation)>,
     },
 }
@@ -407,25 +435,32 @@ impl<D: Domain> Controller<D> {
         incarnation_in::<D>(&self.members, scheduler)
     }
 
+    /// Takes in one change; an unreadable key is forgotten, as if deleted.
     fn take_in(&mut self, change: Change<D>) {
         match change {
             Change::Endpoint { action, owner } => self.remember(action, owner),
             Change::Member {
                 scheduler,
                 incarnation,
-            } => {
-                let at = self.members.binary_search_by(|(m, _)| m.cmp(&scheduler));
-                match (at, incarnation) {
-                    (Ok(at), Some(incarnation)) => self.members[at].1 = incarnation,
-                    (Ok(at), None) => {
-                        self.members.remove(at);
-                    }
-                    (Err(at), Some(incarnation)) => {
-                        self.members.insert(at, (scheduler, incarnation));
-                    }
-                    (Err(_), None) => {}
-                }
+            } => self.enroll(scheduler, incarnation),
+            Change::Unreadable { key, .. } => match key {
+                Key::Endpoint(action) => self.remember(action, None),
+                Key::Member(scheduler) => self.enroll(scheduler, None),
+            },
+        }
+    }
+
+    /// Records `scheduler` as a member whose key names `incarnation`, or as
+    /// none (`None`).
+    fn enroll(&mut self, scheduler: D::Scheduler, incarnation: Option<D::Incarnation>) {
+        let at = self.members.binary_search_by(|(m, _)| m.cmp(&scheduler));
+        match (at, incarnation) {
+            (Ok(at), Some(incarnation)) => self.members[at].1 = incarnation,
+            (Ok(at), None) => {
+                self.members.remove(at);
             }
+            (Err(at), Some(incarnation)) => self.members.insert(at, (scheduler, incarnation)),
+            (Err(_), None) => {}
         }
     }
 

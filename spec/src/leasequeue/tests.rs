@@ -318,6 +318,60 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
     assert_eq!(c.route(&1), Some(&0));
 }
 
+/// An unreadable value (a foreign writer's) is forgotten, never guessed at,
+/// and stops nothing: the changes after it in the response are taken in.
+#[test]
+fn controller_should_forget_an_unreadable_key_and_read_on() {
+    use controller::{Change, Key};
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(vec![(0, 0), (1, 0)], vec![(0, 0), (1, 0)], 3);
+    let unreadable = |key| Change::Unreadable {
+        key,
+        reason: "its value is not \"<scheduler name> <incarnation>\"".into(),
+    };
+    let response = vec![
+        (4, unreadable(Key::Endpoint(0))),
+        (5, unreadable(Key::Member(1))),
+        (6, gone(1)),
+    ];
+    c.step(&config, ControllerInput::Changed { changes: response });
+    assert_eq!(c.route(&0), None, "the owner it named before is forgotten");
+    assert_eq!(c.route(&1), None, "read on past the unreadable keys");
+    assert_eq!(c.members, [(0, 0)], "no queue is placed on scheduler 1");
+    assert_eq!(
+        c.watch,
+        Watch::Active {
+            next: 7,
+            probing: false
+        }
+    );
+    // A submission to the unreadable action is looked up, and waits while
+    // the lookup fails; once the key is readable again it is routed.
+    let looked = c.step(
+        &config,
+        ControllerInput::Submit {
+            id: 0,
+            action: 0,
+            deadline: None,
+        },
+    );
+    assert_eq!(looked, [ControllerEffect::Get { id: 0, action: 0 }]);
+    let failed = ControllerInput::GetFailed { id: 0, action: 0 };
+    assert_eq!(c.step(&config, failed), []);
+    assert!(c
+        .step(&config, ControllerInput::Wake)
+        .contains(&ControllerEffect::Get { id: 0, action: 0 }));
+    let got = ControllerInput::Got {
+        id: 0,
+        action: 0,
+        owner: Some(0),
+    };
+    assert!(matches!(
+        &c.step(&config, got)[..],
+        [ControllerEffect::Send { id: 0, to: 0, .. }]
+    ));
+}
+
 #[test]
 fn lease_should_stay_valid_for_the_confirmed_ttl_from_the_keepalives_send_less_the_margin() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
@@ -1859,7 +1913,7 @@ proptest! {
 }
 
 /// A change a controller's watch may report, of two actions' endpoint keys
-/// and two schedulers' member keys.
+/// and two schedulers' member keys, readable or not.
 fn change() -> impl Strategy<Value = controller::Change<Small>> {
     use controller::Change;
     prop_oneof![
@@ -1870,6 +1924,14 @@ fn change() -> impl Strategy<Value = controller::Change<Small>> {
                 scheduler,
                 incarnation,
             }
+        }),
+        (any::<bool>(), 0u8..2).prop_map(|(endpoint, of)| Change::Unreadable {
+            key: if endpoint {
+                controller::Key::Endpoint(of)
+            } else {
+                controller::Key::Member(of)
+            },
+            reason: "unreadable".into(),
         }),
     ]
 }
