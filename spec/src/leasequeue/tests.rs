@@ -600,6 +600,32 @@ proptest! {
     }
 }
 
+/// "executed at most once" excuses one execution more per crash or
+/// departure of a scheduler that held the activation unacknowledged, not
+/// every later one.
+#[test]
+fn each_fault_should_excuse_one_execution_more_and_no_other() {
+    use super::model::scenarios;
+    use stateright::Model;
+    let model = scenarios::duplicate(Variant::Steadfast);
+    let property = model
+        .properties()
+        .into_iter()
+        .find(|p| p.name == "executed at most once")
+        .unwrap();
+    let mut w = model.init_states().remove(0);
+    let mut holds = |executions, excuses| {
+        w.ghost.executions[0] = executions;
+        w.ghost.excuses[0] = excuses;
+        (property.condition)(&model, &w)
+    };
+    assert!(holds(1, 0));
+    assert!(!holds(2, 0), "a second run with no fault to explain it");
+    assert!(holds(2, 1));
+    assert!(!holds(3, 1), "one fault, two runs more");
+    assert!(holds(3, 2));
+}
+
 #[test]
 fn the_world_should_place_a_new_queue_on_any_member_the_controller_knows() {
     use super::model::{scenarios, Action, Message, Placement};

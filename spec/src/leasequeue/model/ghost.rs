@@ -10,7 +10,8 @@ use crate::leasequeue::FailReason;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Ghost {
     /// Per activation, executions since it was submitted (counted up to
-    /// 2, as the two counts below: more reads as 2).
+    /// two more than its excuses: more reads as that many, one too many
+    /// already).
     pub executions: Vec<u8>,
     /// Per activation, failures decided since it was submitted (by a
     /// scheduler, or by a controller that could not route it).
@@ -23,10 +24,11 @@ pub struct Ghost {
     ///
     /// [`Bounds::retries`]: super::Bounds::retries
     pub retry_resolutions: Vec<u8>,
-    /// Per activation, whether a scheduler it was delivered to crashed or
-    /// left before acknowledging it (and with it the memory that it had):
-    /// its sender sends it again, and it may run again.
-    pub excused: Vec<bool>,
+    /// Per activation, how many times a scheduler it was delivered to
+    /// crashed or left before acknowledging it (and with it the memory that
+    /// it had): each time its sender sends it again, and it may run once
+    /// more. One fault excuses one execution, not every later one.
+    pub excuses: Vec<u8>,
     /// Per activation, whether its memory was lost while a caller could
     /// still submit it again: it had settled, and no running scheduler held
     /// it, forwarded it, or remembered settling it while owning its

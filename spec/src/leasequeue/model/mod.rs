@@ -328,7 +328,7 @@ impl LeaseQueueModel {
                 w.ghost.executions[i] = 0;
                 w.ghost.failures[i] = 0;
                 w.ghost.resolutions[i] = 0;
-                w.ghost.excused[i] = false;
+                w.ghost.excuses[i] = 0;
                 for s in self.up(&w) {
                     self.feed_scheduler(&mut w, s, 0, scheduler::Input::Forget { id });
                 }
@@ -579,7 +579,7 @@ impl Model for LeaseQueueModel {
                 failures: vec![0; total],
                 resolutions: vec![0; total],
                 retry_resolutions: vec![0; b.retries.len()],
-                excused: vec![false; total],
+                excuses: vec![0; total],
                 forgotten: vec![false; total],
                 unfenced: false,
                 contested: false,
@@ -784,14 +784,15 @@ impl Model for LeaseQueueModel {
                     })
                 },
             ),
-            // □(∀a: executions(a) ≤ 1 ∨ excused(a) ∨ forgotten(a)): a
-            // scheduler that crashed after executing an activation may run
-            // it again, and so may one a resubmission reaches once the
-            // memory of its end is lost.
+            // □(∀a: executions(a) ≤ 1 + excuses(a) ∨ forgotten(a)): each
+            // crash or departure of a scheduler holding an activation
+            // unacknowledged lets it run once more (its sender sends it
+            // again, whoever ran it), and a resubmission may run it again
+            // once the memory of its end is lost.
             Property::always("executed at most once", |_, w: &World| {
                 let g = &w.ghost;
-                (g.executions.iter().zip(&g.excused).zip(&g.forgotten))
-                    .all(|((n, excused), forgotten)| *n <= 1 || *excused || *forgotten)
+                (g.executions.iter().zip(&g.excuses).zip(&g.forgotten))
+                    .all(|((n, excuses), forgotten)| *n <= 1 + excuses || *forgotten)
             }),
             // □(∀c: resolutions(c) ≤ 1 ∧ ∀a: forgotten(a) ∨ ((failures(a) = 0
             // ∨ (failures(a) = 1 ∧ executions(a) = 0)) ∧ ∀c, c' calls of a

@@ -108,10 +108,10 @@ const REACHABLE: [Reachable; 31] = [
         },
         condition: |_, w| {
             let g = &w.ghost;
-            g.excused
+            g.excuses
                 .iter()
                 .zip(&g.executions)
-                .any(|(e, n)| *e && *n > 0)
+                .any(|(e, n)| *e > 0 && *n > 0)
         },
     },
     // A copy delivered twice, the second time after its scheduler crashed

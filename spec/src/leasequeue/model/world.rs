@@ -417,7 +417,9 @@ impl LeaseQueueModel {
                         .get(action)
                         .is_some_and(|k| k.owner == s && k.lease == lease);
                     w.ghost.unfenced |= !(owned && w.etcd.is_live(lease));
-                    count(&mut w.ghost.executions[usize::from(id)]);
+                    let n = usize::from(id);
+                    let most = w.ghost.excuses[n] + 2;
+                    w.ghost.executions[n] = (w.ghost.executions[n] + 1).min(most);
                     // A second execution of one running here (a design
                     // that runs every copy) finishes with the first.
                     push_once(&mut w.running[i], id);
@@ -822,16 +824,25 @@ impl LeaseQueueModel {
 
     /// Scheduler `s` stops (a crash, or for good) remembering nothing:
     /// every activation delivered to it that it did not acknowledge may run
-    /// again, since its sender sends it again, whoever ran it (`s`, or the
-    /// peer it forwarded it to, whose acknowledgement went to `s`). One it
+    /// once more, since its sender sends it again, whoever ran it (`s`, or
+    /// the peer it forwarded it to, whose acknowledgement went to `s`). One it
     /// acknowledged is not sent again, and a copy of it still in flight is
     /// addressed to this incarnation, which a later one refuses
     /// ([`Rule::FenceCopies`]).
     pub(super) fn excuse_unacknowledged(w: &mut World, s: u8) {
-        for message in &w.unacked[usize::from(s)] {
-            if let Message::Activation { id, .. } = message {
-                w.ghost.excused[usize::from(*id)] = true;
-            }
+        let mut held: Vec<u8> = w.unacked[usize::from(s)]
+            .iter()
+            .filter_map(|message| match message {
+                Message::Activation { id, .. } => Some(*id),
+                Message::CreateQueue { .. } => None,
+            })
+            .collect();
+        // Copies of one activation from two senders: one fault, one
+        // execution more.
+        held.sort_unstable();
+        held.dedup();
+        for id in held {
+            w.ghost.excuses[usize::from(id)] += 1;
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Every execution counts, acknowledged or not: the executions of an
 //! activation are the `Execute` effects of every scheduler's trace. As in
-//! the model, an activation may run again when a scheduler it was
+//! the model, an activation may run once more each time a scheduler it was
 //! delivered to stopped before acknowledging it (its trace ends holding
 //! it unacknowledged: its sender sends it again), and once more each time
 //! a scheduler forgot it (its dedupe window past).
@@ -30,10 +30,12 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let mut told: BTreeMap<String, Vec<(At, Outcome)>> = BTreeMap::new();
     let mut owners: BTreeMap<(String, i64), BTreeSet<String>> = BTreeMap::new();
     let mut forgotten: BTreeMap<String, usize> = BTreeMap::new();
-    let mut excused: BTreeSet<String> = BTreeSet::new();
+    let mut excuses: BTreeMap<String, usize> = BTreeMap::new();
     for (trace, header, records) in schedulers(traces) {
         let at = |step| At { trace, step };
-        excused.extend(unacknowledged(records));
+        for id in unacknowledged(records) {
+            *excuses.entry(id).or_default() += 1;
+        }
         facts(
             &header.id,
             header.config.remember_for,
@@ -84,7 +86,8 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     }
     let allowed = |id: &String| 1 + forgotten.get(id).copied().unwrap_or(0);
     for (id, places) in &executions {
-        if places.len() > allowed(id) && !excused.contains(id) {
+        let excused = excuses.get(id).copied().unwrap_or(0);
+        if places.len() > allowed(id) + excused {
             out.push(Violation {
                 rule: Rule::ExecutedAtMostOnce,
                 places: places.clone(),

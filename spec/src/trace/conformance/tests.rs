@@ -185,6 +185,19 @@ fn an_activation_run_twice_should_break_executed_at_most_once_unless_excused() {
         scheduler_trace(B, runs_a1(300, true)),
     ];
     assert_eq!(broken(&excused), []);
+    // One stop excuses one execution more, not every later one: a third
+    // run is one too many.
+    let thrice = [
+        sends_a1(),
+        scheduler_trace(A, runs_a1(200, false)),
+        scheduler_trace(B, runs_a1(300, true)),
+        scheduler_trace("127.0.0.1:7003", runs_a1(400, true)),
+    ];
+    assert!(
+        broken(&thrice).contains(&Rule::ExecutedAtMostOnce),
+        "{:?}",
+        broken(&thrice)
+    );
 }
 
 /// The controller takes `a-1` in, submitted at `at`, and a scheduler's
