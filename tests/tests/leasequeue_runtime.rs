@@ -321,6 +321,19 @@ async fn warm(controller: &Controller, actions: usize) {
     assert!(warm.iter().all(Result::is_ok), "{warm:?}");
 }
 
+/// Submits one activation of each of `count` new actions (`new-n`, payload
+/// `{"n": n}`) through `via` in turn, and asserts that every one of them
+/// ran within `within`.
+async fn place_new_actions(via: &[&Controller], count: usize, within: Duration) {
+    let submissions: Vec<_> = (0..count)
+        .map(|n| via[n % via.len()].submit(format!("new-{n}"), json!({ "n": n })))
+        .collect();
+    let placed = tokio::time::timeout(within, join_all(submissions))
+        .await
+        .expect("every new activation ends in time");
+    assert!(placed.iter().all(Result::is_ok), "{placed:?}");
+}
+
 /// Submits activations `0..count` of `action-n` (payload `{"n": n}`) at
 /// once, in a task: the handle returns how each ended.
 fn submit_in_background(
@@ -809,13 +822,7 @@ async fn a_scheduler_joining_under_load_should_move_no_queue_and_take_new_ones()
 
     // New actions are placed among the three: the newcomer takes some.
     let new_actions = 24;
-    let submissions: Vec<_> = (0..new_actions)
-        .map(|n| [&c1, &c2][n % 2].submit(format!("new-{n}"), json!({ "n": n })))
-        .collect();
-    let placed = tokio::time::timeout(Duration::from_secs(20), join_all(submissions))
-        .await
-        .expect("every new activation ends in time");
-    assert!(placed.iter().all(Result::is_ok), "{placed:?}");
+    place_new_actions(&[&c1, &c2], new_actions, Duration::from_secs(20)).await;
     let keys = etcd_client.list().await.unwrap().keys;
     let on_newcomer = keys.iter().filter(|(_, o)| o == third.address()).count();
     assert!(on_newcomer > 0, "{keys:?}");
@@ -1973,13 +1980,7 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
     // newcomer join on its watch, past the unreadable value.
     let stuck = c1.submit("stuck", json!({ "n": "stuck" }));
     let new_actions = 16;
-    let submissions: Vec<_> = (0..new_actions)
-        .map(|n| [&c1, &c2][n % 2].submit(format!("new-{n}"), json!({ "n": n })))
-        .collect();
-    let placed = tokio::time::timeout(Duration::from_secs(10), join_all(submissions))
-        .await
-        .expect("every new activation ends in time");
-    assert!(placed.iter().all(Result::is_ok), "{placed:?}");
+    place_new_actions(&[&c1, &c2], new_actions, Duration::from_secs(10)).await;
     let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
     let listing = etcd_client.list().await.unwrap();
     let placed_by = |via: usize| {

@@ -772,8 +772,10 @@ impl KeySpace {
     fn change(&self, key: &[u8], value: Option<&[u8]>) -> Option<Change<Named>> {
         let name = String::from_utf8_lossy(key);
         if let Some(rest) = name.strip_prefix(&self.queues) {
-            let action = rest.strip_suffix("/leader").filter(|a| !a.is_empty())?;
-            let action = action.to_owned();
+            let action = rest
+                .strip_suffix("/leader")
+                .filter(|a| !a.is_empty())?
+                .to_owned();
             return Some(match value.map(Etcd::owner_of).transpose() {
                 Ok(owner) => Change::Endpoint {
                     action,
