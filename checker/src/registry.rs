@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 27] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 30] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -560,6 +560,24 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 27] = [
         about: "2 schedulers, 1 controller, 1 action with a 3-tick deadline; a scheduler crashes after running it, and its copy is routed again",
         by_default: true,
         value: lq_scenarios::crash_deadline,
+    },
+    Scenario {
+        name: "lost-answers",
+        about: "2 schedulers, 1 controller, 1 action; an answer lost (an acknowledgement, a refusal, a report or a confirmation) and a crash",
+        by_default: true,
+        value: lq_scenarios::lost_answers,
+    },
+    Scenario {
+        name: "late-answers",
+        about: "2 schedulers, 1 controller, 1 action; a retry under the id, an answer held up and delivered late, a crash",
+        by_default: true,
+        value: lq_scenarios::late_answers,
+    },
+    Scenario {
+        name: "answers-astray",
+        about: "late-answers with an answer lost, one delivered twice and a message lost besides",
+        by_default: true,
+        value: lq_scenarios::answers_astray,
     },
     Scenario {
         name: "vanishing",

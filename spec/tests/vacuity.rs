@@ -149,6 +149,9 @@ mod vacuity {
             a_forgotten_end_fails_without_retries: "a caller is told an activation ended, how no longer known",
             an_ambiguous_end_fails_without_crashes: "a caller is told it is not known whether an activation ran",
             a_lost_send_fails_without_vanishings: "a send to a scheduler that vanished is lost",
+            a_lost_message_fails_without_losses: "a message is lost",
+            a_lost_answer_fails_without_losses: "an answer is lost",
+            a_held_answer_fails_without_delays: "an answer is held up in the network",
         }
 
         /// Without the rule a copy that may have run fails as never run.

@@ -9,6 +9,7 @@
 //! let proxy = TcpProxy::start(upstream).await?;
 //! // point the client at proxy.address() ...
 //! proxy.set(Mode::DropReplies); // requests arrive, answers do not
+//! proxy.set(Mode::DropRequests); // what clients send is lost
 //! proxy.set(Mode::Forward);
 //! # Ok(())
 //! # }
@@ -32,6 +33,10 @@ pub enum Mode {
     /// Forward requests to the upstream but throw its replies away: the
     /// server acts, the client never hears.
     DropReplies,
+    /// Throw away what clients send, and forward what the upstream sends
+    /// them: for a protocol whose messages flow from client to server,
+    /// every message is lost in flight.
+    DropRequests,
     /// Close every connection and refuse new ones: a network that fails
     /// fast.
     Cut,
@@ -138,6 +143,7 @@ async fn pump(
         match current {
             Mode::Cut => return,
             Mode::DropReplies if direction == Direction::Replies => continue,
+            Mode::DropRequests if direction == Direction::Requests => continue,
             _ => {}
         }
         if current == Mode::Hold {

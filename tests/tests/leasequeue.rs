@@ -197,6 +197,33 @@ fn a_copy_past_its_deadline_that_may_have_run_should_end_ambiguous() {
     );
 }
 
+/// Answers between nodes go astray: an acknowledgement, a refusal, a
+/// report or a confirmation lost, or held up and delivered after a
+/// resubmission, then a crash. Every submission still resolves, and
+/// nothing runs twice but what a crash excuses. OpenWhisk, which
+/// acknowledges on receipt, loses activations there.
+#[test]
+fn answers_lost_or_late_should_leave_no_caller_waiting() {
+    let lost = run(&scenarios::lost_answers(Variant::Steadfast));
+    assert_all_hold(&lost);
+    assert_reached(&lost, &["an answer is lost", "every submission resolves"]);
+    let late = run(&scenarios::late_answers(Variant::Steadfast));
+    assert_all_hold(&late);
+    assert_reached(
+        &late,
+        &[
+            "an answer is held up in the network",
+            "a copy of an activation that ended is answered with its outcome",
+            "every submission resolves",
+        ],
+    );
+    let legacy = run(&scenarios::lost_answers(Variant::OpenWhisk));
+    assert_eq!(
+        verdict(&legacy, "every submission resolves"),
+        Verdict::Violated
+    );
+}
+
 /// A scheduler vanishes without a word: what was sent to it is lost, and
 /// the controller routes it again once it presumes the scheduler gone.
 /// OpenWhisk sends it there for ever.

@@ -67,6 +67,15 @@ fn an_activation_must_be_acknowledged_only_once_settled() {
         scenarios::duplicate,
         "every submission resolves",
     );
+    // An acknowledgement of the first submission, held up in the network,
+    // arrives once the caller submitted the id again: taken for the
+    // resubmission's, it stops that copy, the scheduler crashes, and the
+    // caller waits for ever.
+    assert_needed(
+        Rule::AckAtSettlement,
+        scenarios::late_answers,
+        "every submission resolves",
+    );
 }
 
 #[test]

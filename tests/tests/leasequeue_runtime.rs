@@ -36,6 +36,17 @@ async fn proxy_for(endpoint: &str) -> (TcpProxy, String) {
     (proxy, url)
 }
 
+/// A free port of 127.0.0.1 for a node to listen on, and a loopback proxy
+/// in front of it, for the node to advertise.
+async fn behind_a_proxy() -> (std::net::SocketAddr, TcpProxy) {
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let proxy = TcpProxy::start(listen).await.unwrap();
+    (listen, proxy)
+}
+
 /// One test's nodes: the variant they follow, where their traces go, and
 /// what their executors ran.
 struct Run {
@@ -148,6 +159,32 @@ impl Run {
             .variant(self.variant)
             .wake_every(Duration::from_millis(300))
             .trace(self.trace(name))
+    }
+
+    /// Kills the scheduler of `schedulers` at `address` and, `pause`
+    /// later, starts it again there (its trace `scheduler-restarted`),
+    /// with activations that take `work`, as a restarted process does;
+    /// returns when it was killed.
+    async fn restart(
+        &self,
+        endpoints: &[String],
+        schedulers: &mut Vec<SchedulerProcess>,
+        address: String,
+        pause: Duration,
+        work: Duration,
+    ) -> Instant {
+        let at = schedulers
+            .iter()
+            .position(|s| s.address() == address)
+            .expect("a scheduler at the address");
+        let killed_at = Instant::now();
+        schedulers.remove(at).kill();
+        tokio::time::sleep(pause).await;
+        let again = self
+            .scheduler_builder(endpoints, "scheduler-restarted")
+            .listen(address);
+        schedulers.push(self.scheduler(again, work).await);
+        killed_at
     }
 
     /// Asserts that every result is its activation's, executed exactly
@@ -543,18 +580,11 @@ async fn a_scheduler_killed_mid_activation_should_lose_no_activation() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut etcd_client = Etcd::connect(&options(&endpoints)).await.unwrap();
     let owner = etcd_client.lookup("action-0").await.unwrap().unwrap().owner;
-    let at = schedulers
-        .iter()
-        .position(|s| s.address() == owner)
-        .unwrap();
-    let killed_at = Instant::now();
-    schedulers.remove(at).kill();
     // It comes back where it was, as a restarted process does.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let again = run
-        .scheduler_builder(&endpoints, "scheduler-restarted")
-        .listen(owner);
-    schedulers.push(run.scheduler(again, work).await);
+    let pause = Duration::from_millis(500);
+    let killed_at = run
+        .restart(&endpoints, &mut schedulers, owner, pause, work)
+        .await;
 
     let results = tokio::time::timeout(Duration::from_secs(30), running)
         .await
@@ -569,6 +599,68 @@ async fn a_scheduler_killed_mid_activation_should_lose_no_activation() {
     );
     drop(c);
     drop(schedulers);
+    run.replay();
+}
+
+/// What schedulers tell the controller (acknowledgements, reports) is lost
+/// in the network, and the scheduler that ran an activation crashes before
+/// its report got through: the controller sends the activation until it
+/// learns how it ended, the scheduler's next run refuses the copy
+/// addressed to the run that crashed, and the activation, routed again,
+/// runs a second time (the crash explains it) and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_lost_in_the_network_then_a_crash_should_leave_no_caller_waiting() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let run = Run::new(Variant::Steadfast);
+    let work = Duration::from_millis(200);
+    let mut schedulers = Vec::from(run.two_schedulers(&endpoints, work, |b| b).await);
+    // The controller listens behind a proxy: what schedulers send it
+    // passes there.
+    let (listen, proxy) = behind_a_proxy().await;
+    let c = run
+        .controller_builder(&endpoints, &[&schedulers[0], &schedulers[1]], "controller")
+        .await
+        .listen(listen.to_string())
+        .advertise(proxy.address().to_string())
+        .start()
+        .await
+        .expect("the controller starts");
+    warm(&c, 1).await;
+    let mut client = Etcd::connect(&options(&endpoints)).await.unwrap();
+    let owner = client.lookup("action-0").await.unwrap().unwrap().owner;
+
+    proxy.set(Mode::DropRequests);
+    let submitted = c.submit_as("lost-answers", "action-0", json!({ "n": 0 }));
+    let handle = tokio::spawn(submitted);
+    for _ in 0..100 {
+        if run.ledger.runs("lost-answers") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(run.ledger.runs("lost-answers"), 1, "it ran within 5 s");
+    // Its report and acknowledgement are lost, and sent again, and lost.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!handle.is_finished(), "nothing reached the controller");
+    let killed_at = run
+        .restart(&endpoints, &mut schedulers, owner, Duration::ZERO, work)
+        .await;
+    proxy.set(Mode::Forward);
+
+    let result = tokio::time::timeout(Duration::from_secs(20), handle)
+        .await
+        .expect("the handle ends within 20 s of the crash")
+        .unwrap()
+        .expect("it ends executed");
+    println!("the handle ended {:?} after the crash", killed_at.elapsed());
+    assert_eq!(result["payload"]["n"], json!(0), "{result}");
+    assert_eq!(
+        run.ledger.runs("lost-answers"),
+        2,
+        "once before the crash, once after it: the crash explains the second run"
+    );
+    drop((c, schedulers, proxy));
     run.replay();
 }
 
@@ -1388,12 +1480,7 @@ async fn a_scheduler_behind_a_proxy_should_be_named_and_reached_by_the_address_i
     let etcd = EtcdServer::start().await.unwrap();
     let endpoints = [etcd.endpoint()];
     let run = Run::new(Variant::Steadfast);
-    // A port of its own to listen on, and a proxy in front of it.
-    let listen = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let proxy = TcpProxy::start(listen).await.unwrap();
+    let (listen, proxy) = behind_a_proxy().await;
     let advertised = proxy.address().to_string();
 
     let refused = run

@@ -41,8 +41,9 @@ fn file(name: &str, contents: &str) -> PathBuf {
 }
 
 /// The trace of scheduler `id`, run by the spec's own role: it takes lease
-/// `lease`, wins the key of action `hello` at revision `created`, and runs
-/// activation `a-1` to its end.
+/// `lease`, wins the key of action `hello` at revision `created`, runs
+/// activation `a-1` to its end, and hears its controller confirm the
+/// report (a run that ended unconfirmed could be sent, and run, again).
 fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
     let config = scheduler::Config::<Named> {
         rules: Variant::Steadfast.into(),
@@ -82,6 +83,10 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
             id: "a-1".into(),
             failure: None,
         },
+        Input::ReportAcked {
+            id: "a-1".into(),
+            from: Some("127.0.0.1:7100".into()),
+        },
     ];
     let header = Header::Scheduler(SchedulerHeader {
         id: id.into(),
@@ -111,7 +116,7 @@ fn a_faithful_trace_should_replay_with_exit_0() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let text = text(&output);
     assert!(
-        text.contains("scheduler 127.0.0.1:7001: 7 steps agree"),
+        text.contains("scheduler 127.0.0.1:7001: 8 steps agree"),
         "{text}"
     );
     for property in [
@@ -148,7 +153,7 @@ fn two_schedulers_settling_one_activation_should_violate_at_most_once() {
     let output = replay(&[one, two]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let text = text(&output);
-    assert_eq!(text.matches("7 steps agree").count(), 2, "{text}");
+    assert_eq!(text.matches("8 steps agree").count(), 2, "{text}");
     assert!(text.contains("executed at most once: VIOLATED"), "{text}");
     assert!(text.contains("at most one outcome: VIOLATED"), "{text}");
     assert!(text.contains("one owner per key: VIOLATED"), "{text}");

@@ -177,7 +177,8 @@ pub enum Input<D: Domain> {
     /// Scheduler `from` acknowledged activation `id`: it settled it
     /// (executed or failed it, or forwarded it and the peer took it in),
     /// or, under OpenWhisk's rules, took it in. An acknowledgement from
-    /// another scheduler than the one it was last sent to changes nothing.
+    /// another scheduler than the one it was last sent to changes nothing,
+    /// and under [`Rule::AckAtSettlement`] none does.
     Acked {
         /// The activation.
         id: D::Activation,
@@ -592,6 +593,9 @@ impl<D: Domain> Controller<D> {
                 Ok(_) => vec![Effect::Overdue { id }],
                 Err(_) => Vec::new(),
             },
+            // steadfast sends until the outcome comes: an acknowledgement
+            // may be a late one, of an earlier submission of the id.
+            Input::Acked { .. } if rules.has(Rule::AckAtSettlement) => Vec::new(),
             Input::Acked { id, from } => {
                 self.sent.retain(|s| s.id != id || s.to != from);
                 Vec::new()

@@ -214,9 +214,14 @@ pub enum Rule {
     /// A scheduler ignores an activation it already holds or has settled
     /// (delivery is at least once).
     Deduplicate,
-    /// A scheduler acknowledges an activation only once it is settled
-    /// (executed, failed, or forwarded and taken in by the peer), not on
-    /// receipt.
+    /// An activation is done with for its sender only once it ended: a
+    /// scheduler acknowledges it only once it is settled (executed, failed,
+    /// or forwarded and taken in by the peer), not on receipt, and a
+    /// controller sends it again until it learns how it ended (or the copy
+    /// bounces), whatever acknowledgements it hears: one held up in the
+    /// network may be of an earlier submission of the same id. Without it,
+    /// an acknowledgement on receipt, or a late one, stops the copy, and a
+    /// crash then leaves its caller waiting for ever.
     AckAtSettlement,
     /// A controller that cannot reach etcd, or knows no live scheduler to
     /// place a new queue on, keeps the activation and looks it up again,
@@ -334,7 +339,8 @@ pub enum Variant {
     /// lease revoked and a new one granted; a scheduler without a queue
     /// elects itself by create-if-absent, or forwards to the winner; deletes
     /// conditioned on ownership; duplicates ignored and activations
-    /// acknowledged at settlement; controllers park what they cannot route,
+    /// acknowledged at settlement, and sent until their outcome is known;
+    /// controllers park what they cannot route,
     /// resume watches from the next revision, re-list after compaction and
     /// take in whole watch responses; activations sent to a scheduler that
     /// is gone are routed again; a restarted scheduler refuses copies

@@ -849,6 +849,27 @@ fn steadfast_should_execute_a_duplicate_once_and_acknowledge_at_settlement() {
 }
 
 #[test]
+fn only_without_the_rule_should_an_acknowledgement_stop_a_controllers_resends() {
+    let without = Rules::all().without(Rule::AckAtSettlement);
+    for (rules, resent) in [(Rules::all(), true), (without, false)] {
+        let config = controller_config(rules);
+        let mut c = Controller::new(vec![(0, 1)], vec![(1, 0)], 2);
+        let submit = ControllerInput::Submit {
+            id: 5,
+            action: 0,
+            deadline: None,
+        };
+        c.step(&config, submit);
+        c.step(&config, ControllerInput::Acked { id: 5, from: 1 });
+        let woken = c.step(&config, ControllerInput::Wake);
+        let sends = woken
+            .iter()
+            .any(|e| matches!(e, ControllerEffect::Send { id: 5, .. }));
+        assert_eq!(sends, resent, "{rules:?}");
+    }
+}
+
+#[test]
 fn a_scheduler_should_forget_what_it_settled_once_its_memory_span_passed() {
     let (mut s, mut config) = serving(Variant::Steadfast, 7);
     config.remember_for = Some(2);
@@ -1614,7 +1635,7 @@ fn routing_to_scheduler_1() -> (Controller, controller::Config<Small>, Controlle
 }
 
 #[test]
-fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_once() {
+fn a_controller_should_resend_until_the_outcome_and_resolve_each_submission_once() {
     let (mut c, config, send) = routing_to_scheduler_1();
     let submit = ControllerInput::Submit {
         id: 1,
@@ -1628,11 +1649,10 @@ fn a_controller_should_resend_until_acknowledged_and_resolve_each_submission_onc
         "a resubmission joins the pending one"
     );
     assert!(c.step(&config, ControllerInput::Wake).contains(&send));
-    // Only the scheduler it was sent to can stop the resends.
-    c.step(&config, ControllerInput::Acked { id: 1, from: 0 });
-    assert!(c.step(&config, ControllerInput::Wake).contains(&send));
+    // No acknowledgement stops the resends (it may be a late one, of an
+    // earlier submission of the id): the outcome does.
     c.step(&config, ControllerInput::Acked { id: 1, from: 1 });
-    assert!(!c.step(&config, ControllerInput::Wake).contains(&send));
+    assert!(c.step(&config, ControllerInput::Wake).contains(&send));
     let reported = ControllerInput::Outcome {
         id: 1,
         outcome: Outcome::Executed,

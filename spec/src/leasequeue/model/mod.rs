@@ -43,8 +43,8 @@ use ghost::{
 };
 pub(crate) use world::renumber;
 pub use world::{
-    ActivationState, Bounds, Client, Faults, Late, Message, Placement, Stream, World,
-    PRESUME_GONE_AFTER,
+    ActivationState, Answer, AnswerFault, AnswerKind, Bounds, Client, Faults, Late, Message,
+    Placement, Stream, World, PRESUME_GONE_AFTER,
 };
 
 use super::controller::{self, Controller};
@@ -143,6 +143,18 @@ pub enum Action {
     DeliverOutOfOrder(u8),
     /// The oldest message in flight is sent twice.
     DuplicateMessage,
+    /// The oldest message for this scheduler is lost.
+    LoseMessage(u8),
+    /// The network holds a fault in store for the next answer of a kind
+    /// ([`World::armed`]).
+    AnswerFault {
+        /// What it does to the answer.
+        fault: AnswerFault,
+        /// The kind of answer it strikes.
+        kind: AnswerKind,
+    },
+    /// The oldest answer held up in the network arrives.
+    DeliverAnswer,
     /// A scheduler's oldest request is held up in the network.
     DelayRequest(u8),
     /// etcd applies a scheduler's oldest request, and the reply is lost.
@@ -202,6 +214,10 @@ impl Action {
 
     fn is_delivery_to<const S: u8>(&self) -> bool {
         *self == Action::Deliver(S)
+    }
+
+    fn is_answer_delivery(&self) -> bool {
+        *self == Action::DeliverAnswer
     }
 
     fn is_etcd_for_controller<const C: u8>(&self) -> bool {
@@ -423,6 +439,24 @@ impl LeaseQueueModel {
                 let at = Self::message_for(&w, s, 1)?;
                 self.deliver(&mut w, at);
             }
+            Action::LoseMessage(s) => {
+                w.left.lost_messages -= 1;
+                let at = Self::message_for(&w, s, 0)?;
+                w.messages.remove(at);
+            }
+            Action::AnswerFault { fault, kind } => {
+                let left = match fault {
+                    AnswerFault::Lose => &mut w.left.lost_answers,
+                    AnswerFault::Delay => &mut w.left.delayed_answers,
+                    AnswerFault::Duplicate => &mut w.left.duplicate_answers,
+                };
+                *left -= 1;
+                w.armed = Some((fault, kind));
+            }
+            Action::DeliverAnswer => {
+                let answer = w.answers.remove(0);
+                self.hear(&mut w, answer);
+            }
             Action::DuplicateMessage => {
                 w.left.duplicates -= 1;
                 let copy = *w.messages.first()?;
@@ -513,6 +547,7 @@ impl LeaseQueueModel {
                 self.feed_scheduler(&mut w, scheduler, 0, scheduler::Input::Idle { action });
             }
         }
+        Self::drop_acknowledged(&mut w);
         self.mark_forgotten(&mut w);
         Some(w)
     }
@@ -568,6 +603,8 @@ impl Model for LeaseQueueModel {
             outage: 0,
             outages_left: u8::from(b.outage_ticks > 0),
             messages: Vec::new(),
+            answers: Vec::new(),
+            armed: None,
             gone: vec![false; schedulers],
             silent: vec![false; schedulers],
             activations: vec![ActivationState::Unsubmitted; total],
@@ -709,6 +746,9 @@ impl Model for LeaseQueueModel {
             if w.left.reorders > 0 && Self::message_for(w, s, 1).is_some() {
                 actions.push(Action::DeliverOutOfOrder(s));
             }
+            if w.left.lost_messages > 0 && Self::message_for(w, s, 0).is_some() {
+                actions.push(Action::LoseMessage(s));
+            }
             if w.left.crashes > 0 {
                 actions.push(Action::SchedulerCrash(s));
             }
@@ -745,6 +785,25 @@ impl Model for LeaseQueueModel {
         }
         if w.left.duplicates > 0 && !w.messages.is_empty() {
             actions.push(Action::DuplicateMessage);
+        }
+        if !w.answers.is_empty() {
+            actions.push(Action::DeliverAnswer);
+        }
+        if w.armed.is_none() {
+            let budgets = [
+                (AnswerFault::Lose, w.left.lost_answers),
+                (AnswerFault::Delay, w.left.delayed_answers),
+                (AnswerFault::Duplicate, w.left.duplicate_answers),
+            ];
+            let kinds = [
+                AnswerKind::Ack,
+                AnswerKind::Refusal,
+                AnswerKind::Report,
+                AnswerKind::Confirm,
+            ];
+            for (fault, _) in budgets.into_iter().filter(|(_, left)| *left > 0) {
+                actions.extend(kinds.map(|kind| Action::AnswerFault { fault, kind }));
+            }
         }
         if w.left.compactions > 0 {
             actions.push(Action::EtcdCompact);
@@ -886,6 +945,8 @@ impl TemporalModel for LeaseQueueModel {
             Fairness::weak("probe resubmission", Action::is_probe),
             // A leaderless etcd elects a leader in the end.
             Fairness::weak("etcd election", Action::is_election),
+            // What the network holds up arrives in the end.
+            Fairness::weak("answers arrive", Action::is_answer_delivery),
         ];
         classes.extend(
             schedulers

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 31] = [
+const REACHABLE: [Reachable; 34] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -89,6 +89,25 @@ const REACHABLE: [Reachable; 31] = [
         name: "a message overtakes another",
         expected: |b| b.faults.reorders > 0,
         condition: |m, w| w.left.reorders < m.bounds.faults.reorders,
+    },
+    Reachable {
+        name: "a message is lost",
+        expected: |b| b.faults.lost_messages > 0 && !b.submissions.is_empty(),
+        condition: |m, w| w.left.lost_messages < m.bounds.faults.lost_messages,
+    },
+    // The fault armed for a kind of answer struck one.
+    Reachable {
+        name: "an answer is lost",
+        expected: |b| b.faults.lost_answers > 0 && !b.submissions.is_empty(),
+        condition: |m, w| w.left.lost_answers < m.bounds.faults.lost_answers && w.armed.is_none(),
+    },
+    Reachable {
+        name: "an answer is held up in the network",
+        expected: |b| {
+            let held = b.faults.delayed_answers + b.faults.duplicate_answers;
+            held > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| !w.answers.is_empty(),
     },
     Reachable {
         name: "a stalled watch is restarted",

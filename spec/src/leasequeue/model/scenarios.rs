@@ -409,3 +409,48 @@ pub fn presume_early(variant: Variant) -> LeaseQueueModel {
     model.bounds.presume_gone_after = 1;
     model
 }
+
+/// Answers go astray: 2 schedulers, 1 controller, 1 action, one
+/// activation; the network loses one answer (an acknowledgement, a
+/// refusal, a report or a confirmation: the world picks which), and a
+/// scheduler may crash at any time, after an answer it sent was lost.
+pub fn lost_answers(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0)],
+        faults: Faults {
+            crashes: 1,
+            lost_answers: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
+/// A late answer and a caller's retry: 2 schedulers, 1 controller, 1
+/// action, one activation submitted again under its id through the same
+/// controller, before or after it ended; the network holds one answer up
+/// (the world picks which) and delivers it after what is sent meanwhile,
+/// and a scheduler may crash at any time.
+pub fn late_answers(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0)],
+        retries: vec![(0, 0)],
+        faults: Faults {
+            crashes: 1,
+            delayed_answers: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
+/// Every fault of the network at once, with a caller's retry: `late-answers`
+/// with, besides, an answer lost, one delivered twice and a message lost.
+pub fn answers_astray(variant: Variant) -> LeaseQueueModel {
+    let mut model = late_answers(variant);
+    let faults = &mut model.bounds.faults;
+    faults.lost_answers = 1;
+    faults.duplicate_answers = 1;
+    faults.lost_messages = 1;
+    model
+}

@@ -153,6 +153,79 @@ impl Message {
     }
 }
 
+/// An answer from one node to another: like every message between nodes,
+/// it may be lost, held up (and overtaken) or delivered twice, each within
+/// the scenario's budget ([`Faults::lost_answers`],
+/// [`Faults::delayed_answers`], [`Faults::duplicate_answers`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Answer {
+    /// Scheduler `from` acknowledges `copy`, which was delivered to it:
+    /// its sender (a controller, or the peer that forwarded it) hears it.
+    Ack {
+        /// The scheduler.
+        from: u8,
+        /// The copy it acknowledges.
+        copy: Message,
+    },
+    /// A scheduler refused `copy`: it goes back to its sender as a bounce.
+    Refusal {
+        /// The copy refused.
+        copy: Message,
+    },
+    /// A scheduler reports an outcome to controller `to`.
+    Report {
+        /// The controller.
+        to: u8,
+        /// The report, as the controller takes it in.
+        input: controller::Input<Small>,
+    },
+    /// A controller confirms a report to scheduler `to`.
+    Confirm {
+        /// The scheduler.
+        to: u8,
+        /// The confirmation, as the scheduler takes it in.
+        input: scheduler::Input<Small>,
+    },
+}
+
+/// Which kind of [`Answer`] a fault of the network strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AnswerKind {
+    /// An acknowledgement.
+    Ack,
+    /// A refusal.
+    Refusal,
+    /// A report.
+    Report,
+    /// A confirmation.
+    Confirm,
+}
+
+impl Answer {
+    /// Its kind.
+    pub fn kind(&self) -> AnswerKind {
+        match self {
+            Answer::Ack { .. } => AnswerKind::Ack,
+            Answer::Refusal { .. } => AnswerKind::Refusal,
+            Answer::Report { .. } => AnswerKind::Report,
+            Answer::Confirm { .. } => AnswerKind::Confirm,
+        }
+    }
+}
+
+/// What the network does to the next answer of a kind
+/// ([`Action::AnswerFault`](super::Action::AnswerFault)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AnswerFault {
+    /// It is lost.
+    Lose,
+    /// It is held up, and arrives later ([`World::answers`]), after what
+    /// is sent meanwhile.
+    Delay,
+    /// It arrives, and a copy of it arrives again later.
+    Duplicate,
+}
+
 /// Where an activation is, as its user sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ActivationState {
@@ -237,9 +310,10 @@ pub struct World {
     pub late: Vec<Vec<Late>>,
     /// Per scheduler, activations it is executing.
     pub running: Vec<Vec<u8>>,
-    /// Per scheduler, activations delivered to it and not acknowledged,
-    /// each once: their sender (a controller, or the peer that forwarded
-    /// them) sends them again until acknowledged.
+    /// Per scheduler, the copies of activations delivered to it that
+    /// their sender (a controller, or the peer that forwarded them) still
+    /// sends it, each once: not acknowledged to the sender, nor ended for
+    /// it ([`LeaseQueueModel::drop_acknowledged`]).
     pub unacked: Vec<Vec<Message>>,
     /// The controllers.
     pub controllers: Vec<Controller<Small>>,
@@ -255,6 +329,12 @@ pub struct World {
     pub outages_left: u8,
     /// Messages to schedulers in flight, oldest first.
     pub messages: Vec<Message>,
+    /// Answers held up in the network, oldest first
+    /// ([`AnswerFault::Delay`], [`AnswerFault::Duplicate`]).
+    pub answers: Vec<Answer>,
+    /// The fault the network holds in store for the next answer of a
+    /// kind: struck when one is sent.
+    pub armed: Option<(AnswerFault, AnswerKind)>,
     /// Per scheduler, whether it left for good ([`Faults::departures`],
     /// [`Faults::drains`], [`Faults::vanishings`]).
     pub gone: Vec<bool>,
@@ -301,6 +381,20 @@ pub struct Faults {
     pub duplicates: u8,
     /// Messages to a scheduler delivered out of order.
     pub reorders: u8,
+    /// Messages to schedulers (an activation, a request to create a
+    /// queue) lost in flight.
+    #[serde(default)]
+    pub lost_messages: u8,
+    /// Answers between nodes ([`Answer`]: an acknowledgement, a refusal,
+    /// a report, a confirmation) lost in flight.
+    #[serde(default)]
+    pub lost_answers: u8,
+    /// Answers held up in the network, delivered later, after others.
+    #[serde(default)]
+    pub delayed_answers: u8,
+    /// Answers delivered twice, the second time later.
+    #[serde(default)]
+    pub duplicate_answers: u8,
     /// Controller watches that stop delivering without an error.
     pub stalls: u8,
     /// Writes of keys outside the endpoint keys (OpenWhisk registers its
@@ -444,9 +538,6 @@ impl LeaseQueueModel {
                     };
                     self.offer(w, message);
                 }
-                // Replies reach the controller at once, and its
-                // confirmation the scheduler (docs/leasequeue.md,
-                // "Assumptions").
                 scheduler::Effect::Report { id, to, outcome } => {
                     if let Outcome::Failed(_) = outcome {
                         count(&mut w.ghost.failures[usize::from(id)]);
@@ -454,47 +545,29 @@ impl LeaseQueueModel {
                     w.ghost.answered_from_memory |= settled_before;
                     let from = Some(s);
                     let input = controller::Input::Outcome { id, outcome, from };
-                    self.feed_controller(w, to, input);
+                    self.send_answer(w, Answer::Report { to, input });
                 }
-                // Whoever sent it is told: the controller, or the peer that
-                // forwarded it.
+                // Whoever sent a copy delivered here is told: the
+                // controller, or the peer that forwarded it. It counts as
+                // acknowledged once its sender hears it.
                 scheduler::Effect::Ack { id } => {
-                    let acked = take_delivered(w, s, |a, _| a == id);
-                    for message in acked {
-                        let Message::Activation {
-                            forwarder,
-                            reply_to,
-                            ..
-                        } = message
-                        else {
-                            continue;
-                        };
-                        match forwarder {
-                            None => {
-                                let input = controller::Input::Acked { id, from: s };
-                                self.feed_controller(w, reply_to, input);
-                            }
-                            Some(peer) if !w.gone[usize::from(peer)] => {
-                                let input = scheduler::Input::ForwardAcked {
-                                    id,
-                                    from: s,
-                                    reply_to: Some(reply_to),
-                                };
-                                self.feed_scheduler(w, peer, 0, input);
-                            }
-                            Some(_) => {}
-                        }
+                    let copies = w.unacked[i]
+                        .iter()
+                        .filter(|m| matches!(m, Message::Activation { id: a, .. } if *a == id));
+                    let copies: Vec<Message> = copies.copied().collect();
+                    for copy in copies {
+                        self.send_answer(w, Answer::Ack { from: s, copy });
                     }
                 }
                 // The copy just delivered goes back to its sender as a
-                // bounce.
+                // bounce: not taken in, it is not held here.
                 scheduler::Effect::Refuse { id, incarnation } => {
                     let refused = take_delivered(w, s, |a, to| (a, to) == (id, incarnation));
                     // Addressed to a run of it (not to none: its sender
                     // saw no member key of it).
                     w.ghost.refused |= incarnation.is_some() && !refused.is_empty();
-                    for message in refused {
-                        self.bounce(w, message);
+                    for copy in refused {
+                        self.send_answer(w, Answer::Refusal { copy });
                     }
                 }
                 request @ (scheduler::Effect::Grant { .. }
@@ -537,10 +610,9 @@ impl LeaseQueueModel {
                 // and tells its controller when it comes.
                 controller::Effect::WakeIn { .. } | controller::Effect::DeadlineIn { .. } => {}
                 controller::Effect::Overdue { .. } => w.ghost.overdue = true,
-                // The confirmation reaches the scheduler at once.
                 controller::Effect::Confirm { id, to } => {
-                    let confirmed = scheduler::Input::ReportAcked { id, from: Some(c) };
-                    self.feed_scheduler(w, to, 0, confirmed);
+                    let input = scheduler::Input::ReportAcked { id, from: Some(c) };
+                    self.send_answer(w, Answer::Confirm { to, input });
                 }
                 // etcd 3.4 answers a progress request only on a watcher in
                 // step with it (one catching up gets none), and never on a
@@ -590,6 +662,63 @@ impl LeaseQueueModel {
                     if self.reachable(w, Client::Controller(c)) {
                         w.requests[usize::from(c)].push(request);
                     }
+                }
+            }
+        }
+    }
+
+    /// Sends `answer` through the network: it arrives at once, unless the
+    /// fault armed for its kind strikes it.
+    fn send_answer(&self, w: &mut World, answer: Answer) {
+        let Some((fault, _)) = w.armed.filter(|(_, kind)| *kind == answer.kind()) else {
+            return self.hear(w, answer);
+        };
+        w.armed = None;
+        match fault {
+            AnswerFault::Lose => {}
+            AnswerFault::Delay => w.answers.push(answer),
+            AnswerFault::Duplicate => {
+                w.answers.push(answer.clone());
+                self.hear(w, answer);
+            }
+        }
+    }
+
+    /// `answer` reaches its receiver. One for a scheduler that is gone
+    /// reaches nobody.
+    pub(super) fn hear(&self, w: &mut World, answer: Answer) {
+        match answer {
+            Answer::Ack { from, copy } => {
+                let Message::Activation {
+                    id,
+                    forwarder,
+                    reply_to,
+                    ..
+                } = copy
+                else {
+                    return;
+                };
+                match forwarder {
+                    None => {
+                        let input = controller::Input::Acked { id, from };
+                        self.feed_controller(w, reply_to, input);
+                    }
+                    Some(peer) if !w.gone[usize::from(peer)] => {
+                        let input = scheduler::Input::ForwardAcked {
+                            id,
+                            from,
+                            reply_to: Some(reply_to),
+                        };
+                        self.feed_scheduler(w, peer, 0, input);
+                    }
+                    Some(_) => {}
+                }
+            }
+            Answer::Refusal { copy } => self.bounce(w, copy),
+            Answer::Report { to, input } => self.feed_controller(w, to, input),
+            Answer::Confirm { to, input } => {
+                if !w.gone[usize::from(to)] {
+                    self.feed_scheduler(w, to, 0, input);
                 }
             }
         }
@@ -647,6 +776,45 @@ impl LeaseQueueModel {
         }
     }
 
+    /// Keeps in what was delivered to each scheduler only the copies
+    /// their sender still sends it (it has not heard the acknowledgement,
+    /// nor how the activation ended): a crash of the scheduler lets those
+    /// run once more.
+    pub(super) fn drop_acknowledged(w: &mut World) {
+        let World {
+            unacked,
+            controllers,
+            schedulers,
+            gone,
+            ..
+        } = w;
+        for (s, copies) in unacked.iter_mut().enumerate() {
+            let s = s as u8;
+            copies.retain(|copy| match *copy {
+                Message::Activation {
+                    id,
+                    forwarder: None,
+                    reply_to,
+                    ..
+                } => (controllers[usize::from(reply_to)].sent.iter())
+                    .any(|sent| (sent.id, sent.to) == (id, s)),
+                Message::Activation {
+                    id,
+                    forwarder: Some(peer),
+                    reply_to,
+                    ..
+                } => {
+                    let forwarding = &schedulers[usize::from(peer)].forwarding;
+                    !gone[usize::from(peer)]
+                        && forwarding
+                            .iter()
+                            .any(|f| (f.id, f.to, f.reply_to) == (id, s, reply_to))
+                }
+                Message::CreateQueue { .. } => false,
+            });
+        }
+    }
+
     /// Whether a running scheduler runs activation `id`, or remembers
     /// settling it while it owns the action's queue: where a resubmission
     /// is routed, it is answered. (One that holds a resubmission waiting
@@ -670,7 +838,11 @@ impl LeaseQueueModel {
 
     /// Whether no fault can happen any more.
     pub(super) fn faults_over(w: &World) -> bool {
-        w.outage == 0 && w.outages_left == 0 && w.left.exhausted()
+        w.outage == 0
+            && w.outages_left == 0
+            && w.left.exhausted()
+            && w.armed.is_none()
+            && w.answers.is_empty()
     }
 
     /// Whether the probe is settled everywhere, so a user may submit it

@@ -3,16 +3,17 @@
 //!
 //! Every execution counts, acknowledged or not: the executions of an
 //! activation are the `Execute` effects of every scheduler's trace. As in
-//! the model, an activation may run once more each time a scheduler it was
-//! delivered to stopped before acknowledging it (its trace ends holding
-//! it unacknowledged: its sender sends it again), and once more each time
-//! a scheduler forgot it (its dedupe window past).
+//! the model, an activation may run, and end, once more each time a
+//! scheduler it was delivered to stopped while its sender may still send it
+//! (its trace ends holding it unacknowledged, or with a report of it not
+//! confirmed: its controller sends it until it learns how it ended), and
+//! once more each time a scheduler forgot it (its dedupe window past).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{controllers, schedulers, At, Rule, Violation};
 use crate::leasequeue::scheduler::{ClaimResult, Effect, Input};
-use crate::leasequeue::trace::SchedulerRecord;
+use crate::leasequeue::trace::{Named, SchedulerRecord};
 use crate::leasequeue::{controller, Outcome};
 use crate::trace::Trace;
 
@@ -33,7 +34,7 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let mut excuses: BTreeMap<String, usize> = BTreeMap::new();
     for (trace, header, records) in schedulers(traces) {
         let at = |step| At { trace, step };
-        for id in unacknowledged(records) {
+        for id in sent_again(records) {
             *excuses.entry(id).or_default() += 1;
         }
         facts(
@@ -96,7 +97,8 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
         }
     }
     for (id, places) in &ends {
-        if places.len() > allowed(id) {
+        let excused = excuses.get(id).copied().unwrap_or(0);
+        if places.len() > allowed(id) + excused {
             out.push(Violation {
                 rule: Rule::AtMostOneOutcome,
                 places: places.clone(),
@@ -150,27 +152,53 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     }
 }
 
-/// The activations a scheduler took in (delivered, not refused) and had
-/// not acknowledged when its trace ends.
-fn unacknowledged(records: &[SchedulerRecord]) -> BTreeSet<String> {
+/// The activations a scheduler took in (delivered, not refused) that their
+/// senders may send again when its trace ends: not acknowledged, or
+/// reported to a controller that had not confirmed the report.
+fn sent_again(records: &[SchedulerRecord]) -> BTreeSet<String> {
     let mut held = BTreeSet::new();
+    let mut unconfirmed: BTreeSet<(String, String)> = BTreeSet::new();
     for record in records {
-        if let Input::Activation { id, .. } = &record.input {
-            let refused = record
-                .effects
-                .iter()
-                .any(|e| matches!(e, Effect::Refuse { id: r, .. } if r == id));
-            if !refused {
-                held.insert(id.clone());
+        match &record.input {
+            Input::Activation { id, .. } => {
+                let refused = record
+                    .effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::Refuse { id: r, .. } if r == id));
+                if !refused {
+                    held.insert(id.clone());
+                }
             }
+            _ => confirm_reports(&mut unconfirmed, &record.input),
         }
         for effect in &record.effects {
-            if let Effect::Ack { id } = effect {
-                held.remove(id);
+            match effect {
+                Effect::Ack { id } => {
+                    held.remove(id);
+                }
+                Effect::Report { id, to, .. } => {
+                    unconfirmed.insert((id.clone(), to.clone()));
+                }
+                _ => {}
             }
         }
     }
+    held.extend(unconfirmed.into_iter().map(|(id, _)| id));
     held
+}
+
+/// Takes out of `reporting` (reports not confirmed yet, by activation and
+/// controller) those `input` confirms, or says bounced.
+fn confirm_reports(reporting: &mut BTreeSet<(String, String)>, input: &Input<Named>) {
+    match input {
+        Input::ReportAcked { id, from } => {
+            reporting.retain(|(r, to)| r != id || from.as_ref().is_some_and(|f| f != to));
+        }
+        Input::ReportBounced { id, to } => {
+            reporting.remove(&(id.clone(), to.clone()));
+        }
+        _ => {}
+    }
 }
 
 /// What a scheduler's trace says that a property reads.
@@ -210,13 +238,8 @@ fn facts(
     let mut reporting: BTreeSet<(String, String)> = BTreeSet::new();
     for (step, record) in records.iter().enumerate() {
         clock += record.elapsed;
+        confirm_reports(&mut reporting, &record.input);
         match &record.input {
-            Input::ReportAcked { id, from } => {
-                reporting.retain(|(r, to)| r != id || from.as_ref().is_some_and(|f| f != to));
-            }
-            Input::ReportBounced { id, to } => {
-                reporting.remove(&(id.clone(), to.clone()));
-            }
             Input::Claimed {
                 action,
                 lease,

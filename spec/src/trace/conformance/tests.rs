@@ -101,7 +101,8 @@ fn broken(traces: &[Trace]) -> Vec<Rule> {
 }
 
 /// A scheduler takes activation `a-1` in from the controller at `at` and
-/// runs it; `ack`: and acknowledges it.
+/// runs it; `ack`: and reports and acknowledges it, and the controller
+/// confirms the report.
 fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
     let execute = SE::Execute {
         id: "a-1".into(),
@@ -142,6 +143,11 @@ fn runs_a1(at: u64, ack: bool) -> Vec<Record<SI<Named>, SE<Named>>> {
                 SE::Ack { id: "a-1".into() },
             ],
         ));
+        let confirmed = SI::ReportAcked {
+            id: "a-1".into(),
+            from: Some(C.into()),
+        };
+        records.push(step(at + 3, None, confirmed, vec![]));
     }
     records
 }
@@ -182,6 +188,17 @@ fn an_activation_run_twice_should_break_executed_at_most_once_unless_excused() {
     let excused = [
         sends_a1(),
         scheduler_trace(A, runs_a1(200, false)),
+        scheduler_trace(B, runs_a1(300, true)),
+    ];
+    assert_eq!(broken(&excused), []);
+    // A stopped once it reported and acknowledged it, the report not
+    // confirmed (lost, or late): its controller sends it until it learns
+    // how it ended.
+    let mut unconfirmed = runs_a1(200, true);
+    unconfirmed.pop();
+    let excused = [
+        sends_a1(),
+        scheduler_trace(A, unconfirmed),
         scheduler_trace(B, runs_a1(300, true)),
     ];
     assert_eq!(broken(&excused), []);
