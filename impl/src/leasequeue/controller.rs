@@ -267,8 +267,8 @@ impl ControllerBuilder {
         self
     }
 
-    /// How often it wakes up: to send again the activations no scheduler
-    /// has acknowledged, to look up parked ones again, and to check that
+    /// How often it wakes up: to send again the activations whose outcome
+    /// it waits for, to look up parked ones again, and to check that
     /// its watch still answers.
     #[must_use]
     pub fn wake_every(mut self, every: Duration) -> Self {

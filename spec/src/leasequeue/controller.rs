@@ -2,9 +2,10 @@
 //! action's queue, through an endpoint cache fed by a watch on the endpoint
 //! keys, and places a new queue among the schedulers whose member keys the
 //! same watch shows live. It sends each activation again at every wake-up
-//! until the scheduler it was sent to acknowledges it (or, gone, refuses
-//! it, or stays out of sight in etcd long enough to be presumed gone:
-//! then it routes it again), and resolves each
+//! until it learns how the activation ended (under OpenWhisk's rules, until
+//! the scheduler it was sent to acknowledges it), or the scheduler, gone,
+//! refuses it or stays out of sight in etcd long enough to be presumed
+//! gone: then it routes it again. It resolves each
 //! submission exactly once: with the outcome a scheduler reports, or with
 //! its own failure to route it. A caller that set a deadline is told at
 //! the deadline if there is no outcome yet; the submission goes on until
@@ -19,8 +20,8 @@ use super::{contains_sorted, insert_sorted, Domain, FailReason, Outcome, Rule, R
 pub struct Config<D: Domain> {
     /// The rules it follows: a [`super::Variant`]'s, or fewer.
     pub rules: Rules,
-    /// How often it wakes up: to send again the activations not
-    /// acknowledged, to look up parked ones again, to ask its watch for
+    /// How often it wakes up: to send again the activations whose outcome
+    /// it waits for, to look up parked ones again, to ask its watch for
     /// progress, and to restart a watch that gave none.
     pub wake_every: D::Duration,
     /// Mixed into the placement weights ([`Domain::placement`]). Every
@@ -257,7 +258,7 @@ pub enum Effect<D: Domain> {
     /// [`Input::Progress`] (or changes).
     RequestProgress,
     /// Send activation `id` to scheduler `to` (again at every wake-up
-    /// until `to` acknowledges it).
+    /// until the activation ends, [`Controller::sent`]).
     Send {
         /// The activation.
         id: D::Activation,
@@ -314,7 +315,8 @@ pub enum Effect<D: Domain> {
     },
 }
 
-/// An activation sent to a scheduler that has not acknowledged it yet.
+/// An activation sent to a scheduler, and sent again until it ends (under
+/// OpenWhisk's rules, until that scheduler acknowledges it).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Sent<D: Domain> {
     /// The activation.
@@ -351,8 +353,9 @@ pub struct Controller<D: Domain> {
     pub members: Vec<(D::Scheduler, D::Incarnation)>,
     /// The submissions not resolved yet, sorted.
     pub submitted: Vec<D::Activation>,
-    /// The activations sent and not acknowledged yet, sorted: each sent
-    /// again at every wake-up.
+    /// The activations sent whose outcome it waits for (under OpenWhisk's
+    /// rules, not acknowledged yet), sorted: each sent again at every
+    /// wake-up.
     pub sent: Vec<Sent<D>>,
     /// Under [`Rule::MayHaveRun`], the submissions of which a copy was lost
     /// with a scheduler run that stopped without acknowledging it (the
@@ -473,7 +476,8 @@ impl<D: Domain> Controller<D> {
         }
     }
 
-    /// Sends activation `id` to `to`, until `to` acknowledges it.
+    /// Sends activation `id` to `to`, again until it ends
+    /// ([`Controller::sent`]).
     fn send(&mut self, id: D::Activation, action: D::Action, to: D::Scheduler) -> Effect<D> {
         let sent = Sent {
             incarnation: self.incarnation(&to),
@@ -490,7 +494,7 @@ impl<D: Domain> Controller<D> {
         effect
     }
 
-    /// Sends again every activation not acknowledged, each addressed to the
+    /// Sends again every activation it waits for, each addressed to the
     /// incarnation its scheduler's member key names now, if the controller
     /// sees one, else to the one it was last sent to. Under
     /// [`Rule::MayHaveRun`], one last sent to another run of that
@@ -729,7 +733,7 @@ impl<D: Domain> Controller<D> {
         }
     }
 
-    /// Sends again every activation not acknowledged, looks up every
+    /// Sends again every activation it waits for, looks up every
     /// activation not answered yet, and keeps the watch going: a progress
     /// request, or a new watch when the last request got no answer (a watch
     /// can stall without an error).

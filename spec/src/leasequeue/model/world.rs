@@ -313,7 +313,7 @@ pub struct World {
     /// Per scheduler, the copies of activations delivered to it that
     /// their sender (a controller, or the peer that forwarded them) still
     /// sends it, each once: not acknowledged to the sender, nor ended for
-    /// it ([`LeaseQueueModel::drop_acknowledged`]).
+    /// it (`LeaseQueueModel::drop_acknowledged`, after every step).
     pub unacked: Vec<Vec<Message>>,
     /// The controllers.
     pub controllers: Vec<Controller<Small>>,
