@@ -225,6 +225,18 @@ impl Run {
         (results, last.saturating_duration_since(since))
     }
 
+    /// Waits (up to 5 s) until activation `id` has run, and asserts that
+    /// it ran once.
+    async fn await_first_run(&self, id: &str) {
+        for _ in 0..100 {
+            if self.ledger.runs(id) > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(self.ledger.runs(id), 1, "{id} ran once within 5 s");
+    }
+
     /// Waits (up to 10 s) until node `name` has taken a step with input
     /// `input`, as its trace shows.
     async fn wait_for_step(&self, name: &str, input: &str) {
@@ -633,13 +645,7 @@ async fn answers_lost_in_the_network_then_a_crash_should_leave_no_caller_waiting
     proxy.set(Mode::DropRequests);
     let submitted = c.submit_as("lost-answers", "action-0", json!({ "n": 0 }));
     let handle = tokio::spawn(submitted);
-    for _ in 0..100 {
-        if run.ledger.runs("lost-answers") > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(run.ledger.runs("lost-answers"), 1, "it ran within 5 s");
+    run.await_first_run("lost-answers").await;
     // Its report and acknowledgement are lost, and sent again, and lost.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!handle.is_finished(), "nothing reached the controller");
@@ -1943,13 +1949,7 @@ async fn an_executor_that_fails_panics_or_hangs_should_end_its_handle_and_run_on
     // A drain while an executor hangs ends once the timeout settles it.
     let hung = c.submit_as("hung", "action-0", json!({ "do": "hang" }));
     let hung = tokio::spawn(hung);
-    for _ in 0..100 {
-        if run.ledger.runs("hung") == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(run.ledger.runs("hung"), 1, "it runs within 5 s");
+    run.await_first_run("hung").await;
     let started = Instant::now();
     tokio::time::timeout(within + Duration::from_secs(3), scheduler.drain())
         .await
