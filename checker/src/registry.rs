@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 30] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 31] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -584,6 +584,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 30] = [
         about: "2 schedulers, 1 controller, 2 actions; a scheduler stops for good without a word: what is sent to it is neither answered nor refused",
         by_default: true,
         value: lq_scenarios::vanishing,
+    },
+    Scenario {
+        name: "slow-watch",
+        about: "2 schedulers, 1 controller, 2 actions; a stalled watch, and etcd slower than a wake-up to open each watch the controller asks for",
+        by_default: true,
+        value: lq_scenarios::slow_watch,
     },
     Scenario {
         name: "forward-loss",

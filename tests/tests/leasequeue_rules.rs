@@ -106,6 +106,14 @@ fn a_compacted_watch_must_relist() {
     assert_needed(Rule::Relist, scenarios::general, "routing restored");
 }
 
+/// etcd holds each watch opening past the next wake-up, at which the
+/// controller asks for another: taking only the last one asked for, it
+/// never takes any, and the key created meanwhile never reaches its cache.
+#[test]
+fn a_controller_must_take_the_first_watch_that_starts() {
+    assert_needed(Rule::FirstWatch, scenarios::slow_watch, "routing restored");
+}
+
 #[test]
 fn a_controller_must_take_in_every_event_of_a_watch_response() {
     // A scheduler that leaves takes its member key and its endpoint keys in

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use steadfast_spec::leasequeue::controller::{self, Change, Controller};
+use steadfast_spec::leasequeue::controller::{self, Change, Controller, WatchId};
 use steadfast_spec::leasequeue::scheduler::{self, ClaimResult, Endpoint, Scheduler};
 use steadfast_spec::leasequeue::trace::{
     ControllerHeader, ControllerRecord, Named, SchedulerHeader, SchedulerRecord,
@@ -138,7 +138,10 @@ impl Cluster {
             .push_back(Delivery::Controller(None, controller::Input::Wake));
         cluster.queue.push_back(Delivery::Controller(
             None,
-            controller::Input::WatchStarted { next: 2 },
+            controller::Input::WatchStarted {
+                watch: WatchId::default(),
+                next: 2,
+            },
         ));
         cluster.etcd.watching = true;
         for n in 0..cluster.schedulers.len() {
@@ -409,14 +412,16 @@ impl Cluster {
                 let rev = self.etcd.rev;
                 self.queue.push_back(back(I::Listed { rev, keys, members }));
             }
-            E::Watch { from } => {
+            E::Watch { id, from } => {
                 let next = from.unwrap_or(self.etcd.rev + 1);
-                self.queue.push_back(back(I::WatchStarted { next }));
+                self.queue
+                    .push_back(back(I::WatchStarted { watch: id, next }));
             }
-            E::RequestProgress => {
+            E::RequestProgress { id } => {
                 let rev = self.etcd.rev;
-                self.queue.push_back(back(I::Progress { rev }));
+                self.queue.push_back(back(I::Progress { watch: id, rev }));
             }
+            E::Unwatch { .. } => {}
             E::Send {
                 id,
                 action,
@@ -518,6 +523,7 @@ impl Cluster {
             self.queue.push_back(Delivery::Controller(
                 None,
                 controller::Input::Changed {
+                    watch: self.controller.1.last_watch,
                     changes: vec![(rev, change)],
                 },
             ));

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_spec::leasequeue::controller::{self, Change, Config, Effect, Input, Key};
+use steadfast_spec::leasequeue::controller::{
+    self, Change, Config, Effect, Input, Key, Watch, WatchId,
+};
 use steadfast_spec::leasequeue::trace::{ControllerHeader, Named};
 use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
@@ -405,8 +407,7 @@ impl ControllerBuilder {
             timers: Timers::new(),
             events,
             pending: HashMap::new(),
-            watches: 0,
-            progress: None,
+            watches: HashMap::new(),
             recorder: opened.recorder,
             arriving: None,
         };
@@ -642,18 +643,11 @@ struct Submission {
 enum Event {
     /// An etcd answer, as the role's input.
     Input(Input<Named>),
-    /// A watch asked for has started.
+    /// Watch `id`, asked for by the role, has started.
     WatchOpened {
-        /// Which of the watches asked for.
-        generation: u64,
+        id: WatchId,
         next: i64,
-        watch: Box<EndpointWatch>,
-    },
-    /// A report of a watch, as the role's input.
-    Watched {
-        /// Which watch reported it.
-        generation: u64,
-        input: Input<Named>,
+        stream: Box<EndpointWatch>,
     },
 }
 
@@ -681,11 +675,11 @@ struct Driver {
     events: mpsc::UnboundedSender<Event>,
     /// Submissions not ended yet, by id.
     pending: HashMap<String, Submission>,
-    /// The watch reports are taken from: reports of older ones are dropped
-    /// (a new watch replaces the one before).
-    watches: u64,
-    /// Asks the current watch for progress.
-    progress: Option<mpsc::UnboundedSender<()>>,
+    /// The watches open, by the role's name for each: a watch's sender
+    /// asks it for progress, and dropping it closes the watch. Which of
+    /// them the role listens to is the role's to say: every report of
+    /// each is fed to it.
+    watches: HashMap<WatchId, mpsc::UnboundedSender<()>>,
     recorder: Option<Recorder>,
     /// While an outcome is fed to the role: its activation, and what the
     /// action returned, for the submission the role resolves with it.
@@ -705,8 +699,8 @@ impl Driver {
         mut submissions: mpsc::UnboundedReceiver<Submission>,
     ) {
         tokio::pin!(serving);
-        // The role starts watching from after its first listing.
-        self.open_watch(Some(from));
+        // The role starts with watch 0, from after its first listing.
+        self.open_watch(WatchId::default(), Some(from));
         self.feed(Input::Wake);
         loop {
             tokio::select! {
@@ -737,24 +731,11 @@ impl Driver {
     fn event(&mut self, event: Event) {
         match event {
             Event::Input(input) => self.feed(input),
-            Event::WatchOpened {
-                generation,
-                next,
-                watch,
-            } => {
-                if generation != self.watches {
-                    return;
-                }
+            Event::WatchOpened { id, next, stream } => {
                 let (progress, requests) = mpsc::unbounded_channel();
-                self.progress = Some(progress);
-                tokio::spawn(pump(generation, *watch, requests, self.events.clone()));
-                self.readiness.set(None);
-                self.feed(Input::WatchStarted { next });
-            }
-            Event::Watched { generation, input } => {
-                if generation == self.watches {
-                    self.feed(input);
-                }
+                self.watches.insert(id, progress);
+                tokio::spawn(pump(id, *stream, requests, self.events.clone()));
+                self.feed(Input::WatchStarted { watch: id, next });
             }
         }
     }
@@ -871,6 +852,12 @@ impl Driver {
         for effect in effects {
             self.perform(effect);
         }
+        // Ready while the watch the role listens to is open.
+        let listening = match self.role.watch {
+            Watch::Active { id, .. } => self.watches.contains_key(&id),
+            Watch::Starting { .. } | Watch::Listing => false,
+        };
+        self.readiness.set((!listening).then_some(WAITING));
     }
 
     /// Runs `call` against etcd as a task of its own; its answer, if it
@@ -883,23 +870,19 @@ impl Driver {
         node::ask(&self.etcd, &self.events, call);
     }
 
-    /// Replaces the watch with one from `from` (`None`: from etcd's next
-    /// revision).
-    fn open_watch(&mut self, from: Option<i64>) {
-        self.readiness.set(Some(WAITING));
-        self.watches += 1;
-        self.progress = None;
-        let generation = self.watches;
+    /// Opens watch `id` from `from` (`None`: from etcd's next revision);
+    /// it is fed to the role once it starts.
+    fn open_watch(&mut self, id: WatchId, from: Option<i64>) {
         self.ask(move |mut etcd| async move {
             let next = match from {
                 Some(from) => from,
                 None => etcd.revision().await.ok()? + 1,
             };
             match etcd.watch(next).await {
-                Ok(watch) => Some(Event::WatchOpened {
-                    generation,
+                Ok(stream) => Some(Event::WatchOpened {
+                    id,
                     next,
-                    watch: Box::new(watch),
+                    stream: Box::new(stream),
                 }),
                 Err(error) => {
                     tracing::warn!(%error, "failed to start a watch");
@@ -963,9 +946,12 @@ impl Driver {
                     }
                 }
             }),
-            Effect::Watch { from } => self.open_watch(from),
-            Effect::RequestProgress => {
-                if let Some(progress) = &self.progress {
+            Effect::Watch { id, from } => self.open_watch(id, from),
+            Effect::Unwatch { id } => {
+                self.watches.remove(&id);
+            }
+            Effect::RequestProgress { id } => {
+                if let Some(progress) = self.watches.get(&id) {
                     let _ = progress.send(());
                 }
             }
@@ -1055,11 +1041,11 @@ impl Driver {
     }
 }
 
-/// Reads watch `generation` into the driver's events, and asks it for
-/// progress when the driver does; ends when the watch breaks or the driver
-/// replaces it.
+/// Reads watch `id` into the driver's events, and asks it for progress
+/// when the driver does; ends when the watch breaks or the driver closes
+/// it.
 async fn pump(
-    generation: u64,
+    id: WatchId,
     mut watch: EndpointWatch,
     mut progress: mpsc::UnboundedReceiver<()>,
     events: mpsc::UnboundedSender<Event>,
@@ -1085,18 +1071,22 @@ async fn pump(
                         warn_unreadable(key, reason);
                     }
                 }
-                Input::Changed { changes }
+                Input::Changed { watch: id, changes }
             }
             Ok(Some(Watched::Compacted { compact_revision })) => Input::Compacted {
+                watch: id,
                 rev: compact_revision,
             },
-            Ok(Some(Watched::Progress { revision })) => Input::Progress { rev: revision },
+            Ok(Some(Watched::Progress { revision })) => Input::Progress {
+                watch: id,
+                rev: revision,
+            },
             Err(error) => {
                 tracing::warn!(%error, "the watch broke");
                 return;
             }
         };
-        if events.send(Event::Watched { generation, input }).is_err() {
+        if events.send(Event::Input(input)).is_err() {
             return;
         }
     }

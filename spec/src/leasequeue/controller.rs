@@ -87,22 +87,47 @@ pub enum Key<D: Domain> {
     Member(D::Scheduler),
 }
 
+/// Names one of the watches a controller asks for. The role numbers them
+/// in the order it asks (a controller starts with watch 0, which its
+/// driver opens), and every answer of a watch names it, so that the role
+/// takes answers only from the watch it listens to: a watch it gave up on
+/// may still deliver (its answers in flight, or an opening that etcd
+/// answered late).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct WatchId(pub u64);
+
+impl WatchId {
+    /// The watch asked for after this one.
+    fn next(self) -> WatchId {
+        WatchId(self.0 + 1)
+    }
+}
+
 /// The controller's watch on the endpoint and member keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Watch<R> {
-    /// Receiving changes from revision `next` on.
+    /// Receiving changes from revision `next` on, from watch `id`.
     Active {
+        /// The watch it listens to.
+        id: WatchId,
         /// The next revision it wants.
         next: R,
         /// A progress request is out and nothing has arrived since: if it
         /// is still so at the next wake-up, the watch has stalled.
         probing: bool,
     },
-    /// A watch has been asked for and has not started yet; asked again at
-    /// every wake-up.
+    /// A watch has been asked for and has not started yet; another is
+    /// asked for at every wake-up until one starts.
     Starting {
         /// The revision it starts from; `None`: from etcd's next one.
         from: Option<R>,
+        /// The first watch asked for since it began starting: under
+        /// [`Rule::FirstWatch`], any watch from this one on that starts
+        /// is taken.
+        since: WatchId,
     },
     /// Re-listing the keys; asked again at every wake-up.
     Listing,
@@ -147,31 +172,42 @@ pub enum Input<D: Domain> {
         /// Its action.
         action: D::Action,
     },
-    /// The watch asked for started; its first revision is `next`.
+    /// Watch `watch`, asked for ([`Effect::Watch`]), started; its first
+    /// revision is `next`. A watch the controller no longer waits for is
+    /// closed ([`Effect::Unwatch`]).
     WatchStarted {
+        /// The watch.
+        watch: WatchId,
         /// The first revision it reports.
         next: D::Revision,
     },
-    /// The watch reported one response: every change of one revision or
-    /// more, each with its revision, oldest first. A lease's expiry deletes
-    /// all its keys at one revision (the member key and the endpoint keys
-    /// of a scheduler go together), and etcd sends all of a revision in one
-    /// response; a watch catching up (started from a past revision) gets
-    /// several revisions in one.
+    /// Watch `watch` reported one response: every change of one revision
+    /// or more, each with its revision, oldest first. A lease's expiry
+    /// deletes all its keys at one revision (the member key and the
+    /// endpoint keys of a scheduler go together), and etcd sends all of a
+    /// revision in one response; a watch catching up (started from a past
+    /// revision) gets several revisions in one. Taken in only from the
+    /// watch the controller listens to; another is closed.
     Changed {
+        /// The watch.
+        watch: WatchId,
         /// Every change of the response, each with its revision, in etcd's
         /// order.
         changes: Vec<(D::Revision, Change<D>)>,
     },
-    /// The watch answered a progress request: nothing it has not reported
-    /// happened up to `rev`.
+    /// Watch `watch` answered a progress request: nothing it has not
+    /// reported happened up to `rev`.
     Progress {
+        /// The watch.
+        watch: WatchId,
         /// etcd's revision.
         rev: D::Revision,
     },
-    /// etcd cancelled the watch: its next revision was compacted away;
+    /// etcd cancelled watch `watch`: its next revision was compacted away;
     /// etcd is at `rev`.
     Compacted {
+        /// The watch.
+        watch: WatchId,
         /// etcd's current revision.
         rev: D::Revision,
     },
@@ -247,16 +283,30 @@ pub enum Effect<D: Domain> {
     },
     /// List every endpoint and member key; answer with [`Input::Listed`].
     List,
-    /// Watch the endpoint and member keys from revision `from` (`None`:
-    /// from etcd's next), with progress notifications, replacing any watch
-    /// it had; answer with [`Input::WatchStarted`].
+    /// Open watch `id` on the endpoint and member keys from revision
+    /// `from` (`None`: from etcd's next), with progress notifications;
+    /// answer with [`Input::WatchStarted`], then with what it reports, each
+    /// answer naming `id`. A watch whose opening fails is not answered: the
+    /// role asks for another at its next wake-up.
     Watch {
+        /// The watch: each asked for has a new one.
+        id: WatchId,
         /// The first revision wanted.
         from: Option<D::Revision>,
     },
-    /// Ask the watch for a progress notification; answer with
+    /// Close watch `id` (or its opening, if it has not started): the
+    /// controller takes nothing more from it. Answers of it already on
+    /// their way may still arrive; they are ignored.
+    Unwatch {
+        /// The watch.
+        id: WatchId,
+    },
+    /// Ask watch `id` for a progress notification; answer with
     /// [`Input::Progress`] (or changes).
-    RequestProgress,
+    RequestProgress {
+        /// The watch.
+        id: WatchId,
+    },
     /// Send activation `id` to scheduler `to` (again at every wake-up
     /// until the activation ends, [`Controller::sent`]).
     Send {
@@ -343,6 +393,9 @@ pub struct Controller<D: Domain> {
     pub cache: Vec<(D::Action, D::Scheduler)>,
     /// Its watch.
     pub watch: Watch<D::Revision>,
+    /// The last watch it asked for (at first, watch 0, which it starts
+    /// with).
+    pub last_watch: WatchId,
     /// Activations whose action's key it is looking up (a steadfast
     /// controller keeps those whose lookup failed, or found no member to
     /// place a queue on, here too), sent again at every wake-up until
@@ -380,7 +433,8 @@ impl<D: Domain> Sent<D> {
 
 impl<D: Domain> Controller<D> {
     /// A controller that listed `keys` and `members` at `rev` and watches
-    /// from the next revision.
+    /// from the next revision, on watch 0: its driver opens that watch as
+    /// it starts the role.
     pub fn new(
         keys: Vec<(D::Action, D::Scheduler)>,
         members: Vec<(D::Scheduler, D::Incarnation)>,
@@ -389,9 +443,11 @@ impl<D: Domain> Controller<D> {
         let mut controller = Controller {
             cache: Vec::new(),
             watch: Watch::Active {
+                id: WatchId::default(),
                 next: D::next_revision(rev),
                 probing: false,
             },
+            last_watch: WatchId::default(),
             lookups: Vec::new(),
             members: Vec::new(),
             submitted: Vec::new(),
@@ -665,18 +721,22 @@ impl<D: Domain> Controller<D> {
                 }
                 self.resolve(id, Outcome::Failed(FailReason::NoSchedulerEndpoint))
             }
-            Input::WatchStarted { next } => {
-                if let Watch::Starting { .. } = self.watch {
+            Input::WatchStarted { watch, next } => match self.watch {
+                Watch::Starting { since, .. } if self.awaits(rules, since, watch) => {
                     self.watch = Watch::Active {
+                        id: watch,
                         next,
                         probing: false,
                     };
+                    Vec::new()
                 }
-                Vec::new()
-            }
-            Input::Changed { changes } => {
-                let Watch::Active { next, .. } = self.watch else {
-                    return Vec::new();
+                // The watch it starts with, which its driver opened.
+                Watch::Active { id, .. } if id == watch => Vec::new(),
+                _ => vec![Effect::Unwatch { id: watch }],
+            },
+            Input::Changed { watch, changes } => {
+                let Some(next) = self.listening(watch) else {
+                    return vec![Effect::Unwatch { id: watch }];
                 };
                 // Nothing at or after the revision it wants: an old
                 // response, seen already.
@@ -684,6 +744,7 @@ impl<D: Domain> Controller<D> {
                     return Vec::new();
                 };
                 self.watch = Watch::Active {
+                    id: watch,
                     next: D::next_revision(last),
                     probing: false,
                 };
@@ -699,38 +760,71 @@ impl<D: Domain> Controller<D> {
                 }
                 Vec::new()
             }
-            Input::Progress { .. } => {
-                if let Watch::Active { next, .. } = self.watch {
-                    self.watch = Watch::Active {
-                        next,
-                        probing: false,
-                    };
-                }
+            Input::Progress { watch, .. } => {
+                let Some(next) = self.listening(watch) else {
+                    return vec![Effect::Unwatch { id: watch }];
+                };
+                self.watch = Watch::Active {
+                    id: watch,
+                    next,
+                    probing: false,
+                };
                 Vec::new()
             }
-            Input::Compacted { .. } => {
-                if !matches!(self.watch, Watch::Active { .. }) {
-                    return Vec::new();
+            Input::Compacted { watch, .. } => {
+                if self.listening(watch).is_none() {
+                    return vec![Effect::Unwatch { id: watch }];
                 }
+                let unwatch = Effect::Unwatch { id: watch };
                 // steadfast re-lists, then watches from the listing on;
                 // OpenWhisk watches again from "now".
                 if rules.has(Rule::Relist) {
                     self.watch = Watch::Listing;
-                    return vec![Effect::List];
+                    return vec![unwatch, Effect::List];
                 }
-                self.watch = Watch::Starting { from: None };
-                vec![Effect::Watch { from: None }]
+                vec![unwatch, self.start_watch(None)]
             }
             Input::Listed { rev, keys, members } => {
                 if self.watch != Watch::Listing {
                     return Vec::new();
                 }
                 self.adopt(keys, members);
-                let from = Some(D::next_revision(rev));
-                self.watch = Watch::Starting { from };
-                vec![Effect::Watch { from }]
+                vec![self.start_watch(Some(D::next_revision(rev)))]
             }
         }
+    }
+
+    /// The next revision it wants, if it listens to `watch`.
+    fn listening(&self, watch: WatchId) -> Option<D::Revision> {
+        match self.watch {
+            Watch::Active { id, next, .. } if id == watch => Some(next),
+            _ => None,
+        }
+    }
+
+    /// Whether, starting a watch since `since`, it takes `watch` when that
+    /// starts: under [`Rule::FirstWatch`], any it asked for since; without
+    /// it, only the last it asked for.
+    fn awaits(&self, rules: Rules, since: WatchId, watch: WatchId) -> bool {
+        if rules.has(Rule::FirstWatch) {
+            (since..=self.last_watch).contains(&watch)
+        } else {
+            watch == self.last_watch
+        }
+    }
+
+    /// Asks for a new watch from `from`, and waits for it (or for any
+    /// watch asked for later) to start.
+    fn start_watch(&mut self, from: Option<D::Revision>) -> Effect<D> {
+        let id = self.ask_watch();
+        self.watch = Watch::Starting { from, since: id };
+        Effect::Watch { id, from }
+    }
+
+    /// Names the next watch it asks for.
+    fn ask_watch(&mut self) -> WatchId {
+        self.last_watch = self.last_watch.next();
+        self.last_watch
     }
 
     /// Sends again every activation it waits for, looks up every
@@ -745,31 +839,39 @@ impl<D: Domain> Controller<D> {
             action: action.clone(),
         });
         let mut effects: Vec<Effect<D>> = sends.into_iter().chain(gets).collect();
-        let watch = match self.watch {
+        match self.watch {
             Watch::Active {
+                id,
                 next,
                 probing: false,
             } => {
                 self.watch = Watch::Active {
+                    id,
                     next,
                     probing: true,
                 };
-                Effect::RequestProgress
+                effects.push(Effect::RequestProgress { id });
             }
             // Stalled: steadfast resumes where it stopped; OpenWhisk starts
             // from "now", and changes during the gap are lost.
             Watch::Active {
+                id,
                 next,
                 probing: true,
             } => {
                 let from = rules.has(Rule::ResumeWatch).then_some(next);
-                self.watch = Watch::Starting { from };
-                Effect::Watch { from }
+                effects.push(Effect::Unwatch { id });
+                effects.push(self.start_watch(from));
             }
-            Watch::Starting { from } => Effect::Watch { from },
-            Watch::Listing => Effect::List,
-        };
-        effects.push(watch);
+            // Another is asked for: the opening may have failed. Those
+            // asked for before may only be slow to start; under
+            // `FirstWatch` they are still awaited.
+            Watch::Starting { from, .. } => {
+                let id = self.ask_watch();
+                effects.push(Effect::Watch { id, from });
+            }
+            Watch::Listing => effects.push(Effect::List),
+        }
         effects.push(Effect::WakeIn {
             after: config.wake_every,
         });

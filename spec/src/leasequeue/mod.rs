@@ -231,6 +231,12 @@ pub enum Rule {
     ResumeWatch,
     /// A watch whose revision was compacted away re-lists.
     Relist,
+    /// A controller waiting for a watch to start takes the first that
+    /// starts of those it asked for since (it asks for another at every
+    /// wake-up). Without it, only the last one asked for counts: when etcd
+    /// takes longer than a wake-up to open a watch, every opening arrives
+    /// too late, and the controller never watches again.
+    FirstWatch,
     /// A controller takes in every event of a watch response (a lease's
     /// loss deletes all its keys in one revision).
     WholeResponses,
@@ -297,6 +303,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::Park,
         Rule::ResumeWatch,
         Rule::Relist,
+        Rule::FirstWatch,
         Rule::WholeResponses,
         Rule::Reroute,
         Rule::FenceCopies,
@@ -341,8 +348,8 @@ pub enum Variant {
     /// conditioned on ownership; duplicates ignored and activations
     /// acknowledged at settlement, and sent until their outcome is known;
     /// controllers park what they cannot route,
-    /// resume watches from the next revision, re-list after compaction and
-    /// take in whole watch responses; activations sent to a scheduler that
+    /// resume watches from the next revision, re-list after compaction,
+    /// take the first watch that starts and take in whole watch responses; activations sent to a scheduler that
     /// is gone are routed again; a restarted scheduler refuses copies
     /// addressed to its run before the crash; nothing starts past its
     /// deadline; no execution runs past its timeout; every controller a

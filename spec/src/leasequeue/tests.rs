@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::controller::{self, Watch};
+use super::controller::{self, Watch, WatchId};
 use super::etcd::{Etcd, Key, Refused, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
@@ -11,6 +11,9 @@ use super::trace::{ControllerHeader, Named, SchedulerHeader, SchedulerRecord};
 use super::{Domain, ExecutionFailure, FailReason, Outcome, Rule, Rules, Variant};
 use crate::trace::json::round_trip;
 use crate::trace::{Header, Record, Run, Trace};
+
+/// The watch a controller starts with.
+const W0: WatchId = WatchId(0);
 
 /// The roles as the model instantiates them.
 type Scheduler = scheduler::Scheduler<Small>;
@@ -259,8 +262,15 @@ fn controller_should_apply_every_change_of_one_response() {
                 members: vec![(0, 0), (1, 0)],
             },
         );
-        c.step(&config, ControllerInput::WatchStarted { next: 4 });
+        c.step(
+            &config,
+            ControllerInput::WatchStarted {
+                watch: WatchId(1),
+                next: 4,
+            },
+        );
         let deletions = ControllerInput::Changed {
+            watch: WatchId(1),
             changes: vec![(4, gone(0)), (4, gone(1)), (4, left(0))],
         };
         c.step(&config, deletions);
@@ -274,6 +284,7 @@ fn controller_should_apply_every_change_of_one_response() {
         assert_eq!(
             c.watch,
             Watch::Active {
+                id: WatchId(1),
                 next: 5,
                 probing: false
             }
@@ -299,13 +310,20 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
         (5, left(0)),
         (6, owner(1, 0)),
     ];
-    c.step(&config, ControllerInput::Changed { changes: response });
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            watch: W0,
+            changes: response,
+        },
+    );
     assert_eq!(c.route(&0), Some(&0), "revision 2 came before the cache");
     assert_eq!(c.route(&1), Some(&0), "revision 6 is the last word");
     assert_eq!(c.members, [(1, 0)]);
     assert_eq!(
         c.watch,
         Watch::Active {
+            id: W0,
             next: 7,
             probing: false
         },
@@ -313,7 +331,13 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
     );
     // A response wholly before the revision it wants is an old one.
     let old = vec![(5, owner(0, 1)), (6, gone(0))];
-    c.step(&config, ControllerInput::Changed { changes: old });
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            watch: W0,
+            changes: old,
+        },
+    );
     assert_eq!(c.route(&0), Some(&0));
     assert_eq!(c.route(&1), Some(&0));
 }
@@ -334,13 +358,20 @@ fn controller_should_forget_an_unreadable_key_and_read_on() {
         (5, unreadable(Key::Member(1))),
         (6, gone(1)),
     ];
-    c.step(&config, ControllerInput::Changed { changes: response });
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            watch: W0,
+            changes: response,
+        },
+    );
     assert_eq!(c.route(&0), None, "the owner it named before is forgotten");
     assert_eq!(c.route(&1), None, "read on past the unreadable keys");
     assert_eq!(c.members, [(0, 0)], "no queue is placed on scheduler 1");
     assert_eq!(
         c.watch,
         Watch::Active {
+            id: W0,
             next: 7,
             probing: false
         }
@@ -548,13 +579,13 @@ proptest! {
 
     /// The model explores renumbered worlds only: sound if a world
     /// renumbered behaves as the world itself does. Along walks through the
-    /// scenarios with compactions, foreign writes, crashes, late requests and
-    /// lost replies, each world and its renumbering have the same actions,
+    /// scenarios with compactions, foreign writes, crashes, late requests,
+    /// lost replies and slow watch openings, each world and its renumbering have the same actions,
     /// each leading to worlds that renumber alike, and the same verdict of
     /// every property.
     #[test]
     fn a_renumbered_world_should_behave_as_the_world_itself(
-        scenario in 0..4usize,
+        scenario in 0..5usize,
         choices in prop::collection::vec(any::<u16>(), 60),
     ) {
         use super::model::{renumber, scenarios, World};
@@ -565,6 +596,7 @@ proptest! {
             scenarios::etcd_faults,
             scenarios::lossy,
             scenarios::redelivery,
+            scenarios::slow_watch,
         ][scenario](Variant::Steadfast);
         let renumbered = |w: &World| {
             let mut w = w.clone();
@@ -1515,22 +1547,95 @@ fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwh
         let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
         assert!(c
             .step(&config, ControllerInput::Wake)
-            .contains(&ControllerEffect::RequestProgress));
-        // No progress by the next wake-up: the watch has stalled.
+            .contains(&ControllerEffect::RequestProgress { id: W0 }));
+        // No progress by the next wake-up: the watch has stalled, and is
+        // closed.
         let restart = c.step(&config, ControllerInput::Wake);
-        assert!(
-            restart.contains(&ControllerEffect::Watch { from }),
-            "{variant:?}"
+        let id = WatchId(1);
+        for effect in [
+            ControllerEffect::Unwatch { id: W0 },
+            ControllerEffect::Watch { id, from },
+        ] {
+            assert!(restart.contains(&effect), "{variant:?}: {effect:?}");
+        }
+        assert_eq!(c.watch, Watch::Starting { from, since: id });
+        c.step(
+            &config,
+            ControllerInput::WatchStarted { watch: id, next: 2 },
         );
-        assert_eq!(c.watch, Watch::Starting { from });
-        c.step(&config, ControllerInput::WatchStarted { next: 2 });
         assert_eq!(
             c.watch,
             Watch::Active {
+                id,
                 next: 2,
                 probing: false
             }
         );
+        // The stalled watch delivers after all: it is closed again, and
+        // what it says is not taken in.
+        let late = ControllerInput::Changed {
+            watch: W0,
+            changes: vec![(2, left(0))],
+        };
+        assert_eq!(
+            c.step(&config, late),
+            [ControllerEffect::Unwatch { id: W0 }]
+        );
+        assert_eq!(c.members, [(0, 0), (1, 0)], "{variant:?}");
+    }
+}
+
+/// etcd slower than a wake-up to open a watch: the controller asks for
+/// another at each wake-up meanwhile. Under steadfast's rules the first
+/// that starts is taken and the later ones are closed as they start; under
+/// OpenWhisk's, only the last asked for counts.
+#[test]
+fn a_controller_should_take_the_first_watch_that_starts_of_those_it_asked_for() {
+    for (variant, from) in [(Variant::Steadfast, Some(2)), (Variant::OpenWhisk, None)] {
+        let config = controller_config(variant);
+        let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
+        // Watch 0 stalls: watch 1 is asked for at the second wake-up, 2 at
+        // the third.
+        c.step(&config, ControllerInput::Wake);
+        c.step(&config, ControllerInput::Wake);
+        let woken = c.step(&config, ControllerInput::Wake);
+        let (first, second) = (WatchId(1), WatchId(2));
+        assert!(
+            woken.contains(&ControllerEffect::Watch { id: second, from }),
+            "{variant:?}: {woken:?}"
+        );
+        let started = |watch| ControllerInput::WatchStarted { watch, next: 4 };
+        let taken = c.step(&config, started(first));
+        let late = c.step(&config, started(second));
+        let (taken_one, closed) = match variant {
+            Variant::Steadfast => (first, late),
+            Variant::OpenWhisk => (second, taken),
+        };
+        assert_eq!(
+            c.watch,
+            Watch::Active {
+                id: taken_one,
+                next: 4,
+                probing: false,
+            },
+            "{variant:?}"
+        );
+        let other = if taken_one == first { second } else { first };
+        assert_eq!(
+            closed,
+            [ControllerEffect::Unwatch { id: other }],
+            "{variant:?}"
+        );
+        // What the other watch reports is not taken in.
+        let report = ControllerInput::Changed {
+            watch: other,
+            changes: vec![(4, left(0))],
+        };
+        assert_eq!(
+            c.step(&config, report),
+            [ControllerEffect::Unwatch { id: other }]
+        );
+        assert_eq!(c.members, [(0, 0), (1, 0)], "{variant:?}");
     }
 }
 
@@ -1539,8 +1644,8 @@ fn compacted_watch_should_relist_under_steadfast() {
     let config = controller_config(Variant::Steadfast);
     let mut c = Controller::new(Vec::new(), vec![(0, 0), (1, 0)], 1);
     assert_eq!(
-        c.step(&config, ControllerInput::Compacted { rev: 9 }),
-        [ControllerEffect::List]
+        c.step(&config, ControllerInput::Compacted { watch: W0, rev: 9 }),
+        [ControllerEffect::Unwatch { id: W0 }, ControllerEffect::List]
     );
     let listed = c.step(
         &config,
@@ -1550,7 +1655,9 @@ fn compacted_watch_should_relist_under_steadfast() {
             members: vec![(1, 0)],
         },
     );
-    assert_eq!(listed, [ControllerEffect::Watch { from: Some(10) }]);
+    let id = WatchId(1);
+    let from = Some(10);
+    assert_eq!(listed, [ControllerEffect::Watch { id, from }]);
     assert_eq!(c.route(&0), Some(&1));
     assert_eq!(c.members, [(1, 0)], "the listing replaces the members");
 }
@@ -1583,12 +1690,13 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     // Scheduler 1's lease goes, and its member key with it: the next queue
     // goes to scheduler 0.
     let changes = vec![(3, left(1))];
-    c.step(&config, ControllerInput::Changed { changes });
+    c.step(&config, ControllerInput::Changed { watch: W0, changes });
     assert_eq!(place(&mut c, &config, 2)[0], create(0));
     // No member left: steadfast parks the activation until one joins.
     c.step(
         &config,
         ControllerInput::Changed {
+            watch: W0,
             changes: vec![(4, left(0))],
         },
     );
@@ -1603,6 +1711,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     c.step(
         &config,
         ControllerInput::Changed {
+            watch: W0,
             changes: vec![(5, joined)],
         },
     );
@@ -1982,6 +2091,11 @@ fn change() -> impl Strategy<Value = controller::Change<Small>> {
     ]
 }
 
+/// One of the first watches a controller asks for.
+fn watch() -> impl Strategy<Value = controller::WatchId> {
+    (0u64..3).prop_map(controller::WatchId)
+}
+
 fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
     use controller::Input as C;
     let input = prop_oneof![
@@ -2016,13 +2130,15 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
                 from,
             }
         }),
-        (1u32..12).prop_map(|next| C::WatchStarted { next }),
-        prop::collection::vec((1u32..12, change()), 1..4).prop_map(|mut changes| {
-            changes.sort_by_key(|(rev, _)| *rev);
-            C::Changed { changes }
-        }),
-        (1u32..12).prop_map(|rev| C::Progress { rev }),
-        (1u32..12).prop_map(|rev| C::Compacted { rev }),
+        (watch(), 1u32..12).prop_map(|(watch, next)| C::WatchStarted { watch, next }),
+        (watch(), prop::collection::vec((1u32..12, change()), 1..4)).prop_map(
+            |(watch, mut changes)| {
+                changes.sort_by_key(|(rev, _)| *rev);
+                C::Changed { watch, changes }
+            }
+        ),
+        (watch(), 1u32..12).prop_map(|(watch, rev)| C::Progress { watch, rev }),
+        (watch(), 1u32..12).prop_map(|(watch, rev)| C::Compacted { watch, rev }),
         (
             1u32..12,
             prop::collection::vec((0u8..2, 0u8..2), 0..2),
@@ -2227,7 +2343,7 @@ fn roles_should_run_on_real_identifiers() {
         presume_gone_after: 30_000,
     };
     let mut c = controller::Controller::<Named>::new(Vec::new(), schedulers, 41);
-    c.step(&config, CI::Compacted { rev: 99 });
+    c.step(&config, CI::Compacted { watch: W0, rev: 99 });
     // scheduler-a has left since: only scheduler-b is a member.
     c.step(
         &config,
@@ -2255,10 +2371,12 @@ fn roles_should_run_on_real_identifiers() {
             may_have_run: false,
         }]
     );
-    c.step(&config, CI::WatchStarted { next: 101 });
+    let watch = WatchId(1);
+    c.step(&config, CI::WatchStarted { watch, next: 101 });
     c.step(
         &config,
         CI::Changed {
+            watch,
             changes: vec![(
                 101,
                 controller::Change::Endpoint {
@@ -2271,6 +2389,7 @@ fn roles_should_run_on_real_identifiers() {
     assert_eq!(
         c.watch,
         Watch::Active {
+            id: watch,
             next: 102,
             probing: false
         }
@@ -2586,6 +2705,7 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
         may_have_run,
     };
     let member = |rev, incarnation| ControllerInput::Changed {
+        watch: W0,
         changes: vec![(
             rev,
             controller::Change::Member {

@@ -3,7 +3,7 @@
 //! tick.
 
 use super::{Client, LeaseQueueModel, Placement, Small, Stream, World};
-use crate::leasequeue::controller::{self, Watch};
+use crate::leasequeue::controller::{self, WatchId};
 use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused};
 use crate::leasequeue::scheduler::{self, ClaimResult};
 
@@ -149,17 +149,11 @@ impl LeaseQueueModel {
                     .map(|m| (m.scheduler, m.incarnation))
                     .collect(),
             },
-            controller::Effect::Watch { from } => {
-                w.streams[usize::from(c)] = Stream::Open {
-                    progress_asked: false,
-                };
-                controller::Input::WatchStarted {
-                    next: from.unwrap_or(w.etcd.rev + 1),
-                }
-            }
+            controller::Effect::Watch { id, from } => Self::open(w, c, id, from),
             // Not requests to etcd: they never wait for it.
             controller::Effect::WakeIn { .. }
-            | controller::Effect::RequestProgress
+            | controller::Effect::RequestProgress { .. }
+            | controller::Effect::Unwatch { .. }
             | controller::Effect::Send { .. }
             | controller::Effect::CreateQueue { .. }
             | controller::Effect::Resolve { .. }
@@ -170,46 +164,98 @@ impl LeaseQueueModel {
         self.feed_controller_placing(w, c, input, place_on);
     }
 
-    /// What controller `c`'s watch would deliver now, if anything: the
-    /// next revision's changes (`batched`: every change not reported yet),
-    /// else the answer to a progress request on the stream.
+    /// etcd opens watch `id` of controller `c` from revision `from`
+    /// (`None`: its next one); the answer to the controller.
+    pub(super) fn open(
+        w: &mut World,
+        c: u8,
+        id: WatchId,
+        from: Option<u32>,
+    ) -> controller::Input<Small> {
+        let next = from.unwrap_or(w.etcd.rev + 1);
+        let streams = &mut w.streams[usize::from(c)];
+        let at = streams.partition_point(|s| s.watch < id);
+        let stream = Stream {
+            watch: id,
+            next,
+            progress_asked: false,
+        };
+        streams.insert(at, stream);
+        controller::Input::WatchStarted { watch: id, next }
+    }
+
+    /// Where watch `id` of controller `c` is among its streams, if etcd
+    /// still delivers on it.
+    pub(super) fn stream(w: &World, c: u8, id: WatchId) -> Option<usize> {
+        w.streams[usize::from(c)]
+            .binary_search_by(|s| s.watch.cmp(&id))
+            .ok()
+    }
+
+    /// What stream `at` of controller `c` would deliver now, if anything:
+    /// the next revision's changes from where the stream is (`batched`:
+    /// every change it has not reported), else the answer to a progress
+    /// request on it.
     pub(super) fn watch_response(
         &self,
         w: &World,
         c: u8,
+        at: usize,
         batched: bool,
     ) -> Option<controller::Input<Small>> {
-        let Watch::Active { next, .. } = w.controllers[usize::from(c)].watch else {
-            return None;
-        };
-        let Stream::Open { progress_asked } = w.streams[usize::from(c)] else {
-            return None;
-        };
+        let stream = w.streams[usize::from(c)].get(at)?;
         if !self.reachable(w, Client::Controller(c)) {
             return None;
         }
-        match w.etcd.next_response(next, batched) {
-            Err(_) => Some(controller::Input::Compacted { rev: w.etcd.rev }),
+        let watch = stream.watch;
+        match w.etcd.next_response(stream.next, batched) {
+            Err(_) => Some(controller::Input::Compacted {
+                watch,
+                rev: w.etcd.rev,
+            }),
             Ok(response) if !response.is_empty() => Some(controller::Input::Changed {
+                watch,
                 changes: response.iter().map(|c| (c.rev, change(c))).collect(),
             }),
-            Ok(_) if progress_asked => Some(controller::Input::Progress { rev: w.etcd.rev }),
+            Ok(_) if stream.progress_asked => Some(controller::Input::Progress {
+                watch,
+                rev: w.etcd.rev,
+            }),
             Ok(_) => None,
         }
     }
 
-    /// Whether controller `c`'s watch has more than one revision to report:
-    /// etcd may then send them all in one response ([`super::Action::WatchCatchUp`]).
-    pub(super) fn catches_up(&self, w: &World, c: u8) -> bool {
-        let one = self.watch_response(w, c, false);
-        one.is_some() && self.watch_response(w, c, true) != one
+    /// Stream `at` of controller `c` delivers `response`
+    /// ([`Self::watch_response`]): it moves past the changes it reported,
+    /// or, a compaction reported, etcd cancels it. A progress request
+    /// stays owed until the tick answers it.
+    pub(super) fn delivered(w: &mut World, c: u8, at: usize, response: &controller::Input<Small>) {
+        let streams = &mut w.streams[usize::from(c)];
+        match response {
+            controller::Input::Changed { changes, .. } => {
+                let last = changes.last().map_or(streams[at].next, |(rev, _)| rev + 1);
+                streams[at].next = last;
+            }
+            controller::Input::Compacted { .. } => {
+                streams.remove(at);
+            }
+            _ => {}
+        }
     }
 
-    /// Whether controller `c`'s watch is in step with etcd: it has no
-    /// change, and no compaction, to report.
-    pub(super) fn in_step(&self, w: &World, c: u8) -> bool {
+    /// Whether stream `at` of controller `c` has more than one revision to
+    /// report: etcd may then send them all in one response
+    /// ([`super::Action::WatchCatchUp`]).
+    pub(super) fn catches_up(&self, w: &World, c: u8, at: usize) -> bool {
+        let one = self.watch_response(w, c, at, false);
+        one.is_some() && self.watch_response(w, c, at, true) != one
+    }
+
+    /// Whether stream `at` of controller `c` is in step with etcd: it has
+    /// no change, and no compaction, to report.
+    pub(super) fn in_step(&self, w: &World, c: u8, at: usize) -> bool {
         !matches!(
-            self.watch_response(w, c, false),
+            self.watch_response(w, c, at, false),
             Some(controller::Input::Changed { .. } | controller::Input::Compacted { .. })
         )
     }
@@ -221,12 +267,8 @@ impl LeaseQueueModel {
     pub(super) fn quiet(&self, w: &World) -> bool {
         w.outbox.iter().all(Vec::is_empty)
             && w.requests.iter().all(Vec::is_empty)
-            && (0..self.bounds.controllers).all(|c| {
-                matches!(
-                    self.watch_response(w, c, false),
-                    None | Some(controller::Input::Progress { .. })
-                )
-            })
+            && (0..self.bounds.controllers)
+                .all(|c| (0..w.streams[usize::from(c)].len()).all(|at| self.in_step(w, c, at)))
     }
 
     /// Whether no fault that could come between a keepalive and its answer

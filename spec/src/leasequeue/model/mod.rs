@@ -47,7 +47,7 @@ pub use world::{
     Placement, Stream, World, PRESUME_GONE_AFTER,
 };
 
-use super::controller::{self, Controller};
+use super::controller::{self, Controller, WatchId};
 use super::etcd::Etcd;
 use super::scheduler::{self, Phase, Scheduler};
 use super::{Domain, ExecutionFailure, Rule, Rules};
@@ -132,11 +132,26 @@ pub enum Action {
         place_on: Option<u8>,
     },
     /// A controller's watch delivers its next response: one revision.
-    WatchDeliver(u8),
+    WatchDeliver {
+        /// The controller.
+        controller: u8,
+        /// Which of its streams ([`World::streams`]), oldest first.
+        stream: u8,
+    },
     /// A controller's watch, catching up, delivers every revision it has
     /// not reported in one response (etcd batches them for a watcher that
     /// fell behind, as one resumed from a past revision is).
-    WatchCatchUp(u8),
+    WatchCatchUp {
+        /// The controller.
+        controller: u8,
+        /// Which of its streams ([`World::streams`]), oldest first.
+        stream: u8,
+    },
+    /// etcd is slow to open the watch a controller asked for last: the
+    /// opening is held until after a tick ([`Bounds::slow_watch_openings`]).
+    HoldOpening(u8),
+    /// etcd opens the oldest watch it was slow to open for a controller.
+    OpenHeld(u8),
     /// The oldest message for this scheduler arrives.
     Deliver(u8),
     /// The second oldest message for this scheduler arrives first.
@@ -160,7 +175,12 @@ pub enum Action {
     /// etcd applies a scheduler's oldest request, and the reply is lost.
     LoseReply(u8),
     /// A controller's watch stops delivering, without an error.
-    WatchStall(u8),
+    WatchStall {
+        /// The controller.
+        controller: u8,
+        /// Which of its streams ([`World::streams`]), oldest first.
+        stream: u8,
+    },
     /// etcd compacts its history.
     EtcdCompact,
     /// Another client writes a key outside the endpoint keys.
@@ -221,11 +241,15 @@ impl Action {
     }
 
     fn is_etcd_for_controller<const C: u8>(&self) -> bool {
-        matches!(self, Action::ControllerEtcd { controller, .. } if *controller == C)
+        match self {
+            Action::ControllerEtcd { controller, .. } => *controller == C,
+            Action::OpenHeld(controller) => *controller == C,
+            _ => false,
+        }
     }
 
     fn is_watch_of<const C: u8>(&self) -> bool {
-        *self == Action::WatchDeliver(C)
+        matches!(self, Action::WatchDeliver { controller, .. } if *controller == C)
     }
 }
 
@@ -368,12 +392,17 @@ impl LeaseQueueModel {
             Action::ClockTick => {
                 // Progress notifications due arrive within the tick.
                 for c in 0..self.bounds.controllers {
-                    let due = self.watch_response(&w, c, false);
-                    if let Some(progress @ controller::Input::Progress { .. }) = due {
-                        w.streams[usize::from(c)] = Stream::Open {
-                            progress_asked: false,
+                    let watches: Vec<WatchId> =
+                        w.streams[usize::from(c)].iter().map(|s| s.watch).collect();
+                    for watch in watches {
+                        let Some(at) = Self::stream(&w, c, watch) else {
+                            continue;
                         };
-                        self.feed_controller(&mut w, c, progress);
+                        let due = self.watch_response(&w, c, at, false);
+                        if let Some(progress @ controller::Input::Progress { .. }) = due {
+                            w.streams[usize::from(c)][at].progress_asked = false;
+                            self.feed_controller(&mut w, c, progress);
+                        }
                     }
                 }
                 w.etcd.tick();
@@ -422,12 +451,32 @@ impl LeaseQueueModel {
                 controller,
                 place_on,
             } => self.controller_etcd(&mut w, controller, place_on),
-            Action::WatchDeliver(c) | Action::WatchCatchUp(c) => {
-                let batched = matches!(action, Action::WatchCatchUp(_));
-                let input = self.watch_response(&w, c, batched)?;
-                if let controller::Input::Compacted { .. } = input {
-                    w.streams[usize::from(c)] = Stream::Dead;
+            Action::WatchDeliver {
+                controller: c,
+                stream,
+            }
+            | Action::WatchCatchUp {
+                controller: c,
+                stream,
+            } => {
+                let batched = matches!(action, Action::WatchCatchUp { .. });
+                let at = usize::from(stream);
+                let input = self.watch_response(&w, c, at, batched)?;
+                Self::delivered(&mut w, c, at, &input);
+                self.feed_controller(&mut w, c, input);
+            }
+            Action::HoldOpening(c) => {
+                let requests = &mut w.requests[usize::from(c)];
+                let at = requests
+                    .iter()
+                    .rposition(|r| matches!(r, controller::Effect::Watch { .. }))?;
+                if let controller::Effect::Watch { id, from } = requests.remove(at) {
+                    w.openings[usize::from(c)].push((id, from));
                 }
+            }
+            Action::OpenHeld(c) => {
+                let (id, from) = w.openings[usize::from(c)].remove(0);
+                let input = Self::open(&mut w, c, id, from);
                 self.feed_controller(&mut w, c, input);
             }
             Action::Deliver(s) => {
@@ -475,9 +524,12 @@ impl LeaseQueueModel {
                 let request = w.outbox[usize::from(s)].remove(0);
                 self.apply(&mut w, s, request);
             }
-            Action::WatchStall(c) => {
+            Action::WatchStall {
+                controller: c,
+                stream,
+            } => {
                 w.left.stalls -= 1;
-                w.streams[usize::from(c)] = Stream::Dead;
+                w.streams[usize::from(c)].remove(usize::from(stream));
             }
             Action::EtcdCompact => {
                 w.left.compactions -= 1;
@@ -495,6 +547,7 @@ impl LeaseQueueModel {
                 for requests in &mut w.requests {
                     requests.retain(|r| matches!(r, controller::Effect::Get { .. }));
                 }
+                w.openings.iter_mut().for_each(Vec::clear);
             }
             Action::EtcdClockAhead => {
                 w.left.drift -= 1;
@@ -592,12 +645,8 @@ impl Model for LeaseQueueModel {
             unacked: vec![Vec::new(); schedulers],
             controllers: Vec::new(),
             requests: vec![Vec::new(); usize::from(b.controllers)],
-            streams: vec![
-                Stream::Open {
-                    progress_asked: false
-                };
-                usize::from(b.controllers)
-            ],
+            streams: vec![Vec::new(); usize::from(b.controllers)],
+            openings: vec![Vec::new(); usize::from(b.controllers)],
             cut: vec![false; schedulers + usize::from(b.controllers)],
             etcd,
             outage: 0,
@@ -649,6 +698,10 @@ impl Model for LeaseQueueModel {
         w.controllers = (0..b.controllers)
             .map(|_| Controller::new(Vec::new(), members.clone(), w.etcd.rev))
             .collect();
+        // Each controller's driver opens watch 0 as it starts it.
+        for c in 0..b.controllers {
+            Self::open(&mut w, c, WatchId::default(), None);
+        }
         renumber(&mut w);
         vec![w]
     }
@@ -773,14 +826,29 @@ impl Model for LeaseQueueModel {
                     place_on,
                 }));
             }
-            if self.watch_response(w, c, false).is_some() {
-                actions.push(Action::WatchDeliver(c));
+            let requests = &w.requests[usize::from(c)];
+            let openings = &w.openings[usize::from(c)];
+            if b.slow_watch_openings && openings.len() < 2 {
+                let asked =
+                    |r: &controller::Effect<Small>| matches!(r, controller::Effect::Watch { .. });
+                if requests.iter().any(asked) {
+                    actions.push(Action::HoldOpening(c));
+                }
             }
-            if self.catches_up(w, c) {
-                actions.push(Action::WatchCatchUp(c));
+            if !openings.is_empty() && self.reachable(w, Client::Controller(c)) {
+                actions.push(Action::OpenHeld(c));
             }
-            if w.left.stalls > 0 && w.streams[usize::from(c)].is_open() {
-                actions.push(Action::WatchStall(c));
+            for at in 0..w.streams[usize::from(c)].len() {
+                let (controller, stream) = (c, at as u8);
+                if self.watch_response(w, c, at, false).is_some() {
+                    actions.push(Action::WatchDeliver { controller, stream });
+                }
+                if self.catches_up(w, c, at) {
+                    actions.push(Action::WatchCatchUp { controller, stream });
+                }
+                if w.left.stalls > 0 {
+                    actions.push(Action::WatchStall { controller, stream });
+                }
             }
         }
         if w.left.duplicates > 0 && !w.messages.is_empty() {

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 34] = [
+const REACHABLE: [Reachable; 35] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -67,7 +67,7 @@ const REACHABLE: [Reachable; 34] = [
         condition: |_, w| {
             w.controllers
                 .iter()
-                .any(|c| c.watch == Watch::Listing || c.watch == Watch::Starting { from: None })
+                .any(|c| matches!(c.watch, Watch::Listing | Watch::Starting { from: None, .. }))
         },
     },
     Reachable {
@@ -176,7 +176,17 @@ const REACHABLE: [Reachable; 34] = [
             let expires = b.ttl.max(MIN_TTL) <= b.outage_ticks;
             b.variant == Variant::Steadfast && (expires || b.faults.stalls > 0)
         },
-        condition: |m, w| (0..m.bounds.controllers).any(|c| m.catches_up(w, c)),
+        condition: |m, w| {
+            (0..m.bounds.controllers)
+                .any(|c| (0..w.streams[usize::from(c)].len()).any(|at| m.catches_up(w, c, at)))
+        },
+    },
+    // etcd holds a watch opening past a wake-up, at which the controller
+    // asks for another: two are on their way.
+    Reachable {
+        name: "a controller asks for a watch while another is slow to open",
+        expected: |b| b.slow_watch_openings,
+        condition: |_, w| w.openings.iter().any(|o| o.len() > 1),
     },
     Reachable {
         name: "a scheduler joins the cluster",

@@ -22,6 +22,7 @@ fn quiet(variant: Variant, schedulers: u8, controllers: u8, actions: u8) -> Boun
         deadline: None,
         execute_for: None,
         presume_gone_after: PRESUME_GONE_AFTER,
+        slow_watch_openings: false,
         faults: Faults::default(),
     }
 }
@@ -453,4 +454,20 @@ pub fn answers_astray(variant: Variant) -> LeaseQueueModel {
     faults.duplicate_answers = 1;
     faults.lost_messages = 1;
     model
+}
+
+/// etcd slower than a wake-up to open a watch: 2 schedulers, 1 controller,
+/// 2 actions, an activation of each; the controller's watch stalls, and
+/// etcd holds each opening it asks for past the next tick (two at most at
+/// a time), by when the controller has asked for another.
+pub fn slow_watch(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        submissions: vec![(0, 0), (0, 1)],
+        slow_watch_openings: true,
+        faults: Faults {
+            stalls: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 2)
+    })
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Ghost, LeaseQueueModel, Small};
-use crate::leasequeue::controller::{self, Controller};
+use crate::leasequeue::controller::{self, Controller, WatchId};
 use crate::leasequeue::etcd::Etcd;
 use crate::leasequeue::scheduler::{self, ClaimResult, LeaseState, Scheduler};
 use crate::leasequeue::{ExecutionFailure, FailReason, Outcome, Rule, Variant};
@@ -98,6 +98,11 @@ pub struct Bounds {
     /// shows what breaks below that.
     #[serde(default = "default_presume_gone_after")]
     pub presume_gone_after: u8,
+    /// Whether etcd may take longer than a tick to open a watch: a
+    /// controller's opening may be held until after its next wake-ups
+    /// (two at most), so that it asks for another meanwhile.
+    #[serde(default)]
+    pub slow_watch_openings: bool,
     /// The faults that may strike, each up to its budget.
     pub faults: Faults,
 }
@@ -268,24 +273,18 @@ impl ActivationState {
     }
 }
 
-/// A controller's watch stream, as etcd holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Stream {
-    /// Gone (stalled, cut off or cancelled): it delivers nothing more, and
-    /// a progress request on it is lost.
-    Dead,
-    /// Delivering.
-    Open {
-        /// A progress request on it waits for its answer.
-        progress_asked: bool,
-    },
-}
-
-impl Stream {
-    /// Whether it delivers.
-    pub fn is_open(self) -> bool {
-        matches!(self, Stream::Open { .. })
-    }
+/// A watch stream of a controller that etcd delivers on: one it opened,
+/// and that nothing has closed (the controller, a cancellation or a
+/// stall) since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Stream {
+    /// The watch the controller asked for.
+    pub watch: WatchId,
+    /// The next revision it reports: each stream keeps its own place,
+    /// whatever the controller wants.
+    pub next: u32,
+    /// A progress request on it waits for its answer.
+    pub progress_asked: bool,
 }
 
 /// A scheduler request held up in the network.
@@ -319,8 +318,12 @@ pub struct World {
     pub controllers: Vec<Controller<Small>>,
     /// Per controller, its etcd requests not yet answered, oldest first.
     pub requests: Vec<Vec<controller::Effect<Small>>>,
-    /// Per controller, its watch stream.
-    pub streams: Vec<Stream>,
+    /// Per controller, the watch streams etcd delivers on, by watch: the
+    /// one it listens to, and any it gave up on that still delivers.
+    pub streams: Vec<Vec<Stream>>,
+    /// Per controller, the watches it asked for that etcd is slow to open
+    /// ([`Bounds::slow_watch_openings`]), oldest first.
+    pub openings: Vec<Vec<(WatchId, Option<u32>)>>,
     /// Per client (schedulers, then controllers), whether it is cut off.
     pub cut: Vec<bool>,
     /// Ticks of outage left (0: none under way).
@@ -617,10 +620,15 @@ impl LeaseQueueModel {
                 // etcd 3.4 answers a progress request only on a watcher in
                 // step with it (one catching up gets none), and never on a
                 // stream that is gone.
-                controller::Effect::RequestProgress => {
-                    let in_step = self.in_step(w, c);
-                    if let Stream::Open { progress_asked } = &mut w.streams[usize::from(c)] {
-                        *progress_asked |= in_step;
+                controller::Effect::RequestProgress { id } => {
+                    if let Some(at) = Self::stream(w, c, id) {
+                        let in_step = self.in_step(w, c, at);
+                        w.streams[usize::from(c)][at].progress_asked |= in_step;
+                    }
+                }
+                controller::Effect::Unwatch { id } => {
+                    if let Some(at) = Self::stream(w, c, id) {
+                        w.streams[usize::from(c)].remove(at);
                     }
                 }
                 controller::Effect::Send {
@@ -1048,7 +1056,8 @@ impl LeaseQueueModel {
         match client {
             Client::Scheduler(s) => w.outbox[usize::from(s)].clear(),
             Client::Controller(c) => {
-                w.streams[usize::from(c)] = Stream::Dead;
+                w.streams[usize::from(c)].clear();
+                w.openings[usize::from(c)].clear();
                 w.requests[usize::from(c)].retain(|r| matches!(r, controller::Effect::Get { .. }));
             }
         }
@@ -1095,6 +1104,47 @@ fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
 pub(crate) fn renumber(w: &mut World) {
     renumber_keepalives(w);
     renumber_revisions(w);
+    renumber_watches(w);
+}
+
+/// Renumbers each controller's watches, in the role, in etcd and in
+/// flight, by their order (0, 1, ...). The role only compares watch
+/// numbers (an answer's with the one it listens to, or with those it asked
+/// for since it began starting) and counts on from the last, so the world
+/// renumbered behaves as before; without it the count of watches ever
+/// asked for would make the states infinite. A starting controller's first
+/// watch is moved up to the first of its watches still on their way (or
+/// its last, if none is): no answer can name one between, so the role
+/// takes the same answers.
+fn renumber_watches(w: &mut World) {
+    for (c, controller) in w.controllers.iter_mut().enumerate() {
+        let mut in_world: Vec<&mut WatchId> = Vec::new();
+        in_world.extend(w.streams[c].iter_mut().map(|s| &mut s.watch));
+        in_world.extend(w.openings[c].iter_mut().map(|(id, _)| id));
+        for request in &mut w.requests[c] {
+            if let controller::Effect::Watch { id, .. } = request {
+                in_world.push(id);
+            }
+        }
+        let last = controller.last_watch;
+        let mut ids: Vec<&mut WatchId> = vec![&mut controller.last_watch];
+        match &mut controller.watch {
+            controller::Watch::Active { id, .. } => ids.push(id),
+            controller::Watch::Starting { since, .. } => {
+                let on_their_way = in_world.iter().map(|id| **id).filter(|id| *id >= *since);
+                *since = on_their_way.chain([last]).min().unwrap_or(last);
+                ids.push(since);
+            }
+            controller::Watch::Listing => {}
+        }
+        ids.extend(in_world);
+        let mut numbers: Vec<u64> = ids.iter().map(|id| id.0).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        for id in ids {
+            id.0 = numbers.partition_point(|n| *n < id.0) as u64;
+        }
+    }
 }
 
 /// Renumbers each scheduler's keepalives, in the role and in flight, by
@@ -1180,15 +1230,23 @@ fn revisions_mut(w: &mut World) -> Vec<&mut u32> {
     for c in w.controllers.iter_mut() {
         match &mut c.watch {
             controller::Watch::Active { next, .. } => revisions.push(next),
-            controller::Watch::Starting { from: Some(from) } => revisions.push(from),
-            controller::Watch::Starting { from: None } | controller::Watch::Listing => {}
+            controller::Watch::Starting {
+                from: Some(from), ..
+            } => revisions.push(from),
+            controller::Watch::Starting { from: None, .. } | controller::Watch::Listing => {}
         }
     }
+    revisions.extend(w.streams.iter_mut().flatten().map(|s| &mut s.next));
     for request in w.requests.iter_mut().flatten() {
-        if let controller::Effect::Watch { from: Some(from) } = request {
+        if let controller::Effect::Watch {
+            from: Some(from), ..
+        } = request
+        {
             revisions.push(from);
         }
     }
+    let openings = w.openings.iter_mut().flatten();
+    revisions.extend(openings.filter_map(|(_, from)| from.as_mut()));
     for s in w.schedulers.iter_mut() {
         revisions.extend(s.queues.iter_mut().map(|q| &mut q.created));
         revisions.extend(s.retiring.iter_mut().filter_map(|(_, r)| r.as_mut()));

@@ -89,6 +89,9 @@ struct Segment {
     compacted: bool,
     /// The creations it reported.
     puts: BTreeSet<Key>,
+    /// The keys it has seen created and not deleted, each with its
+    /// creation's revision.
+    live: BTreeMap<String, i64>,
     /// Where it started.
     at: At,
 }
@@ -101,9 +104,9 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
     let mut deleted = BTreeMap::new();
     let mut segments = Vec::new();
     for (trace, header, records) in controllers(traces) {
-        let mut segment: Option<Segment> = None;
-        // The keys the current watch has seen created and not deleted.
-        let mut live: BTreeMap<String, i64> = BTreeMap::new();
+        // Each watch that started, by the watch the controller asked for:
+        // one it gave up on may still report.
+        let mut open: BTreeMap<controller::WatchId, Segment> = BTreeMap::new();
         let mut listed = header.rev;
         for (step, record) in records.iter().enumerate() {
             let at = At { trace, step };
@@ -115,16 +118,16 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                 })
             };
             match &record.input {
-                controller::Input::WatchStarted { next } => {
-                    segments.extend(segment.take());
-                    live.clear();
-                    segment = Some(Segment {
+                controller::Input::WatchStarted { watch, next } => {
+                    let segment = Segment {
                         start: *next,
                         reach: next - 1,
                         compacted: false,
                         puts: BTreeSet::new(),
+                        live: BTreeMap::new(),
                         at,
-                    });
+                    };
+                    segments.extend(open.insert(*watch, segment));
                 }
                 controller::Input::Listed { rev, .. } => {
                     if *rev < listed {
@@ -135,13 +138,13 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                     }
                     listed = listed.max(*rev);
                 }
-                controller::Input::Compacted { .. } => {
-                    if let Some(s) = &mut segment {
+                controller::Input::Compacted { watch, .. } => {
+                    if let Some(s) = open.get_mut(watch) {
                         s.compacted = true;
                     }
                 }
-                controller::Input::Progress { rev } => {
-                    if let Some(s) = &mut segment {
+                controller::Input::Progress { watch, rev } => {
+                    if let Some(s) = open.get_mut(watch) {
                         if *rev < s.reach {
                             broken(
                                 Rule::RevisionsIncrease,
@@ -155,8 +158,10 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                         s.reach = s.reach.max(*rev);
                     }
                 }
-                controller::Input::Changed { changes } => {
-                    let Some(s) = &mut segment else { continue };
+                controller::Input::Changed { watch, changes } => {
+                    let Some(s) = open.get_mut(watch) else {
+                        continue;
+                    };
                     let floor = s.reach;
                     let mut last = None;
                     for (rev, change) in changes {
@@ -180,7 +185,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                         };
                         match owner {
                             Some(owner) => {
-                                if let Some(before) = live.insert(action.clone(), *rev) {
+                                if let Some(before) = s.live.insert(action.clone(), *rev) {
                                     broken(
                                         Rule::CreatedOnceBetweenDeletes,
                                         format!(
@@ -193,7 +198,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                                 s.puts.insert((action.clone(), *rev));
                             }
                             None => {
-                                if let Some(created) = live.remove(action) {
+                                if let Some(created) = s.live.remove(action) {
                                     deleted.insert((action.clone(), created), *rev);
                                 }
                             }
@@ -203,7 +208,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                 _ => {}
             }
         }
-        segments.extend(segment);
+        segments.extend(open.into_values());
     }
     for segment in segments.iter().filter(|s| !s.compacted) {
         let skipped = keys.known.iter().filter(|((action, created), _)| {

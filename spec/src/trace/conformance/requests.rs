@@ -26,9 +26,10 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     }
     for (trace, _, records) in controllers(traces) {
         // A controller starts watching from after the listing its header
-        // holds: its driver opens that watch before the first step.
+        // holds: its driver opens that watch, watch 0, before the first
+        // step.
         let mut ledger = Ledger::default();
-        ledger.asked(Asks::Watch);
+        ledger.asked(Asks::Watch(controller::WatchId::default()));
         walk(
             trace,
             records,
@@ -56,7 +57,7 @@ enum Asks {
     Lookup(String, String),
     Execution(String),
     Listing,
-    Watch,
+    Watch(controller::WatchId),
     Activation(String, String),
     Outcome(String),
 }
@@ -99,7 +100,7 @@ impl std::fmt::Display for Asks {
             Asks::Lookup(action, id) => write!(f, "the lookup of {action} for {id}"),
             Asks::Execution(id) => write!(f, "the execution of {id}"),
             Asks::Listing => write!(f, "a listing"),
-            Asks::Watch => write!(f, "the watch"),
+            Asks::Watch(id) => write!(f, "watch {}", id.0),
             Asks::Activation(id, to) => write!(f, "activation {id} to {to}"),
             Asks::Outcome(id) => write!(f, "the outcome of {id}"),
         }
@@ -240,9 +241,10 @@ fn controller_request(effect: &controller::Effect<Named>) -> Option<Asks> {
         E::DeadlineIn { id, .. } => Asks::Deadline(id.clone()),
         E::Get { id, action } => Asks::Lookup(action.clone(), id.clone()),
         E::List => Asks::Listing,
-        E::Watch { .. } => Asks::Watch,
+        E::Watch { id, .. } => Asks::Watch(*id),
         E::Send { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
-        E::RequestProgress
+        E::RequestProgress { .. }
+        | E::Unwatch { .. }
         | E::CreateQueue { .. }
         | E::Resolve { .. }
         | E::Overdue { .. }
@@ -260,7 +262,7 @@ fn controller_answer(input: &controller::Input<Named>, first: bool) -> Option<As
             Asks::Lookup(action.clone(), id.clone())
         }
         I::Listed { .. } => Asks::Listing,
-        I::WatchStarted { .. } => Asks::Watch,
+        I::WatchStarted { watch, .. } => Asks::Watch(*watch),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         I::Submit { .. }
         | I::Changed { .. }

@@ -4,7 +4,7 @@
 //! written by hand; the checks read them as recorded, without replaying.
 
 use super::{check, Options, Rule};
-use crate::leasequeue::controller::{self, Change};
+use crate::leasequeue::controller::{self, Change, WatchId};
 use crate::leasequeue::scheduler::{self, ClaimResult, Endpoint};
 use crate::leasequeue::trace::{ControllerHeader, Named, SchedulerHeader};
 use crate::leasequeue::{FailReason, Outcome, Variant};
@@ -330,18 +330,22 @@ fn a_message_taken_in_before_it_was_sent_should_break_sent_by_its_sender() {
     );
 }
 
+/// The watch a controller starts with.
+const W0: WatchId = WatchId(0);
+
 /// A controller's watch from revision 2, reporting `changes`, one
 /// response each.
 fn watching(changes: Vec<(i64, Change<Named>)>) -> Vec<Record<CI<Named>, CE<Named>>> {
     let mut records = vec![
         step(1, None, CI::Wake, vec![]),
-        step(2, None, CI::WatchStarted { next: 2 }, vec![]),
+        step(2, None, CI::WatchStarted { watch: W0, next: 2 }, vec![]),
     ];
     for (n, change) in changes.into_iter().enumerate() {
         records.push(step(
             3 + n as u64,
             None,
             CI::Changed {
+                watch: W0,
                 changes: vec![change],
             },
             vec![],
@@ -465,7 +469,7 @@ fn a_leases_keys_going_apart_should_break_lease_keys_go_together() {
             let records = watching(changes);
             // Both in one response, as an expiry deletes them.
             let mut records = records;
-            if let CI::Changed { changes } = &mut records.last_mut().unwrap().input {
+            if let CI::Changed { changes, .. } = &mut records.last_mut().unwrap().input {
                 changes.push(delete(bye, "bye"));
             }
             return controller_trace(records);
@@ -494,7 +498,7 @@ fn a_leases_keys_going_apart_should_break_lease_keys_go_together() {
 
 #[test]
 fn a_watch_that_skips_a_created_key_should_break_watch_without_gaps() {
-    let progress = |rev| step(9, None, CI::Progress { rev }, vec![]);
+    let progress = |rev| step(9, None, CI::Progress { watch: W0, rev }, vec![]);
     let mut shown = watching(vec![put(4, "hello", A)]);
     shown.push(progress(6));
     assert_eq!(
@@ -508,10 +512,49 @@ fn a_watch_that_skips_a_created_key_should_break_watch_without_gaps() {
         [Rule::WatchWithoutGaps]
     );
     // A watch that reported a compaction is excused what it skipped.
-    skipped.push(step(10, None, CI::Compacted { rev: 8 }, vec![]));
+    let compacted = CI::Compacted { watch: W0, rev: 8 };
+    skipped.push(step(10, None, compacted, vec![]));
     assert_eq!(
         broken(&[claims(A, "hello", 7, 4), controller_trace(skipped)]),
         []
+    );
+}
+
+/// A watch the controller gave up on may still report: each watch is read
+/// on its own, so two watches reporting one creation are no key created
+/// twice, and a gap in either is still a gap.
+#[test]
+fn each_watch_should_be_read_on_its_own() {
+    let second = WatchId(1);
+    let changed = |watch, changes| CI::Changed { watch, changes };
+    let records = |last: Vec<(i64, Change<Named>)>| {
+        let from = Some(2);
+        let closed = || vec![CE::Unwatch { id: second }];
+        vec![
+            step(1, None, CI::Wake, vec![CE::Watch { id: second, from }]),
+            step(2, None, CI::WatchStarted { watch: W0, next: 2 }, vec![]),
+            step(
+                3,
+                None,
+                CI::WatchStarted {
+                    watch: second,
+                    next: 2,
+                },
+                closed(),
+            ),
+            step(4, None, changed(W0, vec![put(4, "hello", A)]), vec![]),
+            step(5, None, changed(second, last), closed()),
+        ]
+    };
+    let both = records(vec![put(4, "hello", A)]);
+    assert_eq!(
+        broken(&[claims(A, "hello", 7, 4), controller_trace(both)]),
+        []
+    );
+    let backwards = records(vec![put(4, "hello", A), delete(3, "hello")]);
+    assert_eq!(
+        broken(&[claims(A, "hello", 7, 4), controller_trace(backwards)]),
+        [Rule::WatchWithoutGaps]
     );
 }
 
