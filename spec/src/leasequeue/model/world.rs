@@ -318,8 +318,9 @@ pub struct World {
     pub controllers: Vec<Controller<Small>>,
     /// Per controller, its etcd requests not yet answered, oldest first.
     pub requests: Vec<Vec<controller::Effect<Small>>>,
-    /// Per controller, the watch streams etcd delivers on, by watch: the
-    /// one it listens to, and any it gave up on that still delivers.
+    /// Per controller, the watch streams etcd delivers on, by watch. One
+    /// the controller gave up on is closed as it answers: an opening that
+    /// etcd answered late starts, and is closed in the same step.
     pub streams: Vec<Vec<Stream>>,
     /// Per controller, the watches it asked for that etcd is slow to open
     /// ([`Bounds::slow_watch_openings`]), oldest first.
