@@ -772,10 +772,11 @@ impl<D: Domain> Controller<D> {
                 Vec::new()
             }
             Input::Compacted { watch, .. } => {
-                if self.listening(watch).is_none() {
-                    return vec![Effect::Unwatch { id: watch }];
-                }
+                // etcd cancelled it; it is closed either way.
                 let unwatch = Effect::Unwatch { id: watch };
+                if self.listening(watch).is_none() {
+                    return vec![unwatch];
+                }
                 // steadfast re-lists, then watches from the listing on;
                 // OpenWhisk watches again from "now".
                 if rules.has(Rule::Relist) {
