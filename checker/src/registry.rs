@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 31] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 32] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -638,6 +638,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 31] = [
         about: "general with a scheduler crash and an etcd leader loss besides",
         by_default: false,
         value: lq_scenarios::general_crash,
+    },
+    Scenario {
+        name: "presume-leaderless",
+        about: "2 schedulers, 1 controller, 1 action; an outage expires a running scheduler's lease, then etcd loses its leader: the time without one is not the scheduler's absence",
+        by_default: true,
+        value: lq_scenarios::presume_leaderless,
     },
     Scenario {
         name: "presume-early",

@@ -134,6 +134,7 @@ mod vacuity {
             a_refused_copy_fails_without_crashes: "a scheduler refuses a copy addressed to its run before a crash",
             a_clock_ahead_fails_without_drift: "etcd's clock runs ahead",
             a_leader_loss_fails_without_one: "etcd loses its leader",
+            a_leaderless_wait_fails_without_a_leader_loss: "a copy waits on a scheduler whose key is gone while etcd has no leader",
             a_skipped_revision_fails_without_foreign_writes: "a watch skips a revision",
             a_join_fails_without_joins: "a scheduler joins the cluster",
             a_departure_fails_without_departures: "a scheduler leaves for good",

@@ -137,9 +137,11 @@ async fn a_listing_and_a_watch_should_report_a_lease_loss_in_one_revision() {
     );
     etcd.revoke(lease).await.unwrap();
     let report = watch.next(Duration::from_secs(5)).await.unwrap();
-    let Some(Watched::Changes { changes }) = report else {
+    let Some(Watched::Changes { changes, term }) = report else {
         panic!("expected the deletions, got {report:?}");
     };
+    assert!(watch.term() > 0, "etcd's creation names its leader's term");
+    assert_eq!(term, watch.term(), "the leader did not change");
     assert!(
         changes.iter().all(|(rev, _)| *rev == revision + 1),
         "one revision: {changes:?}"
@@ -180,7 +182,8 @@ async fn a_member_key_should_follow_the_lease_it_was_last_put_under() {
     assert_eq!(
         report,
         Some(Watched::Changes {
-            changes: vec![(revision + 1, joined)]
+            changes: vec![(revision + 1, joined)],
+            term: watch.term(),
         })
     );
     // Restarted under a new lease, a new run of it: the old lease's end
@@ -215,7 +218,7 @@ async fn a_watch_catching_up_should_label_each_change_with_its_own_revision() {
     let mut seen: Vec<Vec<(i64, Change<_>)>> = Vec::new();
     while seen.iter().map(Vec::len).sum::<usize>() < 3 {
         match watch.next(Duration::from_secs(5)).await.unwrap() {
-            Some(Watched::Changes { changes }) => seen.push(changes),
+            Some(Watched::Changes { changes, .. }) => seen.push(changes),
             other => panic!("expected the claims, got {other:?}"),
         }
     }
@@ -343,7 +346,7 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     let mut seen = Vec::new();
     while seen.len() < 2 {
         match watch.next(Duration::from_secs(5)).await.unwrap() {
-            Some(Watched::Changes { changes }) => {
+            Some(Watched::Changes { changes, .. }) => {
                 seen.extend(changes.into_iter().map(|(_, change)| change))
             }
             other => panic!("expected the changes, got {other:?}"),

@@ -209,6 +209,19 @@ fn a_scheduler_that_vanished_must_be_presumed_gone() {
 }
 
 #[test]
+fn a_controller_must_count_a_members_absence_only_while_etcd_answers_it() {
+    // A leader loss after an outage keeps a live scheduler from putting its
+    // member key back: without the rule the controller counts that time as
+    // the scheduler's absence, presumes it gone, and what it runs is run
+    // again elsewhere.
+    assert_needed(
+        Rule::EtcdTime,
+        scenarios::presume_leaderless,
+        "executed at most once",
+    );
+}
+
+#[test]
 fn a_live_scheduler_presumed_gone_too_soon_should_run_an_activation_twice() {
     // What the presumption assumes, made visible: a live scheduler cut off
     // from etcd is back with its member key within a tick in the model;

@@ -141,6 +141,7 @@ impl Cluster {
             controller::Input::WatchStarted {
                 watch: WatchId::default(),
                 next: 2,
+                term: 0,
             },
         ));
         cluster.etcd.watching = true;
@@ -414,12 +415,19 @@ impl Cluster {
             }
             E::Watch { id, from } => {
                 let next = from.unwrap_or(self.etcd.rev + 1);
-                self.queue
-                    .push_back(back(I::WatchStarted { watch: id, next }));
+                self.queue.push_back(back(I::WatchStarted {
+                    watch: id,
+                    next,
+                    term: 0,
+                }));
             }
             E::RequestProgress { id } => {
                 let rev = self.etcd.rev;
-                self.queue.push_back(back(I::Progress { watch: id, rev }));
+                self.queue.push_back(back(I::Progress {
+                    watch: id,
+                    rev,
+                    term: 0,
+                }));
             }
             E::Unwatch { .. } => {}
             E::Send {
@@ -525,6 +533,7 @@ impl Cluster {
                 controller::Input::Changed {
                     watch: self.controller.1.last_watch,
                     changes: vec![(rev, change)],
+                    term: 0,
                 },
             ));
         }

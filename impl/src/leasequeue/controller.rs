@@ -734,8 +734,13 @@ impl Driver {
             Event::WatchOpened { id, next, stream } => {
                 let (progress, requests) = mpsc::unbounded_channel();
                 self.watches.insert(id, progress);
+                let term = stream.term();
                 tokio::spawn(pump(id, *stream, requests, self.events.clone()));
-                self.feed(Input::WatchStarted { watch: id, next });
+                self.feed(Input::WatchStarted {
+                    watch: id,
+                    next,
+                    term,
+                });
             }
         }
     }
@@ -1065,21 +1070,26 @@ async fn pump(
         };
         let input = match report {
             Ok(None) => continue,
-            Ok(Some(Watched::Changes { changes })) => {
+            Ok(Some(Watched::Changes { changes, term })) => {
                 for (_, change) in &changes {
                     if let Change::Unreadable { key, reason } = change {
                         warn_unreadable(key, reason);
                     }
                 }
-                Input::Changed { watch: id, changes }
+                Input::Changed {
+                    watch: id,
+                    changes,
+                    term,
+                }
             }
             Ok(Some(Watched::Compacted { compact_revision })) => Input::Compacted {
                 watch: id,
                 rev: compact_revision,
             },
-            Ok(Some(Watched::Progress { revision })) => Input::Progress {
+            Ok(Some(Watched::Progress { revision, term })) => Input::Progress {
                 watch: id,
                 rev: revision,
+                term,
             },
             Err(error) => {
                 tracing::warn!(%error, "the watch broke");

@@ -332,9 +332,9 @@ impl Listing {
 /// let mut watch = etcd.watch(listing.revision + 1).await?;
 /// watch.request_progress().await?;
 /// match watch.next(Duration::from_secs(5)).await? {
-///     Some(Watched::Changes { changes }) => println!("{changes:?}"),
+///     Some(Watched::Changes { changes, .. }) => println!("{changes:?}"),
 ///     Some(Watched::Compacted { .. }) => println!("fell behind: list again"),
-///     Some(Watched::Progress { revision }) => println!("nothing new up to {revision}"),
+///     Some(Watched::Progress { revision, .. }) => println!("nothing new up to {revision}"),
 ///     None => println!("no word in 5 s: the watch may have stalled"),
 /// }
 /// # Ok(())
@@ -348,6 +348,8 @@ pub enum Watched {
     Changes {
         /// The changes and their revisions.
         changes: Vec<(i64, Change<Named>)>,
+        /// The raft term of the leader when etcd sent them.
+        term: u64,
     },
     /// The revision the watch started from is compacted away: re-list.
     Compacted {
@@ -359,6 +361,8 @@ pub enum Watched {
     Progress {
         /// etcd's revision.
         revision: i64,
+        /// The raft term of the leader when etcd sent it.
+        term: u64,
     },
 }
 
@@ -401,7 +405,13 @@ impl Etcd {
         let mut connect = ConnectOptions::new()
             .with_connect_timeout(options.connect_timeout)
             .with_timeout(options.request_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            // A member without a leader refuses every call, and closes a
+            // watch a few election timeouts on, rather than answering from
+            // what it last knew: the controllers count a member key's
+            // absence only while etcd answers (`Rule::EtcdTime`), as the
+            // model's etcd does.
+            .with_require_leader(true);
         if let Some(tls) = &options.tls {
             connect = connect.with_tls(tls.options());
         }
@@ -728,11 +738,13 @@ impl Etcd {
         })
     }
 
-    /// Watches the endpoint and member keys from revision `from` on.
+    /// Watches the endpoint and member keys from revision `from` on, once
+    /// etcd confirms it created the watch.
     ///
     /// # Errors
     ///
-    /// If etcd does not answer in time.
+    /// If etcd does not confirm it in time, or refuses it (with no
+    /// leader, for one: the client requires one).
     pub async fn watch(&mut self, from: i64) -> Result<EndpointWatch, EtcdError> {
         let space = self.space();
         let options = WatchOptions::new()
@@ -740,9 +752,29 @@ impl Etcd {
             .with_start_revision(from)
             .with_prev_key()
             .with_progress_notify();
-        let call = self.client.watch(space.queues.clone(), Some(options));
-        let stream = Self::timed(self.timeout, "watch the endpoint and member keys", call).await?;
-        Ok(EndpointWatch { stream, space })
+        let client = &mut self.client;
+        let call = async move {
+            let mut stream = client.watch(space.queues.clone(), Some(options)).await?;
+            let created = stream.message().await?;
+            match created {
+                Some(response) if response.created() && !response.canceled() => {
+                    let term = response.header().map_or(0, |h| h.raft_term());
+                    Ok(EndpointWatch {
+                        stream,
+                        space,
+                        term,
+                    })
+                }
+                Some(response) => Err(etcd_client::Error::WatchError(format!(
+                    "etcd did not create the watch: {}",
+                    response.cancel_reason()
+                ))),
+                None => Err(etcd_client::Error::WatchError(
+                    "the watch stream ended before etcd created the watch".into(),
+                )),
+            }
+        };
+        Self::timed(self.timeout, "watch the endpoint and member keys", call).await
     }
 }
 
@@ -818,9 +850,15 @@ fn is_lease_not_found(error: &etcd_client::Error) -> bool {
 pub struct EndpointWatch {
     stream: WatchStream,
     space: KeySpace,
+    term: u64,
 }
 
 impl EndpointWatch {
+    /// The raft term of the leader when etcd created the watch.
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
     /// Asks etcd for a progress notification ([`Watched::Progress`]) on this
     /// watch.
     ///
@@ -864,6 +902,7 @@ impl EndpointWatch {
                 }
                 Ok(Ok(Some(response))) => response,
             };
+            let term = response.header().map_or(0, |h| h.raft_term());
             if response.compact_revision() > 0 {
                 return Ok(Some(Watched::Compacted {
                     compact_revision: response.compact_revision(),
@@ -883,7 +922,7 @@ impl EndpointWatch {
                     continue;
                 }
                 let revision = response.header().map_or(0, |h| h.revision());
-                return Ok(Some(Watched::Progress { revision }));
+                return Ok(Some(Watched::Progress { revision, term }));
             }
             let mut changes = Vec::new();
             for event in response.events() {
@@ -895,7 +934,7 @@ impl EndpointWatch {
                 let change = self.space.change(kv.key(), value);
                 changes.extend(change.map(|c| (kv.mod_revision(), c)));
             }
-            return Ok(Some(Watched::Changes { changes }));
+            return Ok(Some(Watched::Changes { changes, term }));
         }
     }
 }

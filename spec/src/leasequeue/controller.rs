@@ -33,9 +33,11 @@ pub struct Config<D: Domain> {
     /// Under [`Rule::PresumeGone`], how long the member key of a scheduler
     /// holding copies unacknowledged may stay out of sight (counted at
     /// wake-ups, each [`Config::wake_every`] apart) before the scheduler
-    /// is presumed gone and the copies are routed again. It must exceed
-    /// the longest a live scheduler stays cut off from etcd past its
-    /// lease's expiry (it comes back with its member key then): a live
+    /// is presumed gone and the copies are routed again; under
+    /// [`Rule::EtcdTime`], only wake-ups by which etcd had answered the
+    /// watch count. It must exceed the longest a live scheduler stays cut
+    /// off from etcd past its lease's expiry while etcd answers the
+    /// controller (it comes back with its member key then): a live
     /// scheduler presumed gone may run again what it was running. Absent
     /// in a trace written before it existed: zero.
     #[serde(default)]
@@ -180,6 +182,9 @@ pub enum Input<D: Domain> {
         watch: WatchId,
         /// The first revision it reports.
         next: D::Revision,
+        /// The raft term etcd's answer carried ([`Controller::term`]).
+        #[serde(default)]
+        term: u64,
     },
     /// Watch `watch` reported one response: every change of one revision
     /// or more, each with its revision, oldest first. A lease's expiry
@@ -194,6 +199,9 @@ pub enum Input<D: Domain> {
         /// Every change of the response, each with its revision, in etcd's
         /// order.
         changes: Vec<(D::Revision, Change<D>)>,
+        /// The raft term the response carried ([`Controller::term`]).
+        #[serde(default)]
+        term: u64,
     },
     /// Watch `watch` answered a progress request: nothing it has not
     /// reported happened up to `rev`.
@@ -202,6 +210,9 @@ pub enum Input<D: Domain> {
         watch: WatchId,
         /// etcd's revision.
         rev: D::Revision,
+        /// The raft term the answer carried ([`Controller::term`]).
+        #[serde(default)]
+        term: u64,
     },
     /// etcd cancelled watch `watch`: its next revision was compacted away;
     /// etcd is at `rev`.
@@ -381,8 +392,9 @@ pub struct Sent<D: Domain> {
     pub incarnation: Option<D::Incarnation>,
     /// How long `to`'s member key has been out of the controller's sight
     /// while the copy waited, counted at its wake-ups under
-    /// [`Rule::PresumeGone`] (zero while it sees the key, and without the
-    /// rule).
+    /// [`Rule::PresumeGone`] (under [`Rule::EtcdTime`], those by which
+    /// its watch had answered since the one before); zero while it sees
+    /// the key, and without the rule.
     pub unseen_for: D::Duration,
 }
 
@@ -416,6 +428,12 @@ pub struct Controller<D: Domain> {
     /// sorted: that run may have executed it, and every copy sent from
     /// then on says so.
     pub may_have_run: Vec<D::Activation>,
+    /// The highest raft term (the number of etcd's leader's term) its
+    /// watch's answers carried; 0 before the first. Under
+    /// [`Rule::EtcdTime`], a higher one restarts every
+    /// [`Sent::unseen_for`], as a new leader restarts every lease.
+    #[serde(default)]
+    pub term: u64,
 }
 
 impl<D: Domain> Sent<D> {
@@ -453,6 +471,7 @@ impl<D: Domain> Controller<D> {
             submitted: Vec::new(),
             sent: Vec::new(),
             may_have_run: Vec::new(),
+            term: 0,
         };
         controller.adopt(keys, members);
         controller
@@ -556,8 +575,10 @@ impl<D: Domain> Controller<D> {
     /// [`Rule::MayHaveRun`], one last sent to another run of that
     /// scheduler may have run there. Under [`Rule::PresumeGone`], one whose
     /// scheduler's member key has been out of sight for
-    /// [`Config::presume_gone_after`] is routed again instead.
-    fn resend(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+    /// [`Config::presume_gone_after`] is routed again instead; `current`:
+    /// whether its watch has answered since the last wake-up (under
+    /// [`Rule::EtcdTime`], only then does an absence count).
+    fn resend(&mut self, config: &Config<D>, current: bool) -> Vec<Effect<D>> {
         let rules = config.rules;
         let mut effects = Vec::with_capacity(self.sent.len());
         let mut gone = Vec::new();
@@ -570,9 +591,11 @@ impl<D: Domain> Controller<D> {
             }
             sent.incarnation = now.or(sent.incarnation);
             if rules.has(Rule::PresumeGone) {
+                let counts = current || !rules.has(Rule::EtcdTime);
                 sent.unseen_for = match now {
                     Some(_) => D::Duration::default(),
-                    None => sent.unseen_for + config.wake_every,
+                    None if counts => sent.unseen_for + config.wake_every,
+                    None => sent.unseen_for,
                 };
                 if sent.unseen_for >= config.presume_gone_after {
                     gone.push(sent.id.clone());
@@ -721,23 +744,32 @@ impl<D: Domain> Controller<D> {
                 }
                 self.resolve(id, Outcome::Failed(FailReason::NoSchedulerEndpoint))
             }
-            Input::WatchStarted { watch, next } => match self.watch {
+            Input::WatchStarted { watch, next, term } => match self.watch {
                 Watch::Starting { since, .. } if self.awaits(rules, since, watch) => {
                     self.watch = Watch::Active {
                         id: watch,
                         next,
                         probing: false,
                     };
+                    self.heard_term(rules, term);
                     Vec::new()
                 }
                 // The watch it starts with, which its driver opened.
-                Watch::Active { id, .. } if id == watch => Vec::new(),
+                Watch::Active { id, .. } if id == watch => {
+                    self.heard_term(rules, term);
+                    Vec::new()
+                }
                 _ => vec![Effect::Unwatch { id: watch }],
             },
-            Input::Changed { watch, changes } => {
+            Input::Changed {
+                watch,
+                changes,
+                term,
+            } => {
                 let Some(next) = self.listening(watch) else {
                     return vec![Effect::Unwatch { id: watch }];
                 };
+                self.heard_term(rules, term);
                 // Nothing at or after the revision it wants: an old
                 // response, seen already.
                 let Some(&(last, _)) = changes.last().filter(|(rev, _)| *rev >= next) else {
@@ -760,10 +792,11 @@ impl<D: Domain> Controller<D> {
                 }
                 Vec::new()
             }
-            Input::Progress { watch, .. } => {
+            Input::Progress { watch, term, .. } => {
                 let Some(next) = self.listening(watch) else {
                     return vec![Effect::Unwatch { id: watch }];
                 };
+                self.heard_term(rules, term);
                 self.watch = Watch::Active {
                     id: watch,
                     next,
@@ -791,6 +824,23 @@ impl<D: Domain> Controller<D> {
                 }
                 self.adopt(keys, members);
                 vec![self.start_watch(Some(D::next_revision(rev)))]
+            }
+        }
+    }
+
+    /// Takes in the raft term of an answer of the watch it listens to:
+    /// under [`Rule::EtcdTime`], a new leader's restarts the count of every
+    /// member key's absence. Until a leader was elected, no scheduler
+    /// could put its key back (and etcd, for its part, gives every lease
+    /// its full time again).
+    fn heard_term(&mut self, rules: Rules, term: u64) {
+        if term <= self.term {
+            return;
+        }
+        self.term = term;
+        if rules.has(Rule::EtcdTime) {
+            for sent in &mut self.sent {
+                sent.unseen_for = D::Duration::default();
             }
         }
     }
@@ -834,7 +884,11 @@ impl<D: Domain> Controller<D> {
     /// can stall without an error).
     fn wake(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
         let rules = config.rules;
-        let sends = self.resend(config);
+        // What it sees of etcd is current: the watch answered since the
+        // last wake-up (the progress request then, or a change), or
+        // started since.
+        let current = matches!(self.watch, Watch::Active { probing: false, .. });
+        let sends = self.resend(config, current);
         let gets = self.lookups.iter().map(|(id, action)| Effect::Get {
             id: id.clone(),
             action: action.clone(),

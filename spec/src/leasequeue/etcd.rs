@@ -94,6 +94,8 @@ pub struct Etcd {
     pub compacted: u32,
     /// Whether a leader exists; leases run down only then.
     pub leader: bool,
+    /// The raft term: how many leaders were elected after the first.
+    pub term: u8,
     /// The TTL every lease is granted with (at least [`MIN_TTL`]).
     pub ttl: u8,
     /// The id the next lease gets.
@@ -112,6 +114,7 @@ impl Etcd {
             log: Vec::new(),
             compacted: 0,
             leader: true,
+            term: 0,
             ttl: ttl.max(MIN_TTL),
             next_lease: 1,
         }
@@ -268,6 +271,7 @@ impl Etcd {
     /// (etcd's `Promote`).
     pub fn promote(&mut self) {
         self.leader = true;
+        self.term += 1;
         let ttl = self.ttl;
         for lease in &mut self.leases {
             lease.remaining = ttl;

@@ -290,6 +290,17 @@ pub enum Rule {
     /// bounced. Without it, a scheduler that vanished without refusing (a
     /// deleted pod's address black-holes) is sent the copies for ever.
     PresumeGone,
+    /// Under [`Rule::PresumeGone`], a member key's absence is counted in
+    /// etcd's time, as etcd counts a lease's: only at wake-ups by which
+    /// etcd had answered the controller's watch since the wake-up before
+    /// (while etcd answers it nothing, it may have no leader, and the
+    /// scheduler cannot put its key back either), and from zero again
+    /// once an answer carries a new leader's raft term (as a new leader
+    /// gives every lease its full time again). Without it, an outage that
+    /// expires a live scheduler's lease and a leader loss after it keep
+    /// the key gone past the bound while the scheduler still runs an
+    /// activation, which is then run again elsewhere.
+    EtcdTime,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -312,6 +323,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::AnswerEveryCopy,
         Rule::MayHaveRun,
         Rule::PresumeGone,
+        Rule::EtcdTime,
     ];
 }
 
@@ -355,7 +367,8 @@ pub enum Variant {
     /// deadline; no execution runs past its timeout; every controller a
     /// copy of an activation names is told how it ended; an activation
     /// that may have run before a crash is never said not to have; a
-    /// scheduler whose member key stays gone is presumed gone.
+    /// scheduler whose member key stays gone, counted in etcd's time, is
+    /// presumed gone.
     Steadfast,
 }
 

@@ -267,11 +267,13 @@ fn controller_should_apply_every_change_of_one_response() {
             ControllerInput::WatchStarted {
                 watch: WatchId(1),
                 next: 4,
+                term: 0,
             },
         );
         let deletions = ControllerInput::Changed {
             watch: WatchId(1),
             changes: vec![(4, gone(0)), (4, gone(1)), (4, left(0))],
+            term: 0,
         };
         c.step(&config, deletions);
         assert_eq!(c.route(&0), None, "{variant:?}");
@@ -315,6 +317,7 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
         ControllerInput::Changed {
             watch: W0,
             changes: response,
+            term: 0,
         },
     );
     assert_eq!(c.route(&0), Some(&0), "revision 2 came before the cache");
@@ -336,6 +339,7 @@ fn controller_should_take_a_response_spanning_revisions_from_the_one_it_wants() 
         ControllerInput::Changed {
             watch: W0,
             changes: old,
+            term: 0,
         },
     );
     assert_eq!(c.route(&0), Some(&0));
@@ -363,6 +367,7 @@ fn controller_should_forget_an_unreadable_key_and_read_on() {
         ControllerInput::Changed {
             watch: W0,
             changes: response,
+            term: 0,
         },
     );
     assert_eq!(c.route(&0), None, "the owner it named before is forgotten");
@@ -1561,7 +1566,11 @@ fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwh
         assert_eq!(c.watch, Watch::Starting { from, since: id });
         c.step(
             &config,
-            ControllerInput::WatchStarted { watch: id, next: 2 },
+            ControllerInput::WatchStarted {
+                watch: id,
+                next: 2,
+                term: 0,
+            },
         );
         assert_eq!(
             c.watch,
@@ -1576,6 +1585,7 @@ fn stalled_watch_should_resume_under_steadfast_and_restart_from_now_under_openwh
         let late = ControllerInput::Changed {
             watch: W0,
             changes: vec![(2, left(0))],
+            term: 0,
         };
         assert_eq!(
             c.step(&config, late),
@@ -1604,7 +1614,11 @@ fn a_controller_should_take_the_first_watch_that_starts_of_those_it_asked_for() 
             woken.contains(&ControllerEffect::Watch { id: second, from }),
             "{variant:?}: {woken:?}"
         );
-        let started = |watch| ControllerInput::WatchStarted { watch, next: 4 };
+        let started = |watch| ControllerInput::WatchStarted {
+            watch,
+            next: 4,
+            term: 0,
+        };
         let taken = c.step(&config, started(first));
         let late = c.step(&config, started(second));
         let (taken_one, closed) = match variant {
@@ -1630,12 +1644,90 @@ fn a_controller_should_take_the_first_watch_that_starts_of_those_it_asked_for() 
         let report = ControllerInput::Changed {
             watch: other,
             changes: vec![(4, left(0))],
+            term: 0,
         };
         assert_eq!(
             c.step(&config, report),
             [ControllerEffect::Unwatch { id: other }]
         );
         assert_eq!(c.members, [(0, 0), (1, 0)], "{variant:?}");
+    }
+}
+
+/// A member key gone, and the copy sent to its scheduler waiting: under
+/// `EtcdTime` the controller counts the absence only at wake-ups by which
+/// its watch answered, and from zero again once an answer names a new
+/// leader's term, so a leader loss is not taken for the scheduler's
+/// silence; without it every wake-up counts.
+#[test]
+fn a_members_absence_should_count_only_while_etcd_answers_and_restart_with_a_new_leader() {
+    let rules = Rules::from(Variant::Steadfast);
+    for (rules, presumed_at) in [(rules, 7), (rules.without(Rule::EtcdTime), 3)] {
+        let config = controller_config(rules);
+        let mut c = Controller::new(vec![(0, 0)], vec![(0, 0), (1, 0)], 1);
+        let submit = ControllerInput::Submit {
+            id: 0,
+            action: 0,
+            deadline: None,
+        };
+        c.step(&config, submit);
+        // Scheduler 0's lease expired: its keys go, in leader term 1.
+        let expired = ControllerInput::Changed {
+            watch: W0,
+            changes: vec![(2, gone(0)), (2, left(0))],
+            term: 1,
+        };
+        c.step(&config, expired);
+        let mut counts = Vec::new();
+        for wake in 1..=8 {
+            match wake {
+                // etcd answers nothing: a leader loss. The watch stalls
+                // at the second wake-up, and the next is asked for.
+                2..=4 => {}
+                // A new leader: the watch asked for at the fourth wake-up
+                // starts in term 2.
+                5 => {
+                    let started = ControllerInput::WatchStarted {
+                        watch: WatchId(2),
+                        next: 3,
+                        term: 2,
+                    };
+                    c.step(&config, started);
+                }
+                _ => {
+                    let watch = match c.watch {
+                        Watch::Active { id, .. } => id,
+                        _ => W0,
+                    };
+                    let progress = ControllerInput::Progress {
+                        watch,
+                        rev: 2,
+                        term: if wake < 5 { 1 } else { 2 },
+                    };
+                    c.step(&config, progress);
+                }
+            }
+            let woken = c.step(&config, ControllerInput::Wake);
+            let resent = woken
+                .iter()
+                .any(|e| matches!(e, ControllerEffect::Send { id: 0, to: 0, .. }));
+            let looked_up = woken.contains(&ControllerEffect::Get { id: 0, action: 0 });
+            assert_eq!(
+                resent,
+                wake < presumed_at,
+                "{rules:?}, wake-up {wake}: {woken:?}"
+            );
+            assert_eq!(looked_up, wake >= presumed_at, "{rules:?}, wake-up {wake}");
+            counts.push(c.sent.first().map(|s| s.unseen_for));
+        }
+        if rules.has(Rule::EtcdTime) {
+            // Counted at the first wake-up (etcd had answered), held while
+            // etcd answered nothing, restarted by term 2: 1, 2, 3 from
+            // the fifth on, presumed gone at the eighth.
+            let held = [1, 1, 1, 1, 1, 2];
+            let expected: Vec<Option<u8>> = held.iter().map(|n| Some(*n)).collect();
+            assert_eq!(counts[..6], expected[..], "{counts:?}");
+        }
     }
 }
 
@@ -1690,7 +1782,14 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
     // Scheduler 1's lease goes, and its member key with it: the next queue
     // goes to scheduler 0.
     let changes = vec![(3, left(1))];
-    c.step(&config, ControllerInput::Changed { watch: W0, changes });
+    c.step(
+        &config,
+        ControllerInput::Changed {
+            watch: W0,
+            changes,
+            term: 0,
+        },
+    );
     assert_eq!(place(&mut c, &config, 2)[0], create(0));
     // No member left: steadfast parks the activation until one joins.
     c.step(
@@ -1698,6 +1797,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
         ControllerInput::Changed {
             watch: W0,
             changes: vec![(4, left(0))],
+            term: 0,
         },
     );
     assert!(place(&mut c, &config, 3).is_empty());
@@ -1713,6 +1813,7 @@ fn a_controller_should_place_new_queues_only_on_live_members() {
         ControllerInput::Changed {
             watch: W0,
             changes: vec![(5, joined)],
+            term: 0,
         },
     );
     assert_eq!(c.step(&config, missing(3))[0], create(1));
@@ -2130,14 +2231,26 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
                 from,
             }
         }),
-        (watch(), 1u32..12).prop_map(|(watch, next)| C::WatchStarted { watch, next }),
+        (watch(), 1u32..12).prop_map(|(watch, next)| C::WatchStarted {
+            watch,
+            next,
+            term: 0
+        }),
         (watch(), prop::collection::vec((1u32..12, change()), 1..4)).prop_map(
             |(watch, mut changes)| {
                 changes.sort_by_key(|(rev, _)| *rev);
-                C::Changed { watch, changes }
+                C::Changed {
+                    watch,
+                    changes,
+                    term: 0,
+                }
             }
         ),
-        (watch(), 1u32..12).prop_map(|(watch, rev)| C::Progress { watch, rev }),
+        (watch(), 1u32..12).prop_map(|(watch, rev)| C::Progress {
+            watch,
+            rev,
+            term: 0
+        }),
         (watch(), 1u32..12).prop_map(|(watch, rev)| C::Compacted { watch, rev }),
         (
             1u32..12,
@@ -2372,7 +2485,14 @@ fn roles_should_run_on_real_identifiers() {
         }]
     );
     let watch = WatchId(1);
-    c.step(&config, CI::WatchStarted { watch, next: 101 });
+    c.step(
+        &config,
+        CI::WatchStarted {
+            watch,
+            next: 101,
+            term: 0,
+        },
+    );
     c.step(
         &config,
         CI::Changed {
@@ -2384,6 +2504,7 @@ fn roles_should_run_on_real_identifiers() {
                     owner: None,
                 },
             )],
+            term: 0,
         },
     );
     assert_eq!(
@@ -2713,6 +2834,7 @@ fn a_controller_should_address_each_send_to_the_run_its_member_key_names() {
                 incarnation,
             },
         )],
+        term: 0,
     };
     let resends = |c: &mut Controller| -> Vec<ControllerEffect> {
         let woken = c.step(&config, ControllerInput::Wake);

@@ -181,7 +181,11 @@ impl LeaseQueueModel {
             progress_asked: false,
         };
         streams.insert(at, stream);
-        controller::Input::WatchStarted { watch: id, next }
+        controller::Input::WatchStarted {
+            watch: id,
+            next,
+            term: w.etcd.term.into(),
+        }
     }
 
     /// Where watch `id` of controller `c` is among its streams, if etcd
@@ -208,6 +212,7 @@ impl LeaseQueueModel {
             return None;
         }
         let watch = stream.watch;
+        let term = w.etcd.term.into();
         match w.etcd.next_response(stream.next, batched) {
             Err(_) => Some(controller::Input::Compacted {
                 watch,
@@ -216,10 +221,12 @@ impl LeaseQueueModel {
             Ok(response) if !response.is_empty() => Some(controller::Input::Changed {
                 watch,
                 changes: response.iter().map(|c| (c.rev, change(c))).collect(),
+                term,
             }),
             Ok(_) if stream.progress_asked => Some(controller::Input::Progress {
                 watch,
                 rev: w.etcd.rev,
+                term,
             }),
             Ok(_) => None,
         }

@@ -9,7 +9,7 @@
 
 use stateright::Property;
 
-use super::{ActivationState, Bounds, LeaseQueueModel, Placement, World};
+use super::{ActivationState, Bounds, Client, LeaseQueueModel, Placement, World};
 use crate::leasequeue::controller::Watch;
 use crate::leasequeue::etcd::{Key, MIN_TTL};
 use crate::leasequeue::Variant;
@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 35] = [
+const REACHABLE: [Reachable; 36] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -324,6 +324,26 @@ const REACHABLE: [Reachable; 35] = [
         name: "etcd loses its leader",
         expected: |b| b.faults.leader_losses > 0,
         condition: |_, w| !w.etcd.leader,
+    },
+    // An outage takes a scheduler's member key with its lease, and etcd
+    // has no leader before the scheduler could put it back: a steadfast
+    // controller holds the copy it sent there (`Rule::EtcdTime`).
+    Reachable {
+        name: "a copy waits on a scheduler whose key is gone while etcd has no leader",
+        expected: |b| {
+            let scheduler_cut = !b.outage_owners.is_empty()
+                || (b.outage_clients.iter()).any(|c| matches!(c, Client::Scheduler(_)));
+            let lease_lost = b.outage_ticks > 0 && scheduler_cut;
+            let steadfast = b.variant == Variant::Steadfast;
+            steadfast && lease_lost && b.faults.leader_losses > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| {
+            let waits_on_missing = |c: &crate::leasequeue::controller::Controller<_>| {
+                let member = |to| c.members.iter().any(|(m, _)| m == to);
+                c.sent.iter().any(|s| !member(&s.to))
+            };
+            !w.etcd.leader && w.controllers.iter().any(waits_on_missing)
+        },
     },
 ];
 

@@ -411,6 +411,26 @@ pub fn presume_early(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// A leader loss after an outage: 2 schedulers, 1 controller, 1 action,
+/// one activation; a 2-tick outage cuts off scheduler 0 and the
+/// controller, long enough for scheduler 0's lease to expire, and etcd may
+/// then lose its leader, so that the scheduler cannot put its member key
+/// back for as long as etcd has none, while it still runs what it was
+/// sent. The controller must not take that time for the scheduler's
+/// absence (`Rule::EtcdTime`).
+pub fn presume_leaderless(variant: Variant) -> LeaseQueueModel {
+    model(Bounds {
+        outage_ticks: 2,
+        outage_clients: vec![Client::Scheduler(0), Client::Controller(0)],
+        submissions: vec![(0, 0)],
+        faults: Faults {
+            leader_losses: 1,
+            ..Faults::default()
+        },
+        ..quiet(variant, 2, 1, 1)
+    })
+}
+
 /// Answers go astray: 2 schedulers, 1 controller, 1 action, one
 /// activation; the network loses one answer (an acknowledgement, a
 /// refusal, a report or a confirmation: the world picks which), and a

@@ -118,7 +118,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                 })
             };
             match &record.input {
-                controller::Input::WatchStarted { watch, next } => {
+                controller::Input::WatchStarted { watch, next, .. } => {
                     let segment = Segment {
                         start: *next,
                         reach: next - 1,
@@ -143,7 +143,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                         s.compacted = true;
                     }
                 }
-                controller::Input::Progress { watch, rev } => {
+                controller::Input::Progress { watch, rev, .. } => {
                     if let Some(s) = open.get_mut(watch) {
                         if *rev < s.reach {
                             broken(
@@ -158,7 +158,7 @@ fn watches(traces: &[&Trace], keys: &Keys, out: &mut Vec<Violation>) -> BTreeMap
                         s.reach = s.reach.max(*rev);
                     }
                 }
-                controller::Input::Changed { watch, changes } => {
+                controller::Input::Changed { watch, changes, .. } => {
                     let Some(s) = open.get_mut(watch) else {
                         continue;
                     };

@@ -333,12 +333,21 @@ fn a_message_taken_in_before_it_was_sent_should_break_sent_by_its_sender() {
 /// The watch a controller starts with.
 const W0: WatchId = WatchId(0);
 
+/// Watch `watch` started, reporting from revision 2.
+fn started(watch: WatchId) -> CI<Named> {
+    CI::WatchStarted {
+        watch,
+        next: 2,
+        term: 0,
+    }
+}
+
 /// A controller's watch from revision 2, reporting `changes`, one
 /// response each.
 fn watching(changes: Vec<(i64, Change<Named>)>) -> Vec<Record<CI<Named>, CE<Named>>> {
     let mut records = vec![
         step(1, None, CI::Wake, vec![]),
-        step(2, None, CI::WatchStarted { watch: W0, next: 2 }, vec![]),
+        step(2, None, started(W0), vec![]),
     ];
     for (n, change) in changes.into_iter().enumerate() {
         records.push(step(
@@ -347,6 +356,7 @@ fn watching(changes: Vec<(i64, Change<Named>)>) -> Vec<Record<CI<Named>, CE<Name
             CI::Changed {
                 watch: W0,
                 changes: vec![change],
+                term: 0,
             },
             vec![],
         ));
@@ -498,7 +508,18 @@ fn a_leases_keys_going_apart_should_break_lease_keys_go_together() {
 
 #[test]
 fn a_watch_that_skips_a_created_key_should_break_watch_without_gaps() {
-    let progress = |rev| step(9, None, CI::Progress { watch: W0, rev }, vec![]);
+    let progress = |rev| {
+        step(
+            9,
+            None,
+            CI::Progress {
+                watch: W0,
+                rev,
+                term: 0,
+            },
+            vec![],
+        )
+    };
     let mut shown = watching(vec![put(4, "hello", A)]);
     shown.push(progress(6));
     assert_eq!(
@@ -526,22 +547,18 @@ fn a_watch_that_skips_a_created_key_should_break_watch_without_gaps() {
 #[test]
 fn each_watch_should_be_read_on_its_own() {
     let second = WatchId(1);
-    let changed = |watch, changes| CI::Changed { watch, changes };
+    let changed = |watch, changes| CI::Changed {
+        watch,
+        changes,
+        term: 0,
+    };
     let records = |last: Vec<(i64, Change<Named>)>| {
         let from = Some(2);
         let closed = || vec![CE::Unwatch { id: second }];
         vec![
             step(1, None, CI::Wake, vec![CE::Watch { id: second, from }]),
-            step(2, None, CI::WatchStarted { watch: W0, next: 2 }, vec![]),
-            step(
-                3,
-                None,
-                CI::WatchStarted {
-                    watch: second,
-                    next: 2,
-                },
-                closed(),
-            ),
+            step(2, None, started(W0), vec![]),
+            step(3, None, started(second), closed()),
             step(4, None, changed(W0, vec![put(4, "hello", A)]), vec![]),
             step(5, None, changed(second, last), closed()),
         ]
