@@ -638,8 +638,9 @@ proptest! {
 }
 
 /// "executed at most once" excuses one execution more per crash or
-/// departure of a scheduler that held the activation unacknowledged, not
-/// every later one.
+/// departure of a scheduler that held the activation unacknowledged, and
+/// per loss of the memory of its end while a caller may submit it again,
+/// not every later one.
 #[test]
 fn each_fault_should_excuse_one_execution_more_and_no_other() {
     use super::model::scenarios;
@@ -651,16 +652,21 @@ fn each_fault_should_excuse_one_execution_more_and_no_other() {
         .find(|p| p.name == "executed at most once")
         .unwrap();
     let mut w = model.init_states().remove(0);
-    let mut holds = |executions, excuses| {
+    let mut holds = |executions, excuses, forgotten| {
         w.ghost.executions[0] = executions;
         w.ghost.excuses[0] = excuses;
+        w.ghost.forgotten[0] = forgotten;
         (property.condition)(&model, &w)
     };
-    assert!(holds(1, 0));
-    assert!(!holds(2, 0), "a second run with no fault to explain it");
-    assert!(holds(2, 1));
-    assert!(!holds(3, 1), "one fault, two runs more");
-    assert!(holds(3, 2));
+    assert!(holds(1, 0, 0));
+    assert!(!holds(2, 0, 0), "a second run with no fault to explain it");
+    assert!(holds(2, 1, 0));
+    assert!(!holds(3, 1, 0), "one fault, two runs more");
+    assert!(holds(3, 2, 0));
+    assert!(holds(2, 0, 1), "a resubmission after its memory was lost");
+    assert!(!holds(3, 0, 1), "one loss, two runs more");
+    assert!(holds(3, 1, 1), "a crash and a loss");
+    assert!(holds(3, 0, 2));
 }
 
 #[test]

@@ -29,13 +29,18 @@ pub struct Ghost {
     /// it had): each time its sender sends it again, and it may run once
     /// more. One fault excuses one execution, not every later one.
     pub excuses: Vec<u8>,
-    /// Per activation, whether its memory was lost while a caller could
-    /// still submit it again: it had settled, and no running scheduler held
-    /// it, forwarded it, or remembered settling it while owning its
-    /// action's queue (the one that settled it stopped, or the queue moved).
-    /// A resubmission then reaches a scheduler that knows nothing of it,
-    /// and it may run, and end, again.
-    pub forgotten: Vec<bool>,
+    /// Per activation, how many times its memory was lost while a caller
+    /// could still submit it again (counted up to two): it had settled,
+    /// and no running scheduler held it, forwarded it, or remembered
+    /// settling it while owning its action's queue (the one that settled
+    /// it stopped, or the queue moved). A resubmission then reaches a
+    /// scheduler that knows nothing of it, and it may run, and end, once
+    /// more: one loss excuses one execution, not every later one.
+    pub forgotten: Vec<u8>,
+    /// Per activation, whether its memory is lost now: the last loss
+    /// counted in `forgotten` has not been made good (no running scheduler
+    /// has held it, or settled it while owning its queue, since).
+    pub memory_lost: Vec<bool>,
     /// Work was once handed out under a lease etcd no longer held, or from a
     /// queue whose key was not its owner's.
     pub unfenced: bool,

@@ -666,7 +666,8 @@ impl Model for LeaseQueueModel {
                 resolutions: vec![0; total],
                 retry_resolutions: vec![0; b.retries.len()],
                 excuses: vec![0; total],
-                forgotten: vec![false; total],
+                forgotten: vec![0; total],
+                memory_lost: vec![false; total],
                 unfenced: false,
                 contested: false,
                 bounced: false,
@@ -911,17 +912,18 @@ impl Model for LeaseQueueModel {
                     })
                 },
             ),
-            // □(∀a: executions(a) ≤ 1 + excuses(a) ∨ forgotten(a)): each
+            // □(∀a: executions(a) ≤ 1 + excuses(a) + forgotten(a)): each
             // crash or departure of a scheduler holding an activation
             // unacknowledged lets it run once more (its sender sends it
-            // again, whoever ran it), and a resubmission may run it again
-            // once the memory of its end is lost.
+            // again, whoever ran it), and each loss of the memory of its
+            // end, while a caller may still submit it again, lets a
+            // resubmission run it once more.
             Property::always("executed at most once", |_, w: &World| {
                 let g = &w.ghost;
                 (g.executions.iter().zip(&g.excuses).zip(&g.forgotten))
-                    .all(|((n, excuses), forgotten)| *n <= 1 + excuses || *forgotten)
+                    .all(|((n, excuses), forgotten)| *n <= 1 + excuses + forgotten)
             }),
-            // □(∀c: resolutions(c) ≤ 1 ∧ ∀a: forgotten(a) ∨ ((failures(a) = 0
+            // □(∀c: resolutions(c) ≤ 1 ∧ ∀a: forgotten(a) > 0 ∨ ((failures(a) = 0
             // ∨ (failures(a) = 1 ∧ executions(a) = 0)) ∧ ∀c, c' calls of a
             // resolved: outcome(c) = outcome(c'))): each call (a submission,
             // or a resubmission) resolves at most once; an activation fails
@@ -938,7 +940,7 @@ impl Model for LeaseQueueModel {
                     let i = usize::from(id);
                     let failed_once =
                         g.failures[i] == 0 || (g.failures[i] == 1 && g.executions[i] == 0);
-                    g.forgotten[i] || (failed_once && m.one_outcome(w, id))
+                    g.forgotten[i] > 0 || (failed_once && m.one_outcome(w, id))
                 })
             }),
             // □¬unfenced: work is handed out only under the owner's live

@@ -516,7 +516,7 @@ impl LeaseQueueModel {
                         .is_some_and(|k| k.owner == s && k.lease == lease);
                     w.ghost.unfenced |= !(owned && w.etcd.is_live(lease));
                     let n = usize::from(id);
-                    let most = w.ghost.excuses[n] + 2;
+                    let most = w.ghost.excuses[n] + w.ghost.forgotten[n] + 2;
                     w.ghost.executions[n] = (w.ghost.executions[n] + 1).min(most);
                     // A second execution of one running here (a design
                     // that runs every copy) finishes with the first.
@@ -768,20 +768,31 @@ impl LeaseQueueModel {
         }
     }
 
-    /// Marks as forgotten every activation that ran or failed, may still
-    /// be submitted again, and that no running scheduler runs, or
-    /// remembers settling while it owns the action's queue.
+    /// Counts, once as it happens, each loss of the memory of an
+    /// activation that ran or failed and may still be submitted again: no
+    /// running scheduler runs it, or remembers settling it while it owns
+    /// the action's queue. The loss is made good once one does again.
     pub(super) fn mark_forgotten(&self, w: &mut World) {
-        for (r, (_, id)) in self.bounds.retries.iter().enumerate() {
-            let i = usize::from(*id);
-            let may_come = matches!(
-                w.retries[r],
-                ActivationState::Unsubmitted | ActivationState::Pending
-            );
+        let retried = self.bounds.retries.iter().zip(&w.retries);
+        let mut may_come: Vec<u8> = retried
+            .filter(|(_, state)| {
+                matches!(
+                    state,
+                    ActivationState::Unsubmitted | ActivationState::Pending
+                )
+            })
+            .map(|((_, id), _)| *id)
+            .collect();
+        may_come.sort_unstable();
+        may_come.dedup();
+        for id in self.bounds.retries.iter().map(|(_, id)| *id) {
+            let i = usize::from(id);
             let settled = w.ghost.executions[i] > 0 || w.ghost.failures[i] > 0;
-            if may_come && settled && !self.remembered(w, *id) {
-                w.ghost.forgotten[i] = true;
+            let lost = may_come.contains(&id) && settled && !self.remembered(w, id);
+            if lost && !w.ghost.memory_lost[i] {
+                count(&mut w.ghost.forgotten[i]);
             }
+            w.ghost.memory_lost[i] = lost;
         }
     }
 
