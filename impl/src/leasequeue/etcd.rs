@@ -883,58 +883,53 @@ impl EndpointWatch {
     ///
     /// If the watch broke, or a key is corrupt.
     pub async fn next(&mut self, deadline: Duration) -> Result<Option<Watched>, EtcdError> {
-        let stop = tokio::time::Instant::now() + deadline;
-        loop {
-            let message = tokio::time::timeout_at(stop, self.stream.message()).await;
-            let response = match message {
-                Err(_) => return Ok(None),
-                Ok(Err(source)) => {
-                    return Err(EtcdError::Request {
-                        operation: "watch the endpoint and member keys",
-                        source,
-                    })
-                }
-                Ok(Ok(None)) => {
-                    return Err(EtcdError::Request {
-                        operation: "watch the endpoint and member keys",
-                        source: etcd_client::Error::WatchError("the watch stream ended".into()),
-                    })
-                }
-                Ok(Ok(Some(response))) => response,
-            };
-            let term = response.header().map_or(0, |h| h.raft_term());
-            if response.compact_revision() > 0 {
-                return Ok(Some(Watched::Compacted {
-                    compact_revision: response.compact_revision(),
-                }));
+        let message = tokio::time::timeout(deadline, self.stream.message()).await;
+        let response = match message {
+            Err(_) => return Ok(None),
+            Ok(Err(source)) => {
+                return Err(EtcdError::Request {
+                    operation: "watch the endpoint and member keys",
+                    source,
+                })
             }
-            // A creation confirmation carries no event; a progress
-            // notification neither, and is not one.
-            if response.events().iter().all(|e| e.kv().is_none()) {
-                if response.canceled() {
-                    let reason = response.cancel_reason().to_owned();
-                    return Err(EtcdError::Request {
-                        operation: "watch the endpoint and member keys",
-                        source: etcd_client::Error::WatchError(reason),
-                    });
-                }
-                if response.created() {
-                    continue;
-                }
-                let revision = response.header().map_or(0, |h| h.revision());
-                return Ok(Some(Watched::Progress { revision, term }));
+            Ok(Ok(None)) => {
+                return Err(EtcdError::Request {
+                    operation: "watch the endpoint and member keys",
+                    source: etcd_client::Error::WatchError("the watch stream ended".into()),
+                })
             }
-            let mut changes = Vec::new();
-            for event in response.events() {
-                let Some(kv) = event.kv() else { continue };
-                let value = match event.event_type() {
-                    EventType::Put => Some(kv.value()),
-                    EventType::Delete => None,
-                };
-                let change = self.space.change(kv.key(), value);
-                changes.extend(change.map(|c| (kv.mod_revision(), c)));
-            }
-            return Ok(Some(Watched::Changes { changes, term }));
+            Ok(Ok(Some(response))) => response,
+        };
+        let term = response.header().map_or(0, |h| h.raft_term());
+        if response.compact_revision() > 0 {
+            return Ok(Some(Watched::Compacted {
+                compact_revision: response.compact_revision(),
+            }));
         }
+        // A progress notification carries no event (the creation
+        // confirmation, which carries none either, was read by
+        // `Etcd::watch`).
+        if response.events().iter().all(|e| e.kv().is_none()) {
+            if response.canceled() {
+                let reason = response.cancel_reason().to_owned();
+                return Err(EtcdError::Request {
+                    operation: "watch the endpoint and member keys",
+                    source: etcd_client::Error::WatchError(reason),
+                });
+            }
+            let revision = response.header().map_or(0, |h| h.revision());
+            return Ok(Some(Watched::Progress { revision, term }));
+        }
+        let mut changes = Vec::new();
+        for event in response.events() {
+            let Some(kv) = event.kv() else { continue };
+            let value = match event.event_type() {
+                EventType::Put => Some(kv.value()),
+                EventType::Delete => None,
+            };
+            let change = self.space.change(kv.key(), value);
+            changes.extend(change.map(|c| (kv.mod_revision(), c)));
+        }
+        Ok(Some(Watched::Changes { changes, term }))
     }
 }
