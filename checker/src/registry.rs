@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 32] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 33] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -596,6 +596,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 32] = [
         about: "2 schedulers, 2 controllers, 1 action placed on both: a forward, a crash and a scheduler that leaves for good",
         by_default: true,
         value: lq_scenarios::forward_loss,
+    },
+    Scenario {
+        name: "forward-vanish",
+        about: "forward-loss with a scheduler that vanishes instead: a forward to it is neither acknowledged nor refused",
+        by_default: true,
+        value: lq_scenarios::forward_vanish,
     },
     Scenario {
         name: "general",

@@ -141,6 +141,23 @@ fn a_forward_should_survive_its_forwarders_crash_and_its_peers_departure() {
     );
 }
 
+/// The same race, with the winner (or the loser) vanishing instead: a
+/// forward to it is neither acknowledged nor refused, and the forwarder,
+/// whose controller hears from it and so never presumes it gone, takes the
+/// copy back once it presumes its peer gone.
+#[test]
+fn a_forward_to_a_peer_that_vanished_should_be_taken_back_and_run() {
+    assert_routed_around_a_scheduler_that_left(
+        scenarios::forward_vanish,
+        &[
+            "a scheduler loses an election and forwards",
+            "a send to a scheduler that vanished is lost",
+            "a forward to a scheduler that vanished is taken back",
+            "every submission resolves",
+        ],
+    );
+}
+
 /// A caller asks again, through either controller, before or after the
 /// activation ended, while a scheduler may leave for good and one crash:
 /// every caller is told the one outcome, or, once the scheduler that knew

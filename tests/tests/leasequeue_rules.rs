@@ -209,6 +209,17 @@ fn a_scheduler_that_vanished_must_be_presumed_gone() {
 }
 
 #[test]
+fn a_scheduler_must_presume_gone_a_peer_whose_member_key_stays_gone() {
+    // A forward to a peer that vanished is neither acknowledged nor
+    // refused; the controller hears from the live forwarder and waits.
+    assert_needed(
+        Rule::PresumePeerGone,
+        scenarios::forward_vanish,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_controller_must_count_a_members_absence_only_while_etcd_answers_it() {
     // A leader loss after an outage keeps a live scheduler from putting its
     // member key back: without the rule the controller counts that time as

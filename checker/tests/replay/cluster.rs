@@ -110,6 +110,7 @@ impl Cluster {
                         idle_after: 60_000,
                         remember_for: Some(600_000),
                         execute_for: Some(60_000),
+                        presume_gone_after: 10_000,
                     },
                 };
                 let role = Scheduler::new(header.id.clone(), 3);
@@ -313,6 +314,19 @@ impl Cluster {
             E::Resolve { id, action } => {
                 let key = self.etcd.keys.get(&action).cloned();
                 self.queue.push_back(back(I::Resolved { id, action, key }));
+            }
+            // Every scheduler of the run is a member, as it started.
+            E::FindMember { scheduler } => {
+                let incarnation = self
+                    .schedulers
+                    .iter()
+                    .find(|(h, ..)| h.id == scheduler)
+                    .map(|(h, ..)| h.incarnation);
+                self.queue.push_back(back(I::MemberFound {
+                    scheduler,
+                    incarnation,
+                    term: 1,
+                }));
             }
             E::Execute { id, .. } => {
                 let times = if self.misdeed == Misdeed::RunsTwice {

@@ -54,6 +54,7 @@ fn scheduler_trace(id: &str, lease: i64, created: i64) -> String {
         idle_after: 60_000,
         remember_for: Some(600_000),
         execute_for: Some(60_000),
+        presume_gone_after: 10_000,
     };
     let action = || "hello".to_string();
     let inputs = [

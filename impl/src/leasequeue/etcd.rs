@@ -268,6 +268,16 @@ pub type Claim = ClaimResult<Named>;
 /// create revision.
 pub type Holder = Endpoint<Named>;
 
+/// A scheduler's member key as a lookup found it
+/// ([`Etcd::member`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberSeen {
+    /// The run the key names; `None`: the scheduler has no member key.
+    pub incarnation: Option<u64>,
+    /// The raft term of the leader that answered.
+    pub term: u64,
+}
+
 /// A lease etcd granted.
 ///
 /// ```no_run
@@ -680,6 +690,50 @@ impl Etcd {
         })
     }
 
+    /// Which run of `scheduler` its member key names, if it has one, and
+    /// in which raft term etcd answered.
+    ///
+    /// ```no_run
+    /// # async fn demo(mut etcd: steadfast::leasequeue::etcd::Etcd) -> Result<(), steadfast::leasequeue::etcd::EtcdError> {
+    /// let seen = etcd.member("10.0.0.7:7070").await?;
+    /// match seen.incarnation {
+    ///     Some(run) => println!("run {run} is a member (term {})", seen.term),
+    ///     None => println!("not a member (term {})", seen.term),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// If etcd does not answer in time, or the key holds what this runtime
+    /// does not write.
+    pub async fn member(&mut self, scheduler: &str) -> Result<MemberSeen, EtcdError> {
+        let key = self.member_key(scheduler);
+        let call = self.client.get(key.clone(), None);
+        let response = Self::timed(self.timeout, "look up a member key", call).await?;
+        let incarnation = response
+            .kvs()
+            .first()
+            .map(|kv| Self::incarnation_of(scheduler, kv.value()))
+            .transpose()
+            .map_err(|reason| EtcdError::Corrupt { key, reason })?;
+        Ok(MemberSeen {
+            incarnation,
+            term: response.header().map_or(0, |h| h.raft_term()),
+        })
+    }
+
+    /// The incarnation `scheduler`'s member key's `value` names, or what
+    /// is wrong with it.
+    fn incarnation_of(scheduler: &str, value: &[u8]) -> Result<u64, String> {
+        let (address, incarnation) = Etcd::owner_of(value)?;
+        if address != scheduler {
+            return Err(format!("its value names another scheduler ({address:?})"));
+        }
+        Ok(incarnation)
+    }
+
     /// etcd's current revision.
     ///
     /// # Errors
@@ -820,13 +874,7 @@ impl KeySpace {
             });
         }
         let scheduler = name.strip_prefix(&self.members)?.to_owned();
-        let incarnation = |value| {
-            let (address, incarnation) = Etcd::owner_of(value)?;
-            if address != scheduler {
-                return Err(format!("its value names another scheduler ({address:?})"));
-            }
-            Ok(incarnation)
-        };
+        let incarnation = |value| Etcd::incarnation_of(&scheduler, value);
         Some(match value.map(incarnation).transpose() {
             Ok(incarnation) => Change::Member {
                 scheduler,

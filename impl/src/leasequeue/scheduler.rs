@@ -65,6 +65,7 @@ pub struct SchedulerBuilder {
     retry_every: Option<Duration>,
     idle_after: Duration,
     execution_timeout: Option<Duration>,
+    presume_gone_after: Duration,
     listen: String,
     advertise: Option<String>,
     tls: Option<NodeTls>,
@@ -78,8 +79,8 @@ impl SchedulerBuilder {
     /// rules, with a lease TTL of 10 s, a fencing margin of 500 ms, a
     /// wake-up every third of the TTL, its lease's requests retried every
     /// 250 ms while it cannot serve, queues retired after 60 s without work,
-    /// executions given up after 60 s, listening on a free port of
-    /// 127.0.0.1.
+    /// executions given up after 60 s, a peer presumed gone after its
+    /// member key stayed gone 10 s, listening on a free port of 127.0.0.1.
     pub fn new(etcd: EtcdOptions) -> Self {
         SchedulerBuilder {
             etcd,
@@ -90,6 +91,7 @@ impl SchedulerBuilder {
             retry_every: None,
             idle_after: Duration::from_secs(60),
             execution_timeout: Some(Duration::from_secs(60)),
+            presume_gone_after: Duration::from_secs(10),
             listen: "127.0.0.1:0".into(),
             advertise: None,
             tls: None,
@@ -164,6 +166,27 @@ impl SchedulerBuilder {
     #[must_use]
     pub fn execution_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.execution_timeout = timeout;
+        self
+    }
+
+    /// How long the member key of a peer it forwarded an activation to may
+    /// stay gone (the peer's lease expired) while the peer has not
+    /// acknowledged it, before the peer is presumed gone and the
+    /// activation taken back and routed again, from a fresh lookup: a peer
+    /// whose address black-holes (a deleted pod) never refuses it. 10 s by
+    /// default, counted at each wake-up by which etcd answered a lookup of
+    /// the key, and from zero again under a new etcd leader.
+    ///
+    /// A peer cut off from etcd comes back with its member key as soon as
+    /// it reaches etcd again; one cut off longer than this while it runs
+    /// the activation may see it run a second time elsewhere. Set it
+    /// above the longest such cut you want to ride out, as the
+    /// controllers' [`ControllerBuilder::presume_gone_after`].
+    ///
+    /// [`ControllerBuilder::presume_gone_after`]: super::ControllerBuilder::presume_gone_after
+    #[must_use]
+    pub fn presume_gone_after(mut self, after: Duration) -> Self {
+        self.presume_gone_after = after;
         self
     }
 
@@ -265,6 +288,13 @@ impl SchedulerBuilder {
                     .into(),
             ));
         }
+        if self.presume_gone_after.is_zero() {
+            return Err(StartError::Config(
+                "presume_gone_after is zero: set how long a peer's member key may stay gone \
+                 before what was forwarded to it is taken back, such as 10 s"
+                    .into(),
+            ));
+        }
         if self.dedupe_window.is_zero() {
             return Err(StartError::Config(
                 "dedupe_window is zero: a copy of an activation delivered again would run \
@@ -281,6 +311,7 @@ impl SchedulerBuilder {
             idle_after: millis(self.idle_after),
             remember_for: Some(millis(self.dedupe_window)),
             execute_for: self.execution_timeout.map(millis),
+            presume_gone_after: millis(self.presume_gone_after),
         })
     }
 
@@ -854,6 +885,14 @@ impl<E: Executor> Driver<E> {
             Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
                 let key = logged("look up an endpoint key", etcd.lookup(&action).await)?;
                 Some(Event::Input(Input::Resolved { id, action, key }))
+            }),
+            Effect::FindMember { scheduler } => self.ask(move |mut etcd| async move {
+                let seen = logged("look up a peer's member key", etcd.member(&scheduler).await)?;
+                Some(Event::Input(Input::MemberFound {
+                    scheduler,
+                    incarnation: seen.incarnation,
+                    term: seen.term,
+                }))
             }),
             Effect::Execute { id, .. } => self.execute(id),
             Effect::Cancel { id } => {

@@ -222,7 +222,13 @@ impl Etcd {
 
     /// Whether `scheduler`'s member key exists.
     pub fn is_member(&self, scheduler: u8) -> bool {
-        self.members.iter().any(|m| m.scheduler == scheduler)
+        self.incarnation_of(scheduler).is_some()
+    }
+
+    /// The run `scheduler`'s member key names, if it has one.
+    pub fn incarnation_of(&self, scheduler: u8) -> Option<u8> {
+        let member = self.members.iter().find(|m| m.scheduler == scheduler)?;
+        Some(member.incarnation)
     }
 
     /// Revokes lease `id`, deleting every key bound to it in one revision,

@@ -301,6 +301,18 @@ pub enum Rule {
     /// the key gone past the bound while the scheduler still runs an
     /// activation, which is then run again elsewhere.
     EtcdTime,
+    /// A scheduler presumes gone a peer it forwarded an activation to that
+    /// has not acknowledged it, once it has not seen the peer's member key
+    /// for `scheduler::Config::presume_gone_after`: it looks the key up at
+    /// every wake-up, counts its absence only at wake-ups by which etcd
+    /// had answered a lookup since the one before, and from zero again
+    /// once an answer carries a new leader's raft term (as
+    /// [`Rule::EtcdTime`] counts a controller's). The forward is then
+    /// taken back as if it had bounced. Without it, a forward to a peer
+    /// that vanished without refusing (a deleted pod's address
+    /// black-holes) is sent for ever, and its controller, which hears
+    /// from the live forwarder, never routes it again.
+    PresumePeerGone,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -324,6 +336,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::MayHaveRun,
         Rule::PresumeGone,
         Rule::EtcdTime,
+        Rule::PresumePeerGone,
     ];
 }
 
@@ -368,7 +381,8 @@ pub enum Variant {
     /// copy of an activation names is told how it ended; an activation
     /// that may have run before a crash is never said not to have; a
     /// scheduler whose member key stays gone, counted in etcd's time, is
-    /// presumed gone.
+    /// presumed gone, by controllers and by the schedulers that forwarded
+    /// to it.
     Steadfast,
 }
 

@@ -25,7 +25,8 @@ type ControllerEffect = controller::Effect<Small>;
 
 /// A scheduler's setup: a TTL of 3 ticks, a margin of 1, woken every tick,
 /// retrying a lease's requests every tick while suspended, queues retiring
-/// after 2 idle ticks.
+/// after 2 idle ticks, a peer forwarded to presumed gone once its member
+/// key is out of sight for 3.
 fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
     scheduler::Config {
         rules: rules.into(),
@@ -36,6 +37,7 @@ fn config(rules: impl Into<Rules>) -> scheduler::Config<Small> {
         idle_after: 2,
         remember_for: None,
         execute_for: Some(4),
+        presume_gone_after: 3,
     }
 }
 
@@ -1393,6 +1395,70 @@ fn a_forwarded_activation_should_be_taken_back_only_from_a_peer() {
 }
 
 #[test]
+fn a_forward_to_a_peer_whose_member_key_stays_gone_should_be_taken_back() {
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, activation_of(1, 1));
+    s.step(&config, 0, owned_by_peer(1, 1));
+    let find = Effect::FindMember { scheduler: 1 };
+    let resolve = Effect::Resolve { id: 1, action: 1 };
+    let found = |incarnation, term| Input::MemberFound {
+        scheduler: 1,
+        incarnation,
+        term,
+    };
+    let forwarded = |s: &Scheduler| s.forwarding.iter().any(|f| f.id == 1 && f.to == 1);
+    // Each wake-up looks the peer's member key up. Wake-ups etcd answered
+    // nothing by do not count (etcd's time): the peer is not presumed gone
+    // however many pass.
+    for _ in 0..5 {
+        assert!(s.step(&config, 0, Input::Wake).contains(&find));
+    }
+    assert!(forwarded(&s));
+    // Out of sight at two answered wake-ups, then seen naming another
+    // run of the peer (which refuses the copy, or answers it if it knows
+    // the activation): the count starts again.
+    let unseen = |s: &mut Scheduler, incarnation| {
+        s.step(&config, 0, found(incarnation, 1));
+        s.step(&config, 0, Input::Wake)
+    };
+    unseen(&mut s, None);
+    unseen(&mut s, None);
+    unseen(&mut s, Some(1));
+    unseen(&mut s, None);
+    assert!(!unseen(&mut s, None).contains(&resolve));
+    assert!(forwarded(&s));
+    // A new leader (a higher term) gives the peer's lease its full TTL
+    // again: the count starts again too.
+    let answered_in = |s: &mut Scheduler, term| {
+        s.step(&config, 0, found(None, term));
+        s.step(&config, 0, Input::Wake)
+    };
+    answered_in(&mut s, 2);
+    answered_in(&mut s, 2);
+    assert!(forwarded(&s));
+    // The third answered wake-up out of sight: presumed gone, the copy is
+    // taken back as a bounce would: looked up again, as one that may have
+    // run, and no longer looked for there.
+    let woken = answered_in(&mut s, 2);
+    assert!(woken.contains(&resolve) && !woken.contains(&find));
+    assert!(!forwarded(&s) && s.may_have_run.contains(&1));
+    // Without the rule, it waits on the peer for ever, and asks etcd
+    // nothing.
+    let (mut kept, _) = serving(Variant::Steadfast, 7);
+    let without = scheduler::Config {
+        rules: config.rules.without(Rule::PresumePeerGone),
+        ..config.clone()
+    };
+    kept.step(&without, 0, activation_of(1, 1));
+    kept.step(&without, 0, owned_by_peer(1, 1));
+    for _ in 0..5 {
+        kept.step(&without, 0, found(None, 1));
+        assert!(!kept.step(&without, 0, Input::Wake).contains(&find));
+    }
+    assert!(forwarded(&kept));
+}
+
+#[test]
 fn every_controller_a_copy_names_should_be_told_the_outcome() {
     let (mut s, config) = serving(Variant::Steadfast, 7);
     let report = |to| Effect::Report {
@@ -2372,6 +2438,7 @@ fn runtime_config() -> scheduler::Config<Named> {
         idle_after: 60_000,
         remember_for: Some(600_000),
         execute_for: Some(60_000),
+        presume_gone_after: 10_000,
     }
 }
 

@@ -85,6 +85,11 @@ impl LeaseQueueModel {
                 action,
                 key: w.etcd.get(action).map(endpoint),
             },
+            E::FindMember { scheduler } => I::MemberFound {
+                scheduler,
+                incarnation: w.etcd.incarnation_of(scheduler),
+                term: w.etcd.term.into(),
+            },
             E::WakeIn { .. }
             | E::RetryIn { .. }
             | E::IdleTimer { .. }

@@ -52,6 +52,9 @@ pub struct Ghost {
     /// A copy of an activation was sent to a scheduler that had vanished,
     /// and lost.
     pub swallowed: bool,
+    /// A scheduler took back a copy it had forwarded to a peer that had
+    /// vanished, having presumed the peer gone.
+    pub taken_back: bool,
     /// A scheduler refused a copy addressed to an incarnation of it before
     /// a crash (not one addressed to none).
     pub refused: bool,

@@ -304,6 +304,7 @@ impl LeaseQueueModel {
             // "Assumptions").
             remember_for: None,
             execute_for: self.bounds.execute_for,
+            presume_gone_after: self.bounds.presume_gone_after,
         }
     }
 
@@ -672,6 +673,7 @@ impl Model for LeaseQueueModel {
                 contested: false,
                 bounced: false,
                 swallowed: false,
+                taken_back: false,
                 refused: false,
                 drained: false,
                 drained_busy: false,

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 36] = [
+const REACHABLE: [Reachable; 37] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -221,6 +221,18 @@ const REACHABLE: [Reachable; 36] = [
         name: "a send to a scheduler that vanished is lost",
         expected: |b| b.faults.vanishings > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.swallowed,
+    },
+    // A scheduler forwards to a peer that vanished: nothing answers, and
+    // it takes the copy back once it presumes the peer gone
+    // (`Rule::PresumePeerGone`).
+    Reachable {
+        name: "a forward to a scheduler that vanished is taken back",
+        expected: |b| {
+            let steadfast = b.variant == Variant::Steadfast;
+            let forwards = pairs(b).any(|(x, y)| x.1 == y.1 && may_race(b, x, y));
+            steadfast && forwards && b.faults.vanishings > 0
+        },
+        condition: |_, w| w.ghost.taken_back,
     },
     Reachable {
         name: "a scheduler drains and leaves",

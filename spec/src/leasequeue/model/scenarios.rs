@@ -377,6 +377,21 @@ pub fn drift(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// A forward meets a vanishing: `forward-loss`'s sizes, with the winner
+/// of the race (or the loser) stopping for good at any time without a
+/// word instead of a crash and a departure. A forward to a peer that
+/// vanished is neither acknowledged nor refused, and its controller, which
+/// hears from the live forwarder, never presumes the forwarder gone: the
+/// forwarder must presume the peer gone (`Rule::PresumePeerGone`).
+pub fn forward_vanish(variant: Variant) -> LeaseQueueModel {
+    let mut model = forward_loss(variant);
+    model.bounds.faults = Faults {
+        vanishings: 1,
+        ..Faults::default()
+    };
+    model
+}
+
 /// `seed5286` with etcd's clock two ticks ahead: beyond the fence's
 /// margin, so that even the steadfast scheduler serves under a lease
 /// etcd has already expired. It shows what the fence assumes.

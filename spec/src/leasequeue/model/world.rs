@@ -490,7 +490,16 @@ impl LeaseQueueModel {
         // A copy of an activation it settled, which it answers from memory.
         let settled_before = matches!(&input, scheduler::Input::Activation { id, .. }
             if w.schedulers[i].outcome_of(id).is_some());
+        // Its forwards to peers that vanished: one that ends here is taken
+        // back, as nothing answers from there.
+        let to_vanished = |w: &World| -> Vec<(u8, u8)> {
+            let forwards = w.schedulers[i].forwarding.iter();
+            let vanished = forwards.filter(|f| w.silent[usize::from(f.to)]);
+            vanished.map(|f| (f.id, f.to)).collect()
+        };
+        let vanished_before = to_vanished(w);
         let effects = w.schedulers[i].step(&self.scheduler_config(), elapsed, input);
+        w.ghost.taken_back |= vanished_before.len() > to_vanished(w).len();
         for effect in effects {
             match effect {
                 // The model wakes every role at every tick, and fires an
@@ -580,7 +589,8 @@ impl LeaseQueueModel {
                 | scheduler::Effect::Revoke { .. }
                 | scheduler::Effect::Claim { .. }
                 | scheduler::Effect::Delete { .. }
-                | scheduler::Effect::Resolve { .. }) => {
+                | scheduler::Effect::Resolve { .. }
+                | scheduler::Effect::FindMember { .. }) => {
                     // A request to an unreachable etcd is lost (its caller's
                     // deadline passes); the scheduler sends it again.
                     if self.reachable(w, Client::Scheduler(s)) {

@@ -28,6 +28,18 @@ pub struct Forward<D: Domain> {
     pub over: bool,
     /// It may have run before ([`Scheduler::may_have_run`]).
     pub may_have_run: bool,
+    /// Under [`Rule::PresumePeerGone`], how long the peer has had no
+    /// member key while the copy waited, counted at wake-ups (under
+    /// [`Rule::EtcdTime`], those by which etcd had answered a lookup of it
+    /// since the one before); zero while it has one, and without the rule.
+    #[serde(default)]
+    pub unseen_for: D::Duration,
+    /// etcd answered a lookup of the peer's member key since the last
+    /// wake-up, and the last such answer found none. (An answer that
+    /// finds one restarts [`Forward::unseen_for`] at once, so that a peer
+    /// in sight changes nothing.)
+    #[serde(default)]
+    pub missed: bool,
 }
 
 /// Where it forwarded an activation, remembered for
@@ -95,6 +107,8 @@ impl<D: Domain> Scheduler<D> {
                 incarnation: key.incarnation,
                 over: false,
                 may_have_run,
+                unseen_for: D::Duration::default(),
+                missed: false,
             };
             self.start_forward(forward, out);
         }
@@ -130,6 +144,8 @@ impl<D: Domain> Scheduler<D> {
             incarnation: peer.incarnation,
             over: true,
             may_have_run: false,
+            unseen_for: D::Duration::default(),
+            missed: false,
         };
         self.start_forward(forward, out);
     }
@@ -211,6 +227,75 @@ impl<D: Domain> Scheduler<D> {
         }
         self.done_waiting(&id);
         self.acknowledge(rules, id, out);
+    }
+
+    /// etcd answered a lookup of peer `scheduler`'s member key, in raft
+    /// term `term`: under [`Rule::PresumePeerGone`], a key found restarts
+    /// the count of each forward to the peer at once, and none found
+    /// counts at the next wake-up ([`Scheduler::presume_peers_gone`]), if
+    /// no later answer found one by then. A key naming another
+    /// run than the forward's is a sighting too: that run is live at the
+    /// address, and answers the copy if it knows the activation or refuses
+    /// it, which comes back as a bounce (taken back while the copy was
+    /// still on its way, it would run here and there). Under
+    /// [`Rule::EtcdTime`], a higher term than any before restarts every
+    /// count, as a new leader gives every lease its full TTL again.
+    pub(super) fn member_found(
+        &mut self,
+        rules: Rules,
+        scheduler: &D::Scheduler,
+        incarnation: Option<D::Incarnation>,
+        term: u64,
+    ) {
+        if !rules.has(Rule::PresumePeerGone) {
+            return;
+        }
+        if term > self.term {
+            self.term = term;
+            if rules.has(Rule::EtcdTime) {
+                for forward in &mut self.forwarding {
+                    forward.unseen_for = D::Duration::default();
+                }
+            }
+        }
+        for forward in self.forwarding.iter_mut().filter(|f| f.to == *scheduler) {
+            forward.missed = incarnation.is_none();
+            if !forward.missed {
+                forward.unseen_for = D::Duration::default();
+            }
+        }
+    }
+
+    /// At a wake-up, under [`Rule::PresumePeerGone`]: counts how long each
+    /// forward's peer has been out of sight (under [`Rule::EtcdTime`],
+    /// only if etcd answered a lookup of it since the wake-up before),
+    /// takes back as bounced every forward whose peer has been so for
+    /// [`Config::presume_gone_after`], and looks up the member key of
+    /// every peer still forwarded to.
+    pub(super) fn presume_peers_gone(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
+        let rules = config.rules;
+        if !rules.has(Rule::PresumePeerGone) {
+            return;
+        }
+        let mut gone = Vec::new();
+        for forward in &mut self.forwarding {
+            let missed = std::mem::take(&mut forward.missed);
+            if missed || !rules.has(Rule::EtcdTime) {
+                forward.unseen_for = forward.unseen_for + config.wake_every;
+                if forward.unseen_for >= config.presume_gone_after {
+                    gone.push((forward.id.clone(), forward.to.clone(), forward.incarnation));
+                }
+            }
+        }
+        for (id, to, incarnation) in gone {
+            self.bounced(config, id, to, Some(incarnation), out);
+        }
+        let mut peers: Vec<&D::Scheduler> = self.forwarding.iter().map(|f| &f.to).collect();
+        peers.sort();
+        peers.dedup();
+        out.extend(peers.into_iter().map(|peer| Effect::FindMember {
+            scheduler: peer.clone(),
+        }));
     }
 
     /// A forward to `to` bounced: under [`Rule::Reroute`] it holds the

@@ -80,6 +80,18 @@ pub enum Input<D: Domain> {
         /// The key, if it exists.
         key: Option<Endpoint<D>>,
     },
+    /// A lookup of peer `scheduler`'s member key answered
+    /// ([`Effect::FindMember`]).
+    MemberFound {
+        /// The peer.
+        scheduler: D::Scheduler,
+        /// The run its member key names; `None`: it has no member key.
+        incarnation: Option<D::Incarnation>,
+        /// The raft term of etcd's leader that answered: a higher one than
+        /// any before restarts the count of every peer's absence (a new
+        /// leader gives every lease its full TTL again).
+        term: u64,
+    },
     /// An activation arrived; it may be a copy of one that arrived before.
     Activation {
         /// Its id.
@@ -269,6 +281,13 @@ pub enum Effect<D: Domain> {
         id: D::Activation,
         /// Its action.
         action: D::Action,
+    },
+    /// Look up peer `scheduler`'s member key: it forwarded an activation
+    /// there that the peer has not acknowledged. Answer with
+    /// [`Input::MemberFound`].
+    FindMember {
+        /// The peer.
+        scheduler: D::Scheduler,
     },
     /// Run activation `id` from the queue registered under `lease`; answer
     /// with [`Input::Executed`].

@@ -165,6 +165,17 @@ pub struct Config<D: Domain> {
     /// [`Rule::ExecutionTimeout`]: super::Rule::ExecutionTimeout
     #[serde(default)]
     pub execute_for: Option<D::Duration>,
+    /// Under [`Rule::PresumePeerGone`], how long the member key of a peer
+    /// it forwarded an activation to may stay out of its sight, counted in
+    /// etcd's time, before the forward is taken back as bounced. It should
+    /// outlast the longest a live peer's key can stay gone (its lease's
+    /// TTL, an election, and the time it takes to register again), or an
+    /// activation it runs may run again elsewhere. (Absent in a trace
+    /// written before it existed: zero.)
+    ///
+    /// [`Rule::PresumePeerGone`]: super::Rule::PresumePeerGone
+    #[serde(default)]
+    pub presume_gone_after: D::Duration,
 }
 
 /// One scheduler.
@@ -249,6 +260,13 @@ pub struct Scheduler<D: Domain> {
     ///
     /// [`Rule::MayHaveRun`]: super::Rule::MayHaveRun
     pub may_have_run: Vec<D::Activation>,
+    /// Under [`Rule::PresumePeerGone`], the highest raft term (the number
+    /// of etcd's leader's term) a lookup of a peer's member key carried;
+    /// 0 before the first.
+    ///
+    /// [`Rule::PresumePeerGone`]: super::Rule::PresumePeerGone
+    #[serde(default)]
+    pub term: u64,
 }
 
 impl<D: Domain> Scheduler<D> {
@@ -278,6 +296,7 @@ impl<D: Domain> Scheduler<D> {
             forgetting: std::collections::VecDeque::new(),
             retried: Vec::new(),
             may_have_run: Vec::new(),
+            term: 0,
         }
     }
 
@@ -363,6 +382,11 @@ impl<D: Domain> Scheduler<D> {
             } => self.claimed(config, action, lease, result, &mut out),
             Input::Deleted { action } => self.deleted(action, &mut out),
             Input::Resolved { id, action, key } => self.resolved(config, id, action, key, &mut out),
+            Input::MemberFound {
+                scheduler,
+                incarnation,
+                term,
+            } => self.member_found(config.rules, &scheduler, incarnation, term),
             Input::Activation {
                 id,
                 action,
@@ -457,6 +481,7 @@ impl<D: Domain> Scheduler<D> {
     fn wake(&mut self, config: &Config<D>, out: &mut Vec<Effect<D>>) {
         let mut expired = self.expire(config, out);
         expired.extend(self.time_out(config, out));
+        self.presume_peers_gone(config, out);
         self.send_keepalive(out);
         match &self.lease {
             // Leaving, it wants no new lease.

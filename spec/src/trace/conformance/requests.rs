@@ -51,6 +51,7 @@ enum Asks {
     Grant,
     KeepAlive(i64, u64),
     Member(i64),
+    Peer(String),
     Revoke(i64),
     Claim(String, i64),
     Delete(String),
@@ -94,6 +95,7 @@ impl std::fmt::Display for Asks {
                 write!(f, "keepalive {keepalive} of lease {lease}")
             }
             Asks::Member(lease) => write!(f, "the member key under lease {lease}"),
+            Asks::Peer(scheduler) => write!(f, "the lookup of {scheduler}'s member key"),
             Asks::Revoke(lease) => write!(f, "the revoke of lease {lease}"),
             Asks::Claim(action, lease) => write!(f, "the claim of {action} under lease {lease}"),
             Asks::Delete(action) => write!(f, "the delete of {action}'s key"),
@@ -198,6 +200,7 @@ fn scheduler_request(effect: &scheduler::Effect<Named>) -> Option<Asks> {
         E::Claim { action, lease, .. } => Asks::Claim(action.clone(), *lease),
         E::Delete { action, .. } => Asks::Delete(action.clone()),
         E::Resolve { id, action } => Asks::Lookup(action.clone(), id.clone()),
+        E::FindMember { scheduler } => Asks::Peer(scheduler.clone()),
         E::Execute { id, .. } => Asks::Execution(id.clone()),
         E::Forward { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         E::Report { id, .. } => Asks::Outcome(id.clone()),
@@ -222,6 +225,7 @@ fn scheduler_answer(input: &scheduler::Input<Named>, first: bool) -> Option<Asks
         I::Claimed { action, lease, .. } => Asks::Claim(action.clone(), *lease),
         I::Deleted { action } => Asks::Delete(action.clone()),
         I::Resolved { id, action, .. } => Asks::Lookup(action.clone(), id.clone()),
+        I::MemberFound { scheduler, .. } => Asks::Peer(scheduler.clone()),
         I::Executed { id, .. } => Asks::Execution(id.clone()),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
         I::ReportBounced { id, .. } => Asks::Outcome(id.clone()),

@@ -44,6 +44,7 @@ fn scheduler_trace(id: &str, records: Vec<Record<SI<Named>, SE<Named>>>) -> Trac
             idle_after: 60_000,
             remember_for: Some(600_000),
             execute_for: Some(60_000),
+            presume_gone_after: 10_000,
         },
     };
     Trace::from(Run::Scheduler(header, records))
