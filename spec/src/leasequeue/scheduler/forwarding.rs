@@ -283,6 +283,9 @@ impl<D: Domain> Scheduler<D> {
             if missed || !rules.has(Rule::EtcdTime) {
                 forward.unseen_for = forward.unseen_for + config.wake_every;
                 if forward.unseen_for >= config.presume_gone_after {
+                    // Without `Rule::Reroute` a bounce leaves the forward
+                    // as it was: it is sent there again, counted afresh.
+                    forward.unseen_for = D::Duration::default();
                     gone.push((forward.id.clone(), forward.to.clone(), forward.incarnation));
                 }
             }
