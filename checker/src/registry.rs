@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 33] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 34] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -602,6 +602,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 33] = [
         about: "forward-loss with a scheduler that vanishes instead: a forward to it is neither acknowledged nor refused",
         by_default: true,
         value: lq_scenarios::forward_vanish,
+    },
+    Scenario {
+        name: "foreign-value",
+        about: "forward-loss's sizes with a value no steadfast node wrote put under the action's key, which stays until someone deletes it",
+        by_default: true,
+        value: lq_scenarios::foreign_value,
     },
     Scenario {
         name: "general",

@@ -158,6 +158,25 @@ fn a_forward_to_a_peer_that_vanished_should_be_taken_back_and_run() {
     );
 }
 
+/// Another system's value under the action's key, which stays until
+/// someone deletes it: a controller's lookup, or a scheduler's claim,
+/// finds it, and the call is answered as not routed, never guessed at;
+/// once the key is deleted, routing is restored.
+#[test]
+fn a_call_whose_actions_key_is_unreadable_should_be_answered_as_not_routed() {
+    let report = run(&scenarios::foreign_value(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "a scheduler's claim finds a value no steadfast node wrote",
+            "a call is answered as not routed",
+            "every submission resolves",
+            "routing restored",
+        ],
+    );
+}
+
 /// A caller asks again, through either controller, before or after the
 /// activation ended, while a scheduler may leave for good and one crash:
 /// every caller is told the one outcome, or, once the scheduler that knew

@@ -287,14 +287,14 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
         match &retried {
             Claim::Created { .. } => true,
             Claim::Exists(holder) => holder.owner == "scheduler-a" && holder.lease == lease,
-            Claim::LeaseNotFound => false,
+            Claim::LeaseNotFound | Claim::Unreadable { .. } => false,
         },
         "{retried:?}"
     );
 }
 
 /// A value this runtime did not write is never guessed at: a lookup
-/// refuses it; a listing and a watch report it apart, with what is wrong,
+/// refuses it, a claim reports it; a listing and a watch report it apart, with what is wrong,
 /// and read every other key on. A key under the queue prefix of no
 /// endpoint's form names nothing, and is skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,6 +313,11 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     );
 
     let lease = etcd.grant(60).await.unwrap().id;
+    let claimed = etcd.claim("hello", "scheduler-a", 7, lease).await.unwrap();
+    assert!(
+        matches!(&claimed, Claim::Unreadable { reason } if !reason.is_empty()),
+        "{claimed:?}"
+    );
     assert!(etcd.register("scheduler-a", 7, lease).await.unwrap());
     etcd.claim("a", "scheduler-a", 7, lease).await.unwrap();
     raw.put("steadfast/queue/notes", "hello", None)

@@ -220,6 +220,18 @@ fn a_scheduler_must_presume_gone_a_peer_whose_member_key_stays_gone() {
 }
 
 #[test]
+fn a_call_whose_actions_key_is_unreadable_must_be_answered_as_not_routed() {
+    // A value no steadfast node wrote stays under the action's key until
+    // someone deletes it, which nothing makes happen: a caller waiting for
+    // the key to be put right may wait for ever.
+    assert_needed(
+        Rule::RefuseUnreadable,
+        scenarios::foreign_value,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_controller_must_count_a_members_absence_only_while_etcd_answers_it() {
     // A leader loss after an outage keeps a live scheduler from putting its
     // member key back: without the rule the controller counts that time as

@@ -427,7 +427,8 @@ async fn submit(
                 | SubmitError::InvalidDeadline { id }
                 | SubmitError::Overdue { id }
                 | SubmitError::Forgotten { id }
-                | SubmitError::Ambiguous { id, .. },
+                | SubmitError::Ambiguous { id, .. }
+                | SubmitError::Unrouted { id, .. },
             ) => id,
         };
         assert_eq!(ended, id, "the handle named its activation when submitted");
@@ -2033,9 +2034,11 @@ async fn an_action_name_that_cannot_be_one_should_be_refused_and_nothing_written
 /// Keys under the runtime's prefix that it did not write (another system's,
 /// or one edited by hand) are reported and ignored, never guessed at: a
 /// controller starts beside them, reads its watch on past them, and routes
-/// every other action; an action whose endpoint key is unreadable waits
-/// until the key is deleted, then runs. (A single such key once stopped
-/// every controller from starting, and a watch from reading on.)
+/// every other action; a call of an action whose endpoint key is
+/// unreadable is answered as not routed, naming the action, and once the
+/// key is deleted the same id runs. (A single such key once stopped every
+/// controller from starting, and a watch from reading on; then it left
+/// such a call waiting until the key was deleted.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing() {
     let etcd = EtcdServer::start().await.unwrap();
@@ -2090,21 +2093,39 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
     );
     assert_eq!(listing.unreadable.len(), 2, "{listing:?}");
 
-    // The action whose key is unreadable has not run; once the key is
-    // deleted it is placed and runs, once.
-    tokio::pin!(stuck);
-    let waited = tokio::time::timeout(Duration::from_secs(1), &mut stuck).await;
-    assert!(waited.is_err(), "it waits for its key: {waited:?}");
-    assert_eq!(run.ledger.runs(stuck.id()), 0);
+    // The call of the action whose key is unreadable is answered as not
+    // routed, and nothing ran; once the key is deleted, the same id is
+    // placed and runs, once.
+    let id = stuck.id().to_owned();
+    let refused = tokio::time::timeout(Duration::from_secs(5), stuck)
+        .await
+        .expect("the call is answered");
+    match &refused {
+        Err(SubmitError::Unrouted {
+            id: refused_id,
+            action,
+            may_have_run: false,
+        }) => {
+            assert_eq!((refused_id, action.as_str()), (&id, "stuck"));
+        }
+        other => panic!("expected the call answered as not routed, got {other:?}"),
+    }
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("\"stuck\"") && message.contains("delete the key"),
+        "{message}"
+    );
+    assert_eq!(run.ledger.runs(&id), 0);
     raw.delete("steadfast/queue/stuck/leader", None)
         .await
         .unwrap();
-    let ran = tokio::time::timeout(Duration::from_secs(5), &mut stuck)
+    let again = c2.submit_as(id.clone(), "stuck", json!({ "n": "stuck" }));
+    let ran = tokio::time::timeout(Duration::from_secs(5), again)
         .await
         .expect("it runs once its key is gone")
         .expect("it ran");
     assert_eq!(ran["action"], json!("stuck"));
-    assert_eq!(run.ledger.runs(id_of(&ran)), 1);
+    assert_eq!(run.ledger.runs(&id), 1);
     assert!(
         run.ledger.ran_twice().is_empty(),
         "{:?}",
@@ -2112,7 +2133,8 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
     );
     println!(
         "foreign keys: {new_actions} new actions placed ({} and {} on the newcomer through \
-         each controller); the action of the unreadable key ran once, after its deletion",
+         each controller); the call of the unreadable key's action was answered as not \
+         routed, and ran once after its deletion",
         placed_by(0),
         placed_by(1)
     );

@@ -18,7 +18,7 @@ use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome, Rules, V
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
+use super::etcd::{EndpointWatch, Etcd, EtcdError, EtcdOptions, Watched};
 use super::metrics::ControllerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, Timers};
@@ -145,6 +145,41 @@ pub enum SubmitError {
         /// Why it was not run again.
         reason: FailReason,
     },
+    /// This call was not routed, and did not run through it: the endpoint
+    /// key of its action (`<prefix>queue/<action>/leader`) holds a value no
+    /// steadfast node wrote (another system's under the same prefix, or
+    /// one edited by hand), from which no owner of its queue can be read.
+    /// A warning naming the key and what is wrong with it is logged. It
+    /// says nothing of another submission of the same id, which nobody
+    /// can route either while the key stays so. Delete the key (or give
+    /// this runtime a prefix of its own, [`EtcdOptions::prefix`]), then
+    /// submit it again: it runs, unless it ran.
+    ///
+    /// [`EtcdOptions::prefix`]: super::etcd::EtcdOptions::prefix
+    #[error(
+        "activation {id} was not routed: the endpoint key of action {action:?} holds a value \
+         no steadfast node wrote (see the warning logged with it){}; delete the key and \
+         submit it again", may_have_run_words(*may_have_run)
+    )]
+    Unrouted {
+        /// The activation.
+        id: String,
+        /// Its action.
+        action: String,
+        /// An earlier copy of it reached a scheduler that stopped without
+        /// acknowledging it, and may have run it.
+        may_have_run: bool,
+    },
+}
+
+/// The words [`SubmitError::Unrouted`] adds when an earlier copy may have
+/// run.
+fn may_have_run_words(may_have_run: bool) -> &'static str {
+    if may_have_run {
+        "; an earlier copy reached a scheduler that stopped, and may have run it"
+    } else {
+        ""
+    }
 }
 
 /// An activation to submit with [`Controller::submit_with`]: its action and
@@ -771,6 +806,9 @@ impl Driver {
                     wire::Outcome::Failed { reason } => Outcome::Failed(*reason),
                     wire::Outcome::Forgotten {} => Outcome::Forgotten,
                     wire::Outcome::Ambiguous { reason } => Outcome::Ambiguous(*reason),
+                    wire::Outcome::Unrouted { may_have_run } => Outcome::Unrouted {
+                        may_have_run: *may_have_run,
+                    },
                 };
                 self.arriving = Some((id.clone(), outcome));
                 let input = Input::Outcome {
@@ -926,6 +964,10 @@ impl Driver {
                         action,
                         owner: key.map(|key| key.owner),
                     },
+                    Err(EtcdError::Corrupt { reason, .. }) => {
+                        warn_unreadable(&Key::Endpoint(action.clone()), &reason);
+                        Input::GotUnreadable { id, action, reason }
+                    }
                     Err(error) => {
                         tracing::warn!(%error, %action, "failed to look up an endpoint key");
                         Input::GetFailed { id, action }
@@ -1037,6 +1079,17 @@ impl Driver {
                         Err(SubmitError::Ambiguous {
                             id: id.clone(),
                             reason,
+                        })
+                    }
+                    Outcome::Unrouted { may_have_run } => {
+                        let action = self.pending.get(&id).map(|s| s.action.clone());
+                        let action = action.unwrap_or_default();
+                        tracing::warn!(%id, %action, "activation not routed: its action's \
+                            endpoint key holds a value no steadfast node wrote");
+                        Err(SubmitError::Unrouted {
+                            id: id.clone(),
+                            action,
+                            may_have_run,
                         })
                     }
                 };

@@ -611,7 +611,11 @@ impl Etcd {
         for op in response.op_responses() {
             if let TxnOpResponse::Get(get) = op {
                 if let Some(kv) = get.kvs().first() {
-                    return Ok(Claim::Exists(Self::holder(kv)?));
+                    return match Self::holder(kv) {
+                        Ok(holder) => Ok(Claim::Exists(holder)),
+                        Err(EtcdError::Corrupt { reason, .. }) => Ok(Claim::Unreadable { reason }),
+                        Err(error) => Err(error),
+                    };
                 }
             }
         }

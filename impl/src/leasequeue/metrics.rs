@@ -40,6 +40,7 @@ impl Ended {
             Outcome::Failed(reason) => ("failed", reason_label(reason)),
             Outcome::Forgotten => ("forgotten", ""),
             Outcome::Ambiguous(reason) => ("ambiguous", reason_label(reason)),
+            Outcome::Unrouted { .. } => ("unrouted", "UnreadableKey"),
         };
         Ended { outcome, reason }
     }

@@ -17,14 +17,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_spec::leasequeue::scheduler::{self, Config, Effect, Input, Phase};
+use steadfast_spec::leasequeue::scheduler::{self, ClaimResult, Config, Effect, Input, Phase};
 use steadfast_spec::leasequeue::trace::{Named, SchedulerHeader};
 use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::etcd::{Etcd, EtcdOptions};
+use super::etcd::{Etcd, EtcdError, EtcdOptions};
 use super::executor::{Ended, Executions, Executor, Invocation};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
@@ -867,6 +867,9 @@ impl<E: Executor> Driver<E> {
                 self.ask(move |mut etcd| async move {
                     let claimed = etcd.claim(&action, &owner, incarnation, lease).await;
                     let result = logged("claim an endpoint key", claimed)?;
+                    if let ClaimResult::Unreadable { reason } = &result {
+                        warn_unreadable(&action, reason);
+                    }
                     Some(Event::Input(Input::Claimed {
                         action,
                         lease,
@@ -883,8 +886,17 @@ impl<E: Executor> Driver<E> {
                 Some(Event::Input(Input::Deleted { action }))
             }),
             Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
-                let key = logged("look up an endpoint key", etcd.lookup(&action).await)?;
-                Some(Event::Input(Input::Resolved { id, action, key }))
+                let input = match etcd.lookup(&action).await {
+                    Err(EtcdError::Corrupt { reason, .. }) => {
+                        warn_unreadable(&action, &reason);
+                        Input::ResolvedUnreadable { id, action, reason }
+                    }
+                    looked => {
+                        let key = logged("look up an endpoint key", looked)?;
+                        Input::Resolved { id, action, key }
+                    }
+                };
+                Some(Event::Input(input))
             }),
             Effect::FindMember { scheduler } => self.ask(move |mut etcd| async move {
                 let seen = logged("look up a peer's member key", etcd.member(&scheduler).await)?;
@@ -1046,6 +1058,13 @@ impl<E: Executor> Driver<E> {
                 }
                 wire::Outcome::Ambiguous { reason }
             }
+            Outcome::Unrouted { may_have_run } => {
+                if first {
+                    tracing::warn!(%id, "activation not routed: its action's endpoint key \
+                        holds a value no steadfast node wrote");
+                }
+                wire::Outcome::Unrouted { may_have_run }
+            }
         };
         if first {
             self.metrics.settled(outcome);
@@ -1067,4 +1086,12 @@ fn logged<T>(what: &str, result: Result<T, super::etcd::EtcdError>) -> Option<T>
     result
         .map_err(|error| tracing::warn!(%error, "failed to {what}"))
         .ok()
+}
+
+/// Warns that the endpoint key of `action` holds a value no steadfast node
+/// wrote, found by a claim or a lookup: the role answers the action's
+/// calls as not routed until someone deletes the key or puts it right.
+fn warn_unreadable(action: &str, reason: &str) {
+    tracing::warn!(%action, %reason, "the action's endpoint key holds what no steadfast node \
+        writes: its activations are not routed until it is deleted or put right");
 }

@@ -164,6 +164,13 @@ pub enum Outcome {
         /// Why it was not run again.
         reason: FailReason,
     },
+    /// This call could not be routed: its action's endpoint key holds a
+    /// value no steadfast node wrote.
+    Unrouted {
+        /// An earlier copy of it reached a scheduler that stopped without
+        /// acknowledging it, and may have run it.
+        may_have_run: bool,
+    },
 }
 
 impl Message {
@@ -228,6 +235,11 @@ mod tests {
                 outcome: Outcome::Ambiguous {
                     reason: FailReason::PastDeadline,
                 },
+                from: "127.0.0.1:1".into(),
+            },
+            Message::Outcome {
+                id: "a-1".into(),
+                outcome: Outcome::Unrouted { may_have_run: true },
                 from: "127.0.0.1:1".into(),
             },
             Message::OutcomeAck {

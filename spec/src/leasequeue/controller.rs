@@ -66,12 +66,12 @@ pub enum Change<D: Domain> {
     /// foreign writer's, or a key edited by hand): `reason` says what is
     /// wrong with it. The controller forgets what it knew of the key, and
     /// never guesses: an action whose endpoint key is unreadable has no
-    /// route (a lookup of it fails, [`Input::GetFailed`]: under
-    /// [`Rule::Park`] its submissions wait until the key is deleted or put
-    /// readable); a scheduler whose member key is unreadable is no member
-    /// it places queues on, and is out of its sight
-    /// ([`Rule::PresumeGone`]). Every other key is read as before: one
-    /// unreadable key stops no watch.
+    /// route (a lookup of it finds the same, [`Input::GotUnreadable`]:
+    /// under [`Rule::RefuseUnreadable`] its calls are answered as not
+    /// routed until the key is deleted or put readable); a scheduler whose
+    /// member key is unreadable is no member it places queues on, and is
+    /// out of its sight ([`Rule::PresumeGone`]). Every other key is read
+    /// as before: one unreadable key stops no watch.
     Unreadable {
         /// The key.
         key: Key<D>,
@@ -166,6 +166,16 @@ pub enum Input<D: Domain> {
         action: D::Action,
         /// The key's owner, if the key exists.
         owner: Option<D::Scheduler>,
+    },
+    /// A lookup of `action`'s key for activation `id` found a value no
+    /// steadfast node wrote: no owner can be read from it.
+    GotUnreadable {
+        /// The activation it is for.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// What is wrong with the value.
+        reason: String,
     },
     /// A lookup for activation `id` could not reach etcd.
     GetFailed {
@@ -735,6 +745,20 @@ impl<D: Domain> Controller<D> {
                         None => self.resolve(id, Outcome::Failed(FailReason::NoSchedulerEndpoint)),
                     },
                 }
+            }
+            // Nobody can find the queue's owner, nor whether this id ran
+            // through another call: the call is answered as not routed.
+            Input::GotUnreadable { id, action, .. } if rules.has(Rule::RefuseUnreadable) => {
+                if !self.answered(&id) {
+                    return Vec::new();
+                }
+                self.remember(action, None);
+                let may_have_run = contains_sorted(&self.may_have_run, &id);
+                self.resolve(id, Outcome::Unrouted { may_have_run })
+            }
+            // Without the rule, as if etcd had not answered.
+            Input::GotUnreadable { id, action, .. } => {
+                self.step(config, Input::GetFailed { id, action })
             }
             // steadfast keeps it and looks it up again at its next wake-up.
             Input::GetFailed { .. } if rules.has(Rule::Park) => Vec::new(),

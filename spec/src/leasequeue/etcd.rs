@@ -46,6 +46,27 @@ pub enum Key {
     Member(u8),
 }
 
+/// An endpoint key holding a value no steadfast node wrote (another
+/// system's, or one edited by hand): no owner can be read from it, and it
+/// is bound to no lease, so only a delete removes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Foreign {
+    /// The action.
+    pub action: u8,
+    /// The revision that created the key.
+    pub create_rev: u32,
+}
+
+/// What a watcher reads from a key's new value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Value {
+    /// An endpoint's owner; a member's incarnation (its address being its
+    /// id, which the key names).
+    Readable(u8),
+    /// Nothing: no steadfast node wrote it ([`Foreign`]).
+    Unreadable,
+}
+
 /// A granted lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Lease {
@@ -62,10 +83,8 @@ pub struct Change {
     pub rev: u32,
     /// The key that changed.
     pub key: Key,
-    /// The new value as a watcher reads it (an endpoint's owner; a
-    /// member's incarnation, its address being its id, which the key
-    /// names), or `None` for a deletion.
-    pub value: Option<u8>,
+    /// The new value as a watcher reads it, or `None` for a deletion.
+    pub value: Option<Value>,
 }
 
 /// Why a create-if-absent did not create the key.
@@ -75,6 +94,8 @@ pub enum Refused {
     Exists(Endpoint),
     /// The lease named in the request does not exist (it expired).
     LeaseNotFound,
+    /// The key exists, and holds a value no steadfast node wrote.
+    Unreadable,
 }
 
 /// The etcd cluster.
@@ -82,8 +103,12 @@ pub enum Refused {
 pub struct Etcd {
     /// The current revision.
     pub rev: u32,
-    /// The endpoint keys, sorted by action.
+    /// The endpoint keys a steadfast node wrote, sorted by action.
     pub keys: Vec<Endpoint>,
+    /// The endpoint keys holding a value no steadfast node wrote, sorted
+    /// by action: never an action of [`Etcd::keys`].
+    #[serde(default)]
+    pub foreign: Vec<Foreign>,
     /// The member keys, sorted by scheduler.
     pub members: Vec<Member>,
     /// The live leases, sorted by id.
@@ -109,6 +134,7 @@ impl Etcd {
         Etcd {
             rev: 1,
             keys: Vec::new(),
+            foreign: Vec::new(),
             members: Vec::new(),
             leases: Vec::new(),
             log: Vec::new(),
@@ -120,9 +146,28 @@ impl Etcd {
         }
     }
 
-    /// The endpoint key of `action`.
+    /// The endpoint key of `action`, if it has one a steadfast node wrote.
     pub fn get(&self, action: u8) -> Option<Endpoint> {
         self.keys.iter().copied().find(|k| k.action == action)
+    }
+
+    /// Whether `action`'s endpoint key holds a value no steadfast node
+    /// wrote.
+    pub fn is_foreign(&self, action: u8) -> bool {
+        self.foreign.iter().any(|f| f.action == action)
+    }
+
+    /// Another system puts a value of its own under `action`'s endpoint
+    /// key, which no scheduler holds (the model leaves out a value put
+    /// over a held key: its holder would not notice).
+    pub fn put_foreign(&mut self, action: u8) {
+        debug_assert!(self.get(action).is_none(), "a held key is not overwritten");
+        self.rev += 1;
+        self.foreign.retain(|f| f.action != action);
+        let at = self.foreign.partition_point(|f| f.action < action);
+        let create_rev = self.rev;
+        self.foreign.insert(at, Foreign { action, create_rev });
+        self.record(Key::Endpoint(action), Some(Value::Unreadable));
     }
 
     /// Whether lease `id` is live.
@@ -165,6 +210,9 @@ impl Etcd {
         if let Some(key) = self.get(action) {
             return Err(Refused::Exists(key));
         }
+        if self.is_foreign(action) {
+            return Err(Refused::Unreadable);
+        }
         if !self.is_live(lease) {
             return Err(Refused::LeaseNotFound);
         }
@@ -178,20 +226,26 @@ impl Etcd {
         };
         let at = self.keys.partition_point(|k| k.action < action);
         self.keys.insert(at, key);
-        self.record(Key::Endpoint(action), Some(owner));
+        self.record(Key::Endpoint(action), Some(Value::Readable(owner)));
         Ok(key)
     }
 
-    /// Deletes `action`'s key; with `created`, only if that revision
-    /// created it. Returns whether a key was deleted.
+    /// Deletes `action`'s key, whatever it holds; with `created`, only if
+    /// that revision created it. Returns whether a key was deleted.
     pub fn delete(&mut self, action: u8, created: Option<u32>) -> bool {
-        let Some(key) = self.get(action) else {
+        let foreign = self.foreign.iter().find(|f| f.action == action);
+        let Some(create_rev) = self
+            .get(action)
+            .map(|k| k.create_rev)
+            .or(foreign.map(|f| f.create_rev))
+        else {
             return false;
         };
-        if created.is_some_and(|rev| key.create_rev != rev) {
+        if created.is_some_and(|rev| create_rev != rev) {
             return false;
         }
         self.keys.retain(|k| k.action != action);
+        self.foreign.retain(|f| f.action != action);
         self.rev += 1;
         self.record(Key::Endpoint(action), None);
         true
@@ -216,7 +270,7 @@ impl Etcd {
                 lease,
             },
         );
-        self.record(Key::Member(scheduler), Some(incarnation));
+        self.record(Key::Member(scheduler), Some(Value::Readable(incarnation)));
         true
     }
 
@@ -312,7 +366,7 @@ impl Etcd {
             .collect())
     }
 
-    fn record(&mut self, key: Key, value: Option<u8>) {
+    fn record(&mut self, key: Key, value: Option<Value>) {
         self.log.push(Change {
             rev: self.rev,
             key,

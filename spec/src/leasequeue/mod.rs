@@ -179,6 +179,20 @@ pub enum Outcome {
     /// left) without acknowledging it, and may have run it first
     /// ([`Rule::MayHaveRun`]).
     Ambiguous(FailReason),
+    /// This call could not be routed, and did not run through it: its
+    /// action's endpoint key holds a value no steadfast node wrote, from
+    /// which no owner of its queue can be read ([`Rule::RefuseUnreadable`]).
+    /// It says nothing of another call of the same id (whose queue owner
+    /// nobody can find while the key is unreadable), so it is no outcome
+    /// of the activation and is not remembered: once the key is deleted
+    /// or put right, a call under the same id is routed, and runs it
+    /// unless it ran.
+    Unrouted {
+        /// An earlier copy of this call reached a scheduler that stopped
+        /// without acknowledging it, and may have run it
+        /// ([`Rule::MayHaveRun`]).
+        may_have_run: bool,
+    },
 }
 
 impl Outcome {
@@ -186,8 +200,25 @@ impl Outcome {
     pub fn ran(self) -> bool {
         match self {
             Outcome::Executed | Outcome::ExecutionFailed(_) => true,
-            Outcome::Failed(_) | Outcome::Forgotten | Outcome::Ambiguous(_) => false,
+            Outcome::Failed(_)
+            | Outcome::Forgotten
+            | Outcome::Ambiguous(_)
+            | Outcome::Unrouted { .. } => false,
         }
+    }
+
+    /// Whether it ends the activation for every caller, and is kept: all
+    /// but [`Outcome::Unrouted`], which ends only the call it answers.
+    pub fn ends_the_activation(self) -> bool {
+        !matches!(self, Outcome::Unrouted { .. })
+    }
+
+    /// Whether it tells how the activation ended: not that it ended, how
+    /// no longer known ([`Outcome::Forgotten`]), nor that a call was not
+    /// routed ([`Outcome::Unrouted`]). Every caller told one is told the
+    /// same.
+    pub fn tells_how_it_ended(self) -> bool {
+        self.ends_the_activation() && self != Outcome::Forgotten
     }
 }
 
@@ -313,6 +344,14 @@ pub enum Rule {
     /// black-holes) is sent for ever, and its controller, which hears
     /// from the live forwarder, never routes it again.
     PresumePeerGone,
+    /// An action whose endpoint key holds a value no steadfast node wrote
+    /// (another system's, or one edited by hand) has no owner anyone can
+    /// read: a controller whose lookup finds such a value, and a scheduler
+    /// whose claim or lookup does, answer the call with
+    /// [`Outcome::Unrouted`], not remembered, so that a call after the
+    /// key is put right runs. Without it, they look the key up again at
+    /// every wake-up, and a caller waits until someone deletes the key.
+    RefuseUnreadable,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -337,6 +376,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::PresumeGone,
         Rule::EtcdTime,
         Rule::PresumePeerGone,
+        Rule::RefuseUnreadable,
     ];
 }
 
@@ -382,7 +422,7 @@ pub enum Variant {
     /// that may have run before a crash is never said not to have; a
     /// scheduler whose member key stays gone, counted in etcd's time, is
     /// presumed gone, by controllers and by the schedulers that forwarded
-    /// to it.
+    /// to it; a call whose action's key is unreadable is answered so.
     Steadfast,
 }
 

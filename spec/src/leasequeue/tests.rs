@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::controller::{self, Watch, WatchId};
-use super::etcd::{Etcd, Key, Refused, MIN_TTL};
+use super::etcd::{Etcd, Key, Refused, Value, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
 use super::trace::{ControllerHeader, Named, SchedulerHeader, SchedulerRecord};
@@ -226,7 +226,7 @@ fn etcd_should_delete_a_leases_keys_in_one_revision_and_one_watch_response() {
     etcd.revoke(lease);
     assert_eq!(etcd.rev, before + 1, "one revision for every key");
     let response = etcd.next_response(before + 1, false).unwrap();
-    let deleted: Vec<(Key, Option<u8>)> = response.iter().map(|c| (c.key, c.value)).collect();
+    let deleted: Vec<(Key, Option<Value>)> = response.iter().map(|c| (c.key, c.value)).collect();
     let endpoint = |action| (Key::Endpoint(action), None);
     let member = (Key::Member(0), None);
     assert_eq!(deleted, [endpoint(0), endpoint(1), endpoint(2), member]);
@@ -383,8 +383,8 @@ fn controller_should_forget_an_unreadable_key_and_read_on() {
             probing: false
         }
     );
-    // A submission to the unreadable action is looked up, and waits while
-    // the lookup fails; once the key is readable again it is routed.
+    // A submission to the action is looked up, and waits while the lookup
+    // fails (etcd does not answer); once it answers, it is routed.
     let looked = c.step(
         &config,
         ControllerInput::Submit {
@@ -1022,6 +1022,136 @@ fn missing_key_should_fail_under_openwhisk_and_elect_under_steadfast() {
         },
     );
     assert!(executes(&won, 1));
+}
+
+/// A claim or a lookup that finds a value no steadfast node wrote under
+/// the action's key answers the call as not routed, and keeps nothing of
+/// it: a copy that comes after the key is put right is taken in anew.
+/// Without the rule, the scheduler only claims again at its next retry.
+#[test]
+fn an_unreadable_key_should_answer_the_call_as_not_routed_and_keep_nothing() {
+    let claimed_unreadable = Input::Claimed {
+        action: 1,
+        lease: 7,
+        result: ClaimResult::Unreadable {
+            reason: "not \"<scheduler> <incarnation>\"".into(),
+        },
+    };
+    let unrouted = [
+        Effect::Report {
+            id: 1,
+            to: 0,
+            outcome: Outcome::Unrouted {
+                may_have_run: false,
+            },
+        },
+        Effect::Ack { id: 1 },
+    ];
+    let (mut s, config) = serving(Variant::Steadfast, 7);
+    s.step(&config, 0, Input::CreateQueue { action: 1 });
+    s.step(&config, 0, activation_of(1, 1));
+    assert_eq!(s.step(&config, 0, claimed_unreadable.clone()), unrouted);
+    assert!(s.electing.is_empty() && s.waiting.is_empty());
+    assert_eq!(s.outcome_of(&1), None, "not remembered");
+    // A copy again: looked up anew; the lookup finds the value too.
+    assert!(s
+        .step(&config, 0, activation_of(1, 1))
+        .contains(&Effect::Resolve { id: 1, action: 1 }));
+    let resolved_unreadable = Input::ResolvedUnreadable {
+        id: 1,
+        action: 1,
+        reason: "not \"<scheduler> <incarnation>\"".into(),
+    };
+    assert_eq!(s.step(&config, 0, resolved_unreadable.clone()), unrouted);
+    // Once the key is gone, a copy is elected for and runs.
+    s.step(&config, 0, activation_of(1, 1));
+    let absent = Input::Resolved {
+        id: 1,
+        action: 1,
+        key: None,
+    };
+    assert!(s.step(&config, 0, absent).contains(&Effect::Claim {
+        action: 1,
+        lease: 7,
+        incarnation: 0
+    }));
+    let created = Input::Claimed {
+        action: 1,
+        lease: 7,
+        result: ClaimResult::Created { created: 9 },
+    };
+    assert!(executes(&s.step(&config, 0, created), 1));
+
+    // Without the rule: nothing is answered; the claim, and the lookup,
+    // are sent again.
+    let (mut s, config) = serving(Rules::all().without(Rule::RefuseUnreadable), 7);
+    s.step(&config, 0, Input::CreateQueue { action: 1 });
+    s.step(&config, 0, activation_of(1, 1));
+    assert_eq!(s.step(&config, 0, claimed_unreadable), []);
+    assert!(s.step(&config, 0, Input::Retry).contains(&Effect::Claim {
+        action: 1,
+        lease: 7,
+        incarnation: 0
+    }));
+    s.step(&config, 0, activation_of(2, 2));
+    assert_eq!(s.step(&config, 0, resolved_unreadable_of(2)), []);
+    assert!(s
+        .step(&config, 0, Input::Retry)
+        .contains(&Effect::Resolve { id: 2, action: 2 }));
+}
+
+/// The lookup of action 2's key for activation `id` found a value no
+/// steadfast node wrote.
+fn resolved_unreadable_of(id: u8) -> Input {
+    Input::ResolvedUnreadable {
+        id,
+        action: 2,
+        reason: "empty".into(),
+    }
+}
+
+/// A controller whose lookup finds a value no steadfast node wrote answers
+/// the call as not routed (an earlier copy, lost with a scheduler that
+/// stopped, may have run), forgets any route; without the rule, it looks
+/// the key up again at its next wake-up.
+#[test]
+fn controller_should_answer_a_call_whose_key_is_unreadable_as_not_routed() {
+    let config = controller_config(Variant::Steadfast);
+    let mut c = Controller::new(Vec::new(), vec![(0, 0)], 3);
+    let submit = ControllerInput::Submit {
+        id: 0,
+        action: 0,
+        deadline: None,
+    };
+    assert_eq!(
+        c.step(&config, submit.clone()),
+        [ControllerEffect::Get { id: 0, action: 0 }]
+    );
+    let unreadable = ControllerInput::GotUnreadable {
+        id: 0,
+        action: 0,
+        reason: "empty".into(),
+    };
+    assert_eq!(
+        c.step(&config, unreadable.clone()),
+        [ControllerEffect::Resolve {
+            id: 0,
+            outcome: Outcome::Unrouted {
+                may_have_run: false
+            }
+        }]
+    );
+    assert!(c.lookups.is_empty() && c.submitted.is_empty());
+    // An answer that comes again changes nothing.
+    assert_eq!(c.step(&config, unreadable.clone()), []);
+
+    let config = controller_config(Rules::all().without(Rule::RefuseUnreadable));
+    let mut c = Controller::new(Vec::new(), vec![(0, 0)], 3);
+    c.step(&config, submit);
+    assert_eq!(c.step(&config, unreadable), []);
+    assert!(c
+        .step(&config, ControllerInput::Wake)
+        .contains(&ControllerEffect::Get { id: 0, action: 0 }));
 }
 
 #[test]
@@ -2138,6 +2268,9 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         (1u32..6).prop_map(|created| ClaimResult::Created { created }),
         key.clone().prop_map(ClaimResult::Exists),
         Just(ClaimResult::LeaseNotFound),
+        Just(ClaimResult::Unreadable {
+            reason: "empty".into()
+        }),
     ];
     let input = prop_oneof![
         Just(Input::Wake),
@@ -2173,6 +2306,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
             action,
             key
         }),
+        (0u8..4).prop_map(resolved_unreadable_of),
         (0u8..2).prop_map(|action| Input::CreateQueue { action }),
         (0u8..2).prop_map(|action| Input::Idle { action }),
         (0u8..4, 0u8..3, prop::option::of(0u8..2)).prop_map(|(id, to, incarnation)| {
@@ -2284,6 +2418,11 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
             owner
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
+        (0u8..4, 0u8..2).prop_map(|(id, action)| C::GotUnreadable {
+            id,
+            action,
+            reason: "empty".into()
+        }),
         (0u8..4, 0u8..2).prop_map(|(id, from)| C::Acked { id, from }),
         (0u8..4, 0u8..2, prop::option::of(0u8..2)).prop_map(|(id, to, incarnation)| {
             C::Bounced {
@@ -2350,6 +2489,12 @@ proptest! {
             let failed = matches!(input, ControllerInput::GetFailed { .. });
             let reported = match &input {
                 ControllerInput::Outcome { id, outcome, .. } => Some((*id, *outcome)),
+                // The one answer steadfast decides itself: nobody can route
+                // the call.
+                ControllerInput::GotUnreadable { id, .. } if steadfast => Some((
+                    *id,
+                    Outcome::Unrouted { may_have_run: false },
+                )),
                 _ => None,
             };
             if let ControllerInput::Submit { id, .. } = input {

@@ -4,19 +4,35 @@
 
 use super::{Client, LeaseQueueModel, Placement, Small, Stream, World};
 use crate::leasequeue::controller::{self, WatchId};
-use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused};
+use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused, Value};
 use crate::leasequeue::scheduler::{self, ClaimResult};
+
+/// What is wrong with a value no steadfast node wrote, as the model's
+/// etcd answers it.
+pub(super) const FOREIGN: &str = "a value no steadfast node wrote";
 
 /// A change of the etcd model as a controller's watch reports it.
 fn change(change: &Change) -> controller::Change<Small> {
+    let read = match change.value {
+        Some(Value::Unreadable) => {
+            let key = match change.key {
+                Key::Endpoint(action) => controller::Key::Endpoint(action),
+                Key::Member(scheduler) => controller::Key::Member(scheduler),
+            };
+            let reason = FOREIGN.into();
+            return controller::Change::Unreadable { key, reason };
+        }
+        Some(Value::Readable(value)) => Some(value),
+        None => None,
+    };
     match change.key {
         Key::Endpoint(action) => controller::Change::Endpoint {
             action,
-            owner: change.value,
+            owner: read,
         },
         Key::Member(scheduler) => controller::Change::Member {
             scheduler,
-            incarnation: change.value,
+            incarnation: read,
         },
     }
 }
@@ -69,6 +85,9 @@ impl LeaseQueueModel {
                     },
                     Err(Refused::Exists(key)) => ClaimResult::Exists(endpoint(key)),
                     Err(Refused::LeaseNotFound) => ClaimResult::LeaseNotFound,
+                    Err(Refused::Unreadable) => ClaimResult::Unreadable {
+                        reason: FOREIGN.into(),
+                    },
                 };
                 I::Claimed {
                     action,
@@ -80,6 +99,11 @@ impl LeaseQueueModel {
                 w.etcd.delete(action, created);
                 I::Deleted { action }
             }
+            E::Resolve { id, action } if w.etcd.is_foreign(action) => I::ResolvedUnreadable {
+                id,
+                action,
+                reason: FOREIGN.into(),
+            },
             E::Resolve { id, action } => I::Resolved {
                 id,
                 action,
@@ -114,6 +138,7 @@ impl LeaseQueueModel {
             Some(controller::Effect::Get { id, action })
                 if self.reachable(w, Client::Controller(c))
                     && w.etcd.get(*action).is_none()
+                    && !w.etcd.is_foreign(*action)
                     && controller.lookups.iter().any(|(i, _)| i == id) =>
             {
                 Some(*action)
@@ -138,6 +163,13 @@ impl LeaseQueueModel {
         let input = match request {
             controller::Effect::Get { id, action } if !reachable => {
                 controller::Input::GetFailed { id, action }
+            }
+            controller::Effect::Get { id, action } if w.etcd.is_foreign(action) => {
+                controller::Input::GotUnreadable {
+                    id,
+                    action,
+                    reason: FOREIGN.into(),
+                }
             }
             controller::Effect::Get { id, action } => controller::Input::Got {
                 id,

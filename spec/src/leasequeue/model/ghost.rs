@@ -55,6 +55,9 @@ pub struct Ghost {
     /// A scheduler took back a copy it had forwarded to a peer that had
     /// vanished, having presumed the peer gone.
     pub taken_back: bool,
+    /// A scheduler's claim of an endpoint key once found a value no
+    /// steadfast node wrote.
+    pub claim_unreadable: bool,
     /// A scheduler refused a copy addressed to an incarnation of it before
     /// a crash (not one addressed to none).
     pub refused: bool,
@@ -158,7 +161,8 @@ pub(super) fn probe_state(w: &World) -> Option<ActivationState> {
 /// Every activation submitted was executed (with a result, or ending
 /// without one: it ran), or failed only because its deadline passed before
 /// it could start (or before it could start again, having maybe run at a
-/// scheduler that stopped).
+/// scheduler that stopped), or its call could not be routed (its action's
+/// key held a value no steadfast node wrote).
 pub(super) fn all_submitted_executed(w: &World) -> bool {
     calls(w).all(|a| {
         matches!(
@@ -169,6 +173,7 @@ pub(super) fn all_submitted_executed(w: &World) -> bool {
                 | ActivationState::Failed(FailReason::PastDeadline)
                 | ActivationState::Ambiguous(FailReason::PastDeadline)
                 | ActivationState::Forgotten
+                | ActivationState::Unrouted
         )
     })
 }

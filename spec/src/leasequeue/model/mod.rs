@@ -185,6 +185,13 @@ pub enum Action {
     EtcdCompact,
     /// Another client writes a key outside the endpoint keys.
     EtcdForeignWrite,
+    /// Another client puts a value of its own under the endpoint key of
+    /// this action, which no scheduler holds ([`Faults::foreign_values`]).
+    EtcdForeignValue(u8),
+    /// Someone deletes the endpoint key of this action, which holds a
+    /// value no steadfast node wrote (an operator puts it right). Nothing
+    /// makes anyone do so.
+    EtcdPutRight(u8),
     /// etcd loses its leader.
     EtcdLeaderLoss,
     /// etcd elects a leader, which extends every lease.
@@ -540,6 +547,13 @@ impl LeaseQueueModel {
                 w.left.foreign_writes -= 1;
                 w.etcd.rev += 1;
             }
+            Action::EtcdForeignValue(action) => {
+                w.left.foreign_values -= 1;
+                w.etcd.put_foreign(action);
+            }
+            Action::EtcdPutRight(action) => {
+                w.etcd.delete(action, None);
+            }
             Action::EtcdLeaderLoss => {
                 w.left.leader_losses -= 1;
                 w.etcd.leader = false;
@@ -614,7 +628,7 @@ impl LeaseQueueModel {
             .filter(|((_, r), _)| *r == id)
             .map(|(_, state)| *state)
             .chain([w.activations[usize::from(id)]])
-            .filter(|state| state.resolved() && *state != ActivationState::Forgotten);
+            .filter(|state| state.tells_an_outcome());
         let first = told.next();
         told.all(|state| Some(state) == first)
     }
@@ -674,6 +688,7 @@ impl Model for LeaseQueueModel {
                 bounced: false,
                 swallowed: false,
                 taken_back: false,
+                claim_unreadable: false,
                 refused: false,
                 drained: false,
                 drained_busy: false,
@@ -881,6 +896,18 @@ impl Model for LeaseQueueModel {
         }
         if w.left.foreign_writes > 0 && w.etcd.leader {
             actions.push(Action::EtcdForeignWrite);
+        }
+        if w.left.foreign_values > 0 && w.etcd.leader {
+            let unheld = (0..self.bounds.actions).filter(|a| w.etcd.get(*a).is_none());
+            actions.extend(unheld.map(Action::EtcdForeignValue));
+        }
+        if w.etcd.leader {
+            let foreign = w
+                .etcd
+                .foreign
+                .iter()
+                .map(|f| Action::EtcdPutRight(f.action));
+            actions.extend(foreign);
         }
         if w.left.leader_losses > 0 && w.etcd.leader {
             actions.push(Action::EtcdLeaderLoss);

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 37] = [
+const REACHABLE: [Reachable; 39] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -233,6 +233,25 @@ const REACHABLE: [Reachable; 37] = [
             steadfast && forwards && b.faults.vanishings > 0
         },
         condition: |_, w| w.ghost.taken_back,
+    },
+    // A value no steadfast node wrote sits under an action's key: a
+    // controller's lookup, or a scheduler's claim, finds it, and the call
+    // is answered as not routed (`Rule::RefuseUnreadable`).
+    Reachable {
+        name: "a scheduler's claim finds a value no steadfast node wrote",
+        expected: |b| b.faults.foreign_values > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.claim_unreadable,
+    },
+    Reachable {
+        name: "a call is answered as not routed",
+        expected: |b| {
+            let steadfast = b.variant == Variant::Steadfast;
+            steadfast && b.faults.foreign_values > 0 && !b.submissions.is_empty()
+        },
+        condition: |_, w| {
+            let calls = w.activations.iter().chain(&w.retries);
+            calls.copied().any(|a| a == ActivationState::Unrouted)
+        },
     },
     Reachable {
         name: "a scheduler drains and leaves",

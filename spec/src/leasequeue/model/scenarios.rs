@@ -392,6 +392,20 @@ pub fn forward_vanish(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// A value no steadfast node wrote: `forward-loss`'s sizes (two
+/// schedulers, two controllers, one action placed by the world), with
+/// another system putting a value of its own under the action's key, while
+/// no scheduler holds it, at any time: a lookup or a claim may find it, and
+/// it stays until someone deletes it, which nothing makes happen.
+pub fn foreign_value(variant: Variant) -> LeaseQueueModel {
+    let mut model = forward_loss(variant);
+    model.bounds.faults = Faults {
+        foreign_values: 1,
+        ..Faults::default()
+    };
+    model
+}
+
 /// `seed5286` with etcd's clock two ticks ahead: beyond the fence's
 /// margin, so that even the steadfast scheduler serves under a lease
 /// etcd has already expired. It shows what the fence assumes.

@@ -250,6 +250,10 @@ pub enum ActivationState {
     /// Resolved as not run again for this reason, whether it ran before not
     /// known ([`Outcome::Ambiguous`]).
     Ambiguous(FailReason),
+    /// The call was answered as not routed: its action's key held a value
+    /// no steadfast node wrote ([`Outcome::Unrouted`]). No outcome of the
+    /// activation.
+    Unrouted,
 }
 
 impl ActivationState {
@@ -261,6 +265,7 @@ impl ActivationState {
             Outcome::Failed(reason) => ActivationState::Failed(reason),
             Outcome::Forgotten => ActivationState::Forgotten,
             Outcome::Ambiguous(reason) => ActivationState::Ambiguous(reason),
+            Outcome::Unrouted { .. } => ActivationState::Unrouted,
         }
     }
 
@@ -270,6 +275,13 @@ impl ActivationState {
             self,
             ActivationState::Unsubmitted | ActivationState::Pending
         )
+    }
+
+    /// Whether a caller was told an outcome of the activation: not that
+    /// it ended before, how no longer known, nor that the call was not
+    /// routed.
+    pub fn tells_an_outcome(self) -> bool {
+        self.resolved() && !matches!(self, ActivationState::Forgotten | ActivationState::Unrouted)
     }
 }
 
@@ -405,6 +417,14 @@ pub struct Faults {
     /// schedulers and invokers in the same etcd): etcd's revision moves,
     /// and a watch on the endpoint keys sees a gap.
     pub foreign_writes: u8,
+    /// Values no steadfast node wrote, put under an endpoint key no
+    /// scheduler holds (another system's, or a key edited by hand): no
+    /// owner can be read from it, and it stays until someone deletes it
+    /// ([`Action::EtcdPutRight`], which nothing makes happen).
+    ///
+    /// [`Action::EtcdPutRight`]: super::Action::EtcdPutRight
+    #[serde(default)]
+    pub foreign_values: u8,
     /// Schedulers that stop for good (a node lost, a scale-down without
     /// draining): what they ran and did not acknowledge is lost with them,
     /// their lease is left to expire, and messages to them bounce. One
@@ -487,6 +507,13 @@ impl LeaseQueueModel {
         let lost = matches!(&input, scheduler::Input::Claimed {
             result: ClaimResult::Exists(key), ..
         } if key.owner != s);
+        w.ghost.claim_unreadable |= matches!(
+            &input,
+            scheduler::Input::Claimed {
+                result: ClaimResult::Unreadable { .. },
+                ..
+            }
+        );
         // A copy of an activation it settled, which it answers from memory.
         let settled_before = matches!(&input, scheduler::Input::Activation { id, .. }
             if w.schedulers[i].outcome_of(id).is_some());
@@ -871,6 +898,7 @@ impl LeaseQueueModel {
         w.outage == 0
             && w.outages_left == 0
             && w.left.exhausted()
+            && w.etcd.foreign.is_empty()
             && w.armed.is_none()
             && w.answers.is_empty()
     }

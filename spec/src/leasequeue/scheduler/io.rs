@@ -19,6 +19,12 @@ pub enum ClaimResult<D: Domain> {
     Exists(Endpoint<D>),
     /// The lease named in the request does not exist.
     LeaseNotFound,
+    /// The key exists, and holds a value no steadfast node wrote: no
+    /// owner can be read from it.
+    Unreadable {
+        /// What is wrong with the value.
+        reason: String,
+    },
 }
 
 /// What the world tells the scheduler.
@@ -79,6 +85,16 @@ pub enum Input<D: Domain> {
         action: D::Action,
         /// The key, if it exists.
         key: Option<Endpoint<D>>,
+    },
+    /// A lookup of `action`'s key for activation `id` found a value no
+    /// steadfast node wrote: no owner can be read from it.
+    ResolvedUnreadable {
+        /// The activation.
+        id: D::Activation,
+        /// Its action.
+        action: D::Action,
+        /// What is wrong with the value.
+        reason: String,
     },
     /// A lookup of peer `scheduler`'s member key answered
     /// ([`Effect::FindMember`]).
@@ -275,7 +291,7 @@ pub enum Effect<D: Domain> {
         created: Option<D::Revision>,
     },
     /// Look up `action`'s key for activation `id`; answer with
-    /// [`Input::Resolved`].
+    /// [`Input::Resolved`] (or [`Input::ResolvedUnreadable`]).
     Resolve {
         /// The activation.
         id: D::Activation,

@@ -94,6 +94,17 @@
 //! deadline ends as [`Outcome::Ambiguous`]: not run again, and whether it
 //! ran before is not known.
 //!
+//! # Keys no steadfast node wrote
+//!
+//! A claim or a lookup may find under an action's key a value no steadfast
+//! node wrote ([`ClaimResult::Unreadable`], [`Input::ResolvedUnreadable`]):
+//! nobody can read the queue's owner from it. Under
+//! [`Rule::RefuseUnreadable`] the scheduler answers the calls waiting on it
+//! with [`Outcome::Unrouted`], which it does not remember: a copy that
+//! comes once the key is deleted is taken in anew.
+//!
+//! [`Rule::RefuseUnreadable`]: super::Rule::RefuseUnreadable
+//! [`Outcome::Unrouted`]: super::Outcome::Unrouted
 //! [`ExecutionFailure::Timeout`]: super::ExecutionFailure::Timeout
 //! [`FailReason::PastDeadline`]: super::FailReason::PastDeadline
 //! [`Rule::AnswerEveryCopy`]: super::Rule::AnswerEveryCopy
@@ -382,6 +393,9 @@ impl<D: Domain> Scheduler<D> {
             } => self.claimed(config, action, lease, result, &mut out),
             Input::Deleted { action } => self.deleted(action, &mut out),
             Input::Resolved { id, action, key } => self.resolved(config, id, action, key, &mut out),
+            Input::ResolvedUnreadable { id, action, .. } => {
+                self.resolved_unreadable(config, id, action, &mut out)
+            }
             Input::MemberFound {
                 scheduler,
                 incarnation,

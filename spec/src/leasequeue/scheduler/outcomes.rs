@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::leasequeue::{Domain, Outcome, Rule, Rules};
 
-use super::{insert_sorted, Config, Effect, Scheduler};
+use super::{contains_sorted, insert_sorted, Config, Effect, Scheduler};
 
 /// Which memory of an activation a scheduler keeps for
 /// [`Config::remember_for`].
@@ -60,8 +60,9 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// Activation `id` ended here with `outcome`: reported to every
-    /// controller owed it, remembered, and acknowledged if it was not on
-    /// receipt.
+    /// controller owed it, remembered (unless it ends only this call,
+    /// [`Outcome::ends_the_activation`]), and acknowledged if it was not
+    /// on receipt.
     pub(super) fn settle(
         &mut self,
         config: &Config<D>,
@@ -81,7 +82,7 @@ impl<D: Domain> Scheduler<D> {
         for to in askers {
             self.report(id.clone(), to, outcome, out);
         }
-        if config.rules.has(Rule::Deduplicate) {
+        if config.rules.has(Rule::Deduplicate) && outcome.ends_the_activation() {
             match self.settled.binary_search_by(|(s, _)| s.cmp(&id)) {
                 Ok(at) => self.settled[at].1 = outcome,
                 Err(at) => self.settled.insert(at, (id.clone(), outcome)),
@@ -89,6 +90,20 @@ impl<D: Domain> Scheduler<D> {
             self.remember(config, Remembered::Settled, id.clone());
         }
         self.acknowledge(config.rules, id, out);
+    }
+
+    /// Answers every controller owed activation `id` that this call could
+    /// not be routed ([`Outcome::Unrouted`]): its action's key is
+    /// unreadable. It is not remembered, so a copy that comes after the
+    /// key is put right is taken in anew.
+    pub(super) fn unroute(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        let may_have_run = contains_sorted(&self.may_have_run, &id);
+        self.settle(config, id, Outcome::Unrouted { may_have_run }, out);
     }
 
     /// Tells controller `to` that activation `id` ended with `outcome`,

@@ -136,6 +136,14 @@ impl<D: Domain> Scheduler<D> {
             return;
         }
         match result {
+            ClaimResult::Unreadable { .. } if config.rules.has(Rule::RefuseUnreadable) => {
+                self.electing.retain(|a| *a != action);
+                for (id, _) in extract(&mut self.waiting, &action) {
+                    self.unroute(config, id, out);
+                }
+            }
+            // Without the rule, it claims again at the next wake-up.
+            ClaimResult::Unreadable { .. } => {}
             ClaimResult::Exists(key) if key.owner == self.id && key.lease != lease => {
                 // Its own key under an older lease, which is being revoked:
                 // claim again at the next wake-up.
@@ -167,13 +175,10 @@ impl<D: Domain> Scheduler<D> {
         key: Option<Endpoint<D>>,
         out: &mut Vec<Effect<D>>,
     ) {
-        let Some(at) = self.resolving.iter().position(|(i, _)| *i == id) else {
+        let Some(was_retried) = self.lookup_answered(&id) else {
             return;
         };
-        self.resolving.remove(at);
         let rules = config.rules;
-        let was_retried = contains_sorted(&self.retried, &id);
-        self.retried.retain(|r| *r != id);
         if let Some(lease) = self.servable(rules, &action) {
             return self.execute(config, id, action, lease, out);
         }
@@ -204,6 +209,36 @@ impl<D: Domain> Scheduler<D> {
                 self.elect(action, out);
             }
         }
+    }
+
+    /// The lookup of `action`'s key for activation `id` found a value no
+    /// steadfast node wrote. Under [`Rule::RefuseUnreadable`], unless it
+    /// can serve the action itself, it answers the call as not routed;
+    /// without the rule, it looks the key up again at its next wake-up.
+    pub(super) fn resolved_unreadable(
+        &mut self,
+        config: &Config<D>,
+        id: D::Activation,
+        action: D::Action,
+        out: &mut Vec<Effect<D>>,
+    ) {
+        if !config.rules.has(Rule::RefuseUnreadable) || self.lookup_answered(&id).is_none() {
+            return;
+        }
+        match self.servable(config.rules, &action) {
+            Some(lease) => self.execute(config, id, action, lease, out),
+            None => self.unroute(config, id, out),
+        }
+    }
+
+    /// Takes activation `id` off the lookups, if it was looked up: whether
+    /// its lookup had been sent again once already (OpenWhisk's retry).
+    fn lookup_answered(&mut self, id: &D::Activation) -> Option<bool> {
+        let at = self.resolving.iter().position(|(i, _)| i == id)?;
+        self.resolving.remove(at);
+        let was_retried = contains_sorted(&self.retried, id);
+        self.retried.retain(|r| r != id);
+        Some(was_retried)
     }
 
     /// Retires the queue of `action` if it handed out nothing for

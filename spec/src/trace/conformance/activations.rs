@@ -126,7 +126,7 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
         });
     }
     for (id, told) in told.iter().filter(|(id, _)| !forgotten.contains_key(*id)) {
-        let mut ends = told.iter().filter(|(_, o)| *o != Outcome::Forgotten);
+        let mut ends = told.iter().filter(|(_, o)| o.tells_how_it_ended());
         let first = ends.next().map(|(_, o)| *o);
         if ends.any(|(_, outcome)| Some(*outcome) != first) {
             out.push(Violation {
@@ -248,7 +248,9 @@ fn facts(
                 let created = match result {
                     ClaimResult::Created { created } => Some(*created),
                     ClaimResult::Exists(key) if key.owner == me => Some(key.created),
-                    ClaimResult::Exists(_) | ClaimResult::LeaseNotFound => None,
+                    ClaimResult::Exists(_)
+                    | ClaimResult::LeaseNotFound
+                    | ClaimResult::Unreadable { .. } => None,
                 };
                 if let Some(created) = created {
                     keys.insert((action.clone(), *lease), created);
@@ -277,8 +279,9 @@ fn facts(
                     }
                 }
                 Effect::Report { id, to, outcome } => {
-                    // That it ended, how no longer known, is no end.
-                    if *outcome == Outcome::Forgotten || !reporting.insert((id.clone(), to.clone()))
+                    // That it ended, how no longer known, is no end; nor
+                    // that a call was not routed.
+                    if !outcome.tells_how_it_ended() || !reporting.insert((id.clone(), to.clone()))
                     {
                         continue;
                     }

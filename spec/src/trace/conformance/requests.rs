@@ -224,7 +224,9 @@ fn scheduler_answer(input: &scheduler::Input<Named>, first: bool) -> Option<Asks
         I::Revoked { lease } => Asks::Revoke(*lease),
         I::Claimed { action, lease, .. } => Asks::Claim(action.clone(), *lease),
         I::Deleted { action } => Asks::Delete(action.clone()),
-        I::Resolved { id, action, .. } => Asks::Lookup(action.clone(), id.clone()),
+        I::Resolved { id, action, .. } | I::ResolvedUnreadable { id, action, .. } => {
+            Asks::Lookup(action.clone(), id.clone())
+        }
         I::MemberFound { scheduler, .. } => Asks::Peer(scheduler.clone()),
         I::Executed { id, .. } => Asks::Execution(id.clone()),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
@@ -262,9 +264,9 @@ fn controller_answer(input: &controller::Input<Named>, first: bool) -> Option<As
         I::Wake if first => return None,
         I::Wake => Asks::WakeUp,
         I::Deadline { id } => Asks::Deadline(id.clone()),
-        I::Got { id, action, .. } | I::GetFailed { id, action } => {
-            Asks::Lookup(action.clone(), id.clone())
-        }
+        I::Got { id, action, .. }
+        | I::GotUnreadable { id, action, .. }
+        | I::GetFailed { id, action } => Asks::Lookup(action.clone(), id.clone()),
         I::Listed { .. } => Asks::Listing,
         I::WatchStarted { watch, .. } => Asks::Watch(*watch),
         I::Bounced { id, to, .. } => Asks::Activation(id.clone(), to.clone()),
