@@ -294,7 +294,7 @@ async fn a_frozen_etcd_should_cost_a_call_its_deadline_and_no_more() {
 }
 
 /// A value this runtime did not write is never guessed at: a lookup
-/// refuses it, a claim reports it; a listing and a watch report it apart, with what is wrong,
+/// refuses it, a claim and a member's lookup report it; a listing and a watch report it apart, with what is wrong,
 /// and read every other key on. A key under the queue prefix of no
 /// endpoint's form names nothing, and is skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -326,6 +326,16 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     raw.put(etcd.member_key("scheduler-b"), "scheduler-c 1", None)
         .await
         .unwrap();
+    let seen = etcd.member("scheduler-b").await.unwrap();
+    assert_eq!(seen.incarnation, None, "{seen:?}");
+    assert!(
+        seen.unreadable
+            .as_deref()
+            .is_some_and(|why| why.contains("scheduler-c")),
+        "{seen:?}"
+    );
+    let seen = etcd.member("scheduler-a").await.unwrap();
+    assert_eq!((seen.incarnation, seen.unreadable), (Some(7), None));
     let listing = etcd.list().await.unwrap();
     assert_eq!(listing.keys, [("a".into(), "scheduler-a".into())]);
     assert_eq!(listing.members, [("scheduler-a".into(), 7)]);

@@ -325,6 +325,7 @@ impl Cluster {
                 self.queue.push_back(back(I::MemberFound {
                     scheduler,
                     incarnation,
+                    unreadable: None,
                     term: 1,
                 }));
             }

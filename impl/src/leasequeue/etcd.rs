@@ -270,10 +270,14 @@ pub type Holder = Endpoint<Named>;
 
 /// A scheduler's member key as a lookup found it
 /// ([`Etcd::member`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberSeen {
-    /// The run the key names; `None`: the scheduler has no member key.
+    /// The run the key names; `None`: the scheduler has no member key, or
+    /// one holding what this runtime does not write (`unreadable`).
     pub incarnation: Option<u64>,
+    /// What is wrong with the key's value, if this runtime did not write
+    /// it (another system's, or one edited by hand).
+    pub unreadable: Option<String>,
     /// The raft term of the leader that answered.
     pub term: u64,
 }
@@ -710,20 +714,23 @@ impl Etcd {
     ///
     /// # Errors
     ///
-    /// If etcd does not answer in time, or the key holds what this runtime
-    /// does not write.
+    /// If etcd does not answer in time.
     pub async fn member(&mut self, scheduler: &str) -> Result<MemberSeen, EtcdError> {
         let key = self.member_key(scheduler);
         let call = self.client.get(key.clone(), None);
         let response = Self::timed(self.timeout, "look up a member key", call).await?;
-        let incarnation = response
+        let read = response
             .kvs()
             .first()
             .map(|kv| Self::incarnation_of(scheduler, kv.value()))
-            .transpose()
-            .map_err(|reason| EtcdError::Corrupt { key, reason })?;
+            .transpose();
+        let (incarnation, unreadable) = match read {
+            Ok(incarnation) => (incarnation, None),
+            Err(reason) => (None, Some(reason)),
+        };
         Ok(MemberSeen {
             incarnation,
+            unreadable,
             term: response.header().map_or(0, |h| h.raft_term()),
         })
     }

@@ -900,9 +900,14 @@ impl<E: Executor> Driver<E> {
             }),
             Effect::FindMember { scheduler } => self.ask(move |mut etcd| async move {
                 let seen = logged("look up a peer's member key", etcd.member(&scheduler).await)?;
+                if let Some(reason) = &seen.unreadable {
+                    tracing::warn!(%scheduler, %reason, "a peer's member key holds what no \
+                        steadfast node writes: the peer is out of sight");
+                }
                 Some(Event::Input(Input::MemberFound {
                     scheduler,
                     incarnation: seen.incarnation,
+                    unreadable: seen.unreadable,
                     term: seen.term,
                 }))
             }),

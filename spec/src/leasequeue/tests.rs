@@ -1534,6 +1534,7 @@ fn a_forward_to_a_peer_whose_member_key_stays_gone_should_be_taken_back() {
     let found = |incarnation, term| Input::MemberFound {
         scheduler: 1,
         incarnation,
+        unreadable: None,
         term,
     };
     let forwarded = |s: &Scheduler| s.forwarding.iter().any(|f| f.id == 1 && f.to == 1);
@@ -1564,7 +1565,16 @@ fn a_forward_to_a_peer_whose_member_key_stays_gone_should_be_taken_back() {
         s.step(&config, 0, Input::Wake)
     };
     answered_in(&mut s, 2);
-    answered_in(&mut s, 2);
+    // A key holding what no steadfast node wrote names no run of the peer:
+    // out of sight too.
+    let unreadable = Input::MemberFound {
+        scheduler: 1,
+        incarnation: None,
+        unreadable: Some("its value names another scheduler".into()),
+        term: 2,
+    };
+    s.step(&config, 0, unreadable);
+    s.step(&config, 0, Input::Wake);
     assert!(forwarded(&s));
     // The third answered wake-up out of sight: presumed gone, the copy is
     // taken back as a bounce would: looked up again, as one that may have

@@ -112,6 +112,7 @@ impl LeaseQueueModel {
             E::FindMember { scheduler } => I::MemberFound {
                 scheduler,
                 incarnation: w.etcd.incarnation_of(scheduler),
+                unreadable: None,
                 term: w.etcd.term.into(),
             },
             E::WakeIn { .. }

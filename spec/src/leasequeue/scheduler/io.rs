@@ -101,8 +101,14 @@ pub enum Input<D: Domain> {
     MemberFound {
         /// The peer.
         scheduler: D::Scheduler,
-        /// The run its member key names; `None`: it has no member key.
+        /// The run its member key names; `None`: it has no member key, or
+        /// one holding what no steadfast node wrote (`unreadable`), which
+        /// names no run of it: either way the peer is out of sight.
         incarnation: Option<D::Incarnation>,
+        /// What is wrong with the key's value, if no steadfast node wrote
+        /// it. (Absent in a trace written before it existed: `None`.)
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unreadable: Option<String>,
         /// The raft term of etcd's leader that answered: a higher one than
         /// any before restarts the count of every peer's absence (a new
         /// leader gives every lease its full TTL again).

@@ -400,6 +400,7 @@ impl<D: Domain> Scheduler<D> {
                 scheduler,
                 incarnation,
                 term,
+                ..
             } => self.member_found(config.rules, &scheduler, incarnation, term),
             Input::Activation {
                 id,
