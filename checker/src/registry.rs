@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 34] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 35] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -662,6 +662,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 34] = [
         about: "no-members with a controller that presumes a scheduler gone a tick after its member key went: past the bound, executed at most once fails",
         by_default: false,
         value: lq_scenarios::presume_early,
+    },
+    Scenario {
+        name: "edges",
+        about: "retries with a vanishing, a crash, a lost answer, an executor's error, a foreign value under the action's key and a 4-tick deadline: the user's edges at once",
+        by_default: false,
+        value: lq_scenarios::edges,
     },
     Scenario {
         name: "three",

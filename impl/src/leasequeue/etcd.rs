@@ -395,6 +395,7 @@ pub enum Watched {
 ///     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
 ///     ClaimResult::Exists(key) => println!("forward to {} run {}", key.owner, key.incarnation),
 ///     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
+///     ClaimResult::Unreadable { reason } => println!("not ours to read or claim: {reason}"),
 /// }
 /// # Ok(())
 /// # }

@@ -2500,11 +2500,12 @@ proptest! {
             let reported = match &input {
                 ControllerInput::Outcome { id, outcome, .. } => Some((*id, *outcome)),
                 // The one answer steadfast decides itself: nobody can route
-                // the call.
-                ControllerInput::GotUnreadable { id, .. } if steadfast => Some((
-                    *id,
-                    Outcome::Unrouted { may_have_run: false },
-                )),
+                // the call (an earlier copy, lost with a scheduler, may have
+                // run).
+                ControllerInput::GotUnreadable { id, .. } if steadfast => {
+                    let may_have_run = c.may_have_run.contains(id);
+                    Some((*id, Outcome::Unrouted { may_have_run }))
+                }
                 _ => None,
             };
             if let ControllerInput::Submit { id, .. } = input {

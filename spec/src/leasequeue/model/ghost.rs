@@ -14,7 +14,8 @@ pub struct Ghost {
     /// already).
     pub executions: Vec<u8>,
     /// Per activation, failures decided since it was submitted (by a
-    /// scheduler, or by a controller that could not route it).
+    /// scheduler, or by a controller that could not route it): each once,
+    /// as it is decided, not at each report of it or answer from memory.
     pub failures: Vec<u8>,
     /// Per activation, times a controller resolved it since it was
     /// submitted.

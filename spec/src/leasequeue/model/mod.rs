@@ -953,11 +953,12 @@ impl Model for LeaseQueueModel {
                     .all(|((n, excuses), forgotten)| *n <= 1 + excuses + forgotten)
             }),
             // □(∀c: resolutions(c) ≤ 1 ∧ ∀a: forgotten(a) > 0 ∨ ((failures(a) = 0
-            // ∨ (failures(a) = 1 ∧ executions(a) = 0)) ∧ ∀c, c' calls of a
-            // resolved: outcome(c) = outcome(c'))): each call (a submission,
-            // or a resubmission) resolves at most once; an activation fails
-            // at most once and only if it never ran; and every caller of it
-            // is told the same outcome.
+            // ∨ executions(a) = 0) ∧ ∀c, c' calls of a resolved: outcome(c) =
+            // outcome(c'))): each call (a submission, or a resubmission)
+            // resolves at most once; an activation fails only if it never
+            // ran; and every caller of it is told the same outcome. (Two
+            // schedulers may each fail one that never ran, each reached by
+            // another call past its deadline: every caller hears the same.)
             Property::always("at most one outcome", |m: &LeaseQueueModel, w: &World| {
                 let g = &w.ghost;
                 let once = g
@@ -967,9 +968,8 @@ impl Model for LeaseQueueModel {
                     .all(|r| *r <= 1);
                 once && (0..m.submitted()).all(|id| {
                     let i = usize::from(id);
-                    let failed_once =
-                        g.failures[i] == 0 || (g.failures[i] == 1 && g.executions[i] == 0);
-                    g.forgotten[i] > 0 || (failed_once && m.one_outcome(w, id))
+                    let failed_unrun = g.failures[i] == 0 || g.executions[i] == 0;
+                    g.forgotten[i] > 0 || (failed_unrun && m.one_outcome(w, id))
                 })
             }),
             // □¬unfenced: work is handed out only under the owner's live

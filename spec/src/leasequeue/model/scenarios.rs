@@ -406,6 +406,26 @@ pub fn foreign_value(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// The user's edges at once, for `steadfast check` (too big for `cargo
+/// test`): `retries` (two schedulers, two controllers, one action placed
+/// by the world, one activation submitted again through each controller),
+/// with a scheduler that vanishes and one that crashes, an answer lost, an
+/// execution that ends with the executor's error, a value no steadfast
+/// node wrote under the action's key, and a caller that waits 4 ticks.
+pub fn edges(variant: Variant) -> LeaseQueueModel {
+    let mut model = retries(variant);
+    model.bounds.deadline = Some(4);
+    model.bounds.faults = Faults {
+        vanishings: 1,
+        crashes: 1,
+        lost_answers: 1,
+        execution_failures: 1,
+        foreign_values: 1,
+        ..Faults::default()
+    };
+    model
+}
+
 /// `seed5286` with etcd's clock two ticks ahead: beyond the fence's
 /// margin, so that even the steadfast scheduler serves under a lease
 /// etcd has already expired. It shows what the fence assumes.

@@ -515,8 +515,20 @@ impl LeaseQueueModel {
             }
         );
         // A copy of an activation it settled, which it answers from memory.
-        let settled_before = matches!(&input, scheduler::Input::Activation { id, .. }
-            if w.schedulers[i].outcome_of(id).is_some());
+        let from_memory = match &input {
+            scheduler::Input::Activation { id, .. } if w.schedulers[i].outcome_of(id).is_some() => {
+                Some(*id)
+            }
+            _ => None,
+        };
+        let settled_before = from_memory.is_some();
+        // The reports it sends already (again at every wake-up and retry):
+        // a failure counts once, as it is settled, not at each report of
+        // it, nor at an answer from memory.
+        let reporting: Vec<(u8, u8)> = (w.schedulers[i].reporting.iter())
+            .map(|(id, to, _)| (*id, *to))
+            .collect();
+        let mut failed_now = Vec::new();
         // Its forwards to peers that vanished: one that ends here is taken
         // back, as nothing answers from there.
         let to_vanished = |w: &World| -> Vec<(u8, u8)> {
@@ -579,7 +591,12 @@ impl LeaseQueueModel {
                     self.offer(w, message);
                 }
                 scheduler::Effect::Report { id, to, outcome } => {
-                    if let Outcome::Failed(_) = outcome {
+                    let settled_now = !reporting.contains(&(id, to)) && from_memory != Some(id);
+                    if matches!(outcome, Outcome::Failed(_))
+                        && settled_now
+                        && !failed_now.contains(&id)
+                    {
+                        failed_now.push(id);
                         count(&mut w.ghost.failures[usize::from(id)]);
                     }
                     w.ghost.answered_from_memory |= settled_before;

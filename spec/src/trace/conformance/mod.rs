@@ -52,8 +52,8 @@ pub enum Rule {
     /// No activation runs twice, unless a scheduler it was delivered to
     /// stopped before acknowledging it, or forgot it.
     ExecutedAtMostOnce,
-    /// An activation ends once: it fails at most once and only if it never
-    /// ran, and its submission resolves at most once.
+    /// An activation ends once: it fails only if it never ran, its callers
+    /// are told the same end, and its submission resolves at most once.
     AtMostOneOutcome,
     /// No two schedulers serve an action from queues on the same key.
     OneOwnerPerKey,
