@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use super::etcd::{EndpointWatch, Etcd, EtcdError, EtcdOptions, Watched};
 use super::metrics::ControllerMetrics;
 use super::network::Network;
-use super::node::{self, sleep_until, Timers};
+use super::node::{self, sleep_until, warn_unreadable, Timers};
 use super::tls::NodeTls;
 use super::wire::{self, Message};
 use super::{millis, StartError};
@@ -1153,15 +1153,4 @@ async fn pump(
             return;
         }
     }
-}
-
-/// Warns of a key whose value this runtime did not write: the role forgets
-/// it ([`Change::Unreadable`]) until it is deleted or put right.
-fn warn_unreadable(key: &Key<Named>, reason: &str) {
-    let key = match key {
-        Key::Endpoint(action) => format!("the endpoint key of action {action:?}"),
-        Key::Member(scheduler) => format!("the member key of scheduler {scheduler:?}"),
-    };
-    tracing::warn!(%key, %reason, "an etcd key holds what no scheduler of this runtime \
-        writes: it is ignored until it is deleted or put right");
 }

@@ -6,6 +6,8 @@ use std::hash::Hash;
 use std::path::Path;
 use std::time::Duration;
 
+use steadfast_spec::leasequeue::controller::Key;
+use steadfast_spec::leasequeue::trace::Named;
 use steadfast_spec::trace::Header;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -172,4 +174,18 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
+}
+
+/// Warns of a key whose value no steadfast node wrote (another system's
+/// under the same prefix, or one edited by hand), found by a watch, a
+/// listing, a lookup or a claim: the roles read it as no key (a member out
+/// of sight, an action whose calls are answered as not routed) until it is
+/// deleted or put right.
+pub(crate) fn warn_unreadable(key: &Key<Named>, reason: &str) {
+    let key = match key {
+        Key::Endpoint(action) => format!("the endpoint key of action {action:?}"),
+        Key::Member(scheduler) => format!("the member key of scheduler {scheduler:?}"),
+    };
+    tracing::warn!(%key, %reason, "an etcd key holds what no steadfast node writes: it is \
+        read as no key until it is deleted or put right");
 }

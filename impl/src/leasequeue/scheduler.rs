@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
+use steadfast_spec::leasequeue::controller::Key;
 use steadfast_spec::leasequeue::scheduler::{self, ClaimResult, Config, Effect, Input, Phase};
 use steadfast_spec::leasequeue::trace::{Named, SchedulerHeader};
 use steadfast_spec::leasequeue::{Outcome, Rules, Variant};
@@ -28,7 +29,7 @@ use super::etcd::{Etcd, EtcdError, EtcdOptions};
 use super::executor::{Ended, Executions, Executor, Invocation};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
-use super::node::{self, sleep_until, Clock, Timers};
+use super::node::{self, sleep_until, warn_unreadable, Clock, Timers};
 use super::tls::NodeTls;
 use super::wire::{self, Message};
 use super::{millis, StartError};
@@ -868,7 +869,7 @@ impl<E: Executor> Driver<E> {
                     let claimed = etcd.claim(&action, &owner, incarnation, lease).await;
                     let result = logged("claim an endpoint key", claimed)?;
                     if let ClaimResult::Unreadable { reason } = &result {
-                        warn_unreadable(&action, reason);
+                        warn_unreadable(&Key::Endpoint(action.clone()), reason);
                     }
                     Some(Event::Input(Input::Claimed {
                         action,
@@ -888,7 +889,7 @@ impl<E: Executor> Driver<E> {
             Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
                 let input = match etcd.lookup(&action).await {
                     Err(EtcdError::Corrupt { reason, .. }) => {
-                        warn_unreadable(&action, &reason);
+                        warn_unreadable(&Key::Endpoint(action.clone()), &reason);
                         Input::ResolvedUnreadable { id, action, reason }
                     }
                     looked => {
@@ -901,8 +902,7 @@ impl<E: Executor> Driver<E> {
             Effect::FindMember { scheduler } => self.ask(move |mut etcd| async move {
                 let seen = logged("look up a peer's member key", etcd.member(&scheduler).await)?;
                 if let Some(reason) = &seen.unreadable {
-                    tracing::warn!(%scheduler, %reason, "a peer's member key holds what no \
-                        steadfast node writes: the peer is out of sight");
+                    warn_unreadable(&Key::Member(scheduler.clone()), reason);
                 }
                 Some(Event::Input(Input::MemberFound {
                     scheduler,
@@ -1091,12 +1091,4 @@ fn logged<T>(what: &str, result: Result<T, super::etcd::EtcdError>) -> Option<T>
     result
         .map_err(|error| tracing::warn!(%error, "failed to {what}"))
         .ok()
-}
-
-/// Warns that the endpoint key of `action` holds a value no steadfast node
-/// wrote, found by a claim or a lookup: the role answers the action's
-/// calls as not routed until someone deletes the key or puts it right.
-fn warn_unreadable(action: &str, reason: &str) {
-    tracing::warn!(%action, %reason, "the action's endpoint key holds what no steadfast node \
-        writes: its activations are not routed until it is deleted or put right");
 }
