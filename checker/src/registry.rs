@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 35] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 36] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -608,6 +608,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 35] = [
         about: "forward-loss's sizes with a value no steadfast node wrote put under the action's key, which stays until someone deletes it",
         by_default: true,
         value: lq_scenarios::foreign_value,
+    },
+    Scenario {
+        name: "access-denied",
+        about: "forward-loss's sizes with etcd refusing one scheduler's user the action's key until an operator grants it",
+        by_default: true,
+        value: lq_scenarios::access_denied,
     },
     Scenario {
         name: "general",

@@ -138,6 +138,7 @@ mod vacuity {
             a_skipped_revision_fails_without_foreign_writes: "a watch skips a revision",
             an_unreadable_claim_fails_without_foreign_values: "a scheduler's claim finds a value no steadfast node wrote",
             an_unrouted_call_fails_without_foreign_values: "a call is answered as not routed",
+            a_refused_claim_fails_without_denials: "etcd refuses a scheduler's claim",
             a_join_fails_without_joins: "a scheduler joins the cluster",
             a_departure_fails_without_departures: "a scheduler leaves for good",
             a_bounce_fails_without_departures: "a send to a scheduler that left bounces",

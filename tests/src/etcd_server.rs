@@ -428,6 +428,19 @@ impl Drop for EtcdCluster {
     }
 }
 
+/// A user of etcd's authentication ([`EtcdServer::enable_auth`]): its name
+/// and password, and the key prefixes it may only read, and read and write.
+pub struct User<'a> {
+    /// Its name, which is also the name of its one role.
+    pub name: &'a str,
+    /// Its password.
+    pub password: &'a str,
+    /// Prefixes of the keys it may read.
+    pub reads: &'a [&'a str],
+    /// Prefixes of the keys it may read and write.
+    pub writes: &'a [&'a str],
+}
+
 /// One etcd member: an [`EtcdCluster`] of one, with a simpler interface.
 pub struct EtcdServer(EtcdCluster);
 
@@ -470,6 +483,35 @@ impl EtcdServer {
     /// If it cannot be reached.
     pub async fn client(&self) -> Result<Client, EtcdError> {
         self.0.client().await
+    }
+
+    /// Turns etcd's authentication on, with `users`, each holding a role of
+    /// its name with its permissions, and `root` (password `root`), which
+    /// etcd asks for first. Every later client must name a user.
+    ///
+    /// # Errors
+    ///
+    /// If etcd refuses a step.
+    pub async fn enable_auth(&self, users: &[User<'_>]) -> Result<(), EtcdError> {
+        use etcd_client::Permission;
+        let mut admin = self.client().await?;
+        admin.user_add("root", "root", None).await?;
+        admin.role_add("root").await?;
+        admin.user_grant_role("root", "root").await?;
+        for user in users {
+            admin.user_add(user.name, user.password, None).await?;
+            admin.role_add(user.name).await?;
+            let reads = user.reads.iter().map(|p| Permission::read(*p));
+            let writes = user.writes.iter().map(|p| Permission::read_write(*p));
+            for permission in reads.chain(writes) {
+                admin
+                    .role_grant_permission(user.name, permission.with_prefix())
+                    .await?;
+            }
+            admin.user_grant_role(user.name, user.name).await?;
+        }
+        admin.auth_enable().await?;
+        Ok(())
     }
 
     /// Freezes it with SIGSTOP.

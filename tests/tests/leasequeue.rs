@@ -177,6 +177,24 @@ fn a_call_whose_actions_key_is_unreadable_should_be_answered_as_not_routed() {
     );
 }
 
+/// etcd refuses one scheduler's user the action's key, which may stay so:
+/// its claim or lookup is refused, and the call it holds is answered as
+/// not routed, while the other scheduler may claim the key and run it.
+#[test]
+fn a_call_on_a_scheduler_etcd_refuses_the_key_should_be_answered_as_not_routed() {
+    let report = run(&scenarios::access_denied(Variant::Steadfast));
+    assert_all_hold(&report);
+    assert_reached(
+        &report,
+        &[
+            "etcd refuses a scheduler's claim",
+            "a call is answered as not routed",
+            "an activation is executed",
+            "every submission resolves",
+        ],
+    );
+}
+
 /// A caller asks again, through either controller, before or after the
 /// activation ended, while a scheduler may leave for good and one crash:
 /// every caller is told the one outcome, or, once the scheduler that knew

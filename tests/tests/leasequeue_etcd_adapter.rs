@@ -8,7 +8,8 @@ use steadfast::leasequeue::etcd::{
     Claim, Etcd, EtcdError, EtcdOptions, EtcdTls, Holder, Listing, Watched,
 };
 use steadfast::spec::leasequeue::controller::{Change, Key};
-use steadfast_tests::etcd_server::EtcdServer;
+use steadfast::spec::leasequeue::KeyFault;
+use steadfast_tests::etcd_server::{EtcdServer, User};
 
 async fn adapter(etcd: &EtcdServer) -> Etcd {
     let options =
@@ -315,7 +316,7 @@ async fn a_key_this_runtime_did_not_write_should_be_reported_not_guessed() {
     let lease = etcd.grant(60).await.unwrap().id;
     let claimed = etcd.claim("hello", "scheduler-a", 7, lease).await.unwrap();
     assert!(
-        matches!(&claimed, Claim::Unreadable { reason } if !reason.is_empty()),
+        matches!(&claimed, Claim::Unreadable { why: KeyFault::ForeignValue, reason } if !reason.is_empty()),
         "{claimed:?}"
     );
     assert!(etcd.register("scheduler-a", 7, lease).await.unwrap());
@@ -413,6 +414,55 @@ async fn tls_and_a_user_should_be_honoured() {
         matches!(wrong, Err(EtcdError::Connect { .. })),
         "a wrong password is refused at connect"
     );
+}
+
+/// etcd refusing this node a key (its user lacks the permission) is told
+/// apart from a failure that may pass: a lookup or a claim of the key
+/// reports it unreadable for good, with etcd's words and what to grant,
+/// while the keys the user may use work as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_etcd_refuses_this_node_should_be_reported_unreadable_for_good() {
+    let server = EtcdServer::start().await.unwrap();
+    let tenant = User {
+        name: "tenant",
+        password: "tenant-secret",
+        reads: &["steadfast/scheduler/"],
+        writes: &["steadfast/queue/open/"],
+    };
+    server.enable_auth(&[tenant]).await.unwrap();
+    let options = EtcdOptions::new([server.endpoint()])
+        .with_request_timeout(Duration::from_millis(800))
+        .with_user("tenant", "tenant-secret");
+    let mut etcd = Etcd::connect(&options).await.expect("the user connects");
+    let lease = etcd.grant(60).await.unwrap().id;
+    assert!(matches!(
+        etcd.claim("open", "scheduler-a", 7, lease).await.unwrap(),
+        Claim::Created { .. }
+    ));
+    assert!(etcd.lookup("open").await.unwrap().is_some());
+
+    let refused = etcd.lookup("closed").await.unwrap_err();
+    assert!(matches!(refused, EtcdError::Refused { .. }), "{refused:?}");
+    let message = refused.to_string();
+    assert!(message.contains("grant this node's etcd user"), "{message}");
+    let (why, reason) = refused.unreadable().expect("a refusal is for good");
+    assert_eq!(why, KeyFault::AccessDenied);
+    assert!(reason.contains("permission denied"), "{reason}");
+    match etcd.claim("closed", "scheduler-a", 7, lease).await.unwrap() {
+        Claim::Unreadable { why, reason } => {
+            assert_eq!(why, KeyFault::AccessDenied);
+            assert!(reason.contains("permission denied"), "{reason}");
+        }
+        other => panic!("expected the claim refused for good, got {other:?}"),
+    }
+    // What etcd allows goes on.
+    assert!(etcd.keep_alive(lease).await.unwrap());
+    assert!(etcd
+        .member("scheduler-a")
+        .await
+        .unwrap()
+        .incarnation
+        .is_none());
 }
 
 #[tokio::test]

@@ -232,6 +232,18 @@ fn a_call_whose_actions_key_is_unreadable_must_be_answered_as_not_routed() {
 }
 
 #[test]
+fn a_call_whose_actions_key_etcd_refuses_must_be_answered_as_not_routed() {
+    // A permission withheld stays so until an operator grants it, which
+    // nothing makes happen: a scheduler claiming again at every wake-up
+    // holds its caller for ever.
+    assert_needed(
+        Rule::RefuseUnreadable,
+        scenarios::access_denied,
+        "every submission resolves",
+    );
+}
+
+#[test]
 fn a_controller_must_count_a_members_absence_only_while_etcd_answers_it() {
     // A leader loss after an outage keeps a live scheduler from putting its
     // member key back: without the rule the controller counts that time as

@@ -16,7 +16,8 @@ use steadfast::leasequeue::wire::Message;
 use steadfast::leasequeue::{
     Controller, ControllerBuilder, Request, SchedulerBuilder, SubmitError, Variant,
 };
-use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer};
+use steadfast::spec::leasequeue::KeyFault;
+use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer, User};
 use steadfast_tests::leasequeue_nodes::{await_members, id_of, Ledger, SchedulerProcess};
 use steadfast_tests::tcp_proxy::{Mode, TcpProxy};
 use tempfile::TempDir;
@@ -70,7 +71,13 @@ impl Run {
 
     /// A scheduler of the run, its trace named `name`, before it starts.
     fn scheduler_builder(&self, endpoints: &[String], name: &str) -> SchedulerBuilder {
-        SchedulerBuilder::new(options(endpoints))
+        self.scheduler_builder_on(options(endpoints), name)
+    }
+
+    /// A scheduler of the run on etcd as `etcd` says, its trace named
+    /// `name`, before it starts.
+    fn scheduler_builder_on(&self, etcd: EtcdOptions, name: &str) -> SchedulerBuilder {
+        SchedulerBuilder::new(etcd)
             .variant(self.variant)
             .ttl(TTL)
             .trace(self.trace(name))
@@ -151,11 +158,23 @@ impl Run {
         schedulers: &[&SchedulerProcess],
         name: &str,
     ) -> ControllerBuilder {
+        self.controller_builder_on(options(endpoints), schedulers, name)
+            .await
+    }
+
+    /// A controller of the run on etcd as `etcd` says, its trace named
+    /// `name`, set up once `schedulers` are members, before it starts.
+    async fn controller_builder_on(
+        &self,
+        etcd: EtcdOptions,
+        schedulers: &[&SchedulerProcess],
+        name: &str,
+    ) -> ControllerBuilder {
         let names: Vec<&str> = schedulers.iter().map(|s| s.address()).collect();
-        await_members(&options(endpoints), &names, Duration::from_secs(10))
+        await_members(&etcd, &names, Duration::from_secs(10))
             .await
             .expect("the schedulers register");
-        ControllerBuilder::new(options(endpoints))
+        ControllerBuilder::new(etcd)
             .variant(self.variant)
             .wake_every(Duration::from_millis(300))
             .trace(self.trace(name))
@@ -2105,6 +2124,7 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
             id: refused_id,
             action,
             may_have_run: false,
+            why: KeyFault::ForeignValue,
         }) => {
             assert_eq!((refused_id, action.as_str()), (&id, "stuck"));
         }
@@ -2139,5 +2159,93 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
         placed_by(1)
     );
     drop((c1, c2, one, two));
+    run.replay();
+}
+
+/// A scheduler whose etcd user may claim some actions and not another
+/// (etcd refuses it that key: permission denied) answers that action's
+/// call as not routed, saying access is denied and what to grant, and
+/// nothing ran; the actions it may claim run, and once access is granted
+/// the same id runs, once. (A refusal used to be logged and the claim sent
+/// again at every wake-up, leaving the call waiting for ever.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_actions_key_etcd_refuses_should_be_answered_as_not_routed() {
+    let etcd = EtcdServer::start().await.unwrap();
+    let endpoints = [etcd.endpoint()];
+    let controller = User {
+        name: "controller",
+        password: "controller-secret",
+        reads: &["steadfast/"],
+        writes: &[],
+    };
+    let scheduler = User {
+        name: "scheduler",
+        password: "scheduler-secret",
+        reads: &["steadfast/"],
+        writes: &["steadfast/scheduler/", "steadfast/queue/open/"],
+    };
+    etcd.enable_auth(&[controller, scheduler]).await.unwrap();
+    let as_user = |name: &str| options(&endpoints).with_user(name, format!("{name}-secret"));
+    let run = Run::new(Variant::Steadfast);
+    let builder = run.scheduler_builder_on(as_user("scheduler"), "scheduler-1");
+    let one = run.scheduler(builder, Duration::ZERO).await;
+    let c = run
+        .controller_builder_on(as_user("controller"), &[&one], "controller-1")
+        .await
+        .start()
+        .await
+        .expect("the controller starts");
+
+    let open = tokio::time::timeout(Duration::from_secs(5), c.submit("open", json!({})))
+        .await
+        .expect("the allowed action's call ends")
+        .expect("it ran");
+    assert_eq!(open["action"], json!("open"));
+
+    let closed = c.submit("closed", json!({}));
+    let id = closed.id().to_owned();
+    let refused = tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("the call is answered");
+    match &refused {
+        Err(SubmitError::Unrouted {
+            id: refused_id,
+            action,
+            may_have_run: false,
+            why: KeyFault::AccessDenied,
+        }) => assert_eq!((refused_id, action.as_str()), (&id, "closed")),
+        other => panic!("expected the call answered as refused access, got {other:?}"),
+    }
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("\"closed\"") && message.contains("grant"),
+        "{message}"
+    );
+    assert_eq!(run.ledger.runs(&id), 0);
+
+    let mut admin = etcd_client::Client::connect(
+        [etcd.endpoint()],
+        Some(etcd_client::ConnectOptions::new().with_user("root", "root")),
+    )
+    .await
+    .unwrap();
+    let closed_keys = etcd_client::Permission::read_write("steadfast/queue/closed/").with_prefix();
+    admin
+        .role_grant_permission("scheduler", closed_keys)
+        .await
+        .unwrap();
+    let again = c.submit_as(id.clone(), "closed", json!({}));
+    let ran = tokio::time::timeout(Duration::from_secs(5), again)
+        .await
+        .expect("it runs once access is granted")
+        .expect("it ran");
+    assert_eq!(ran["action"], json!("closed"));
+    assert_eq!(run.ledger.runs(&id), 1);
+    assert!(
+        run.ledger.ran_twice().is_empty(),
+        "{:?}",
+        run.ledger.ran_twice()
+    );
+    drop((c, one));
     run.replay();
 }

@@ -14,11 +14,11 @@ use steadfast_spec::leasequeue::controller::{
     self, Change, Config, Effect, Input, Key, Watch, WatchId,
 };
 use steadfast_spec::leasequeue::trace::{ControllerHeader, Named};
-use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome, Rules, Variant};
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, KeyFault, Outcome, Rules, Variant};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::etcd::{EndpointWatch, Etcd, EtcdError, EtcdOptions, Watched};
+use super::etcd::{EndpointWatch, Etcd, EtcdOptions, Watched};
 use super::metrics::ControllerMetrics;
 use super::network::Network;
 use super::node::{self, sleep_until, warn_unreadable, Timers};
@@ -145,21 +145,24 @@ pub enum SubmitError {
         /// Why it was not run again.
         reason: FailReason,
     },
-    /// This call was not routed, and did not run through it: the endpoint
-    /// key of its action (`<prefix>queue/<action>/leader`) holds a value no
-    /// steadfast node wrote (another system's under the same prefix, or
-    /// one edited by hand), from which no owner of its queue can be read.
-    /// A warning naming the key and what is wrong with it is logged. It
-    /// says nothing of another submission of the same id, which nobody
-    /// can route either while the key stays so. Delete the key (or give
-    /// this runtime a prefix of its own, [`EtcdOptions::prefix`]), then
-    /// submit it again: it runs, unless it ran.
+    /// This call was not routed, and did not run through it: no owner of
+    /// its action's queue can be read from the action's endpoint key
+    /// (`<prefix>queue/<action>/leader`), for the reason `why` names. The
+    /// key holds a value no steadfast node wrote (another system's under
+    /// the same prefix, or one edited by hand: delete it, or give this
+    /// runtime a prefix of its own, [`EtcdOptions::prefix`]), or etcd
+    /// refuses a node access to it (grant the nodes' etcd users read and
+    /// write access under the prefix). A warning naming the key and etcd's
+    /// words is logged. It says nothing of another submission of the same
+    /// id, which nobody can route either while the key stays so. Once it
+    /// is put right, submit it again: it runs, unless it ran.
     ///
     /// [`EtcdOptions::prefix`]: super::etcd::EtcdOptions::prefix
     #[error(
-        "activation {id} was not routed: the endpoint key of action {action:?} holds a value \
-         no steadfast node wrote (see the warning logged with it){}; delete the key and \
-         submit it again", may_have_run_words(*may_have_run)
+        "activation {id} was not routed: the endpoint key of action {action:?} {why} (see the \
+         warning logged with it){}; {} and submit it again",
+        may_have_run_words(*may_have_run),
+        why.remedy()
     )]
     Unrouted {
         /// The activation.
@@ -169,6 +172,8 @@ pub enum SubmitError {
         /// An earlier copy of it reached a scheduler that stopped without
         /// acknowledging it, and may have run it.
         may_have_run: bool,
+        /// Why no owner could be read from the key.
+        why: KeyFault,
     },
 }
 
@@ -806,8 +811,9 @@ impl Driver {
                     wire::Outcome::Failed { reason } => Outcome::Failed(*reason),
                     wire::Outcome::Forgotten {} => Outcome::Forgotten,
                     wire::Outcome::Ambiguous { reason } => Outcome::Ambiguous(*reason),
-                    wire::Outcome::Unrouted { may_have_run } => Outcome::Unrouted {
+                    wire::Outcome::Unrouted { may_have_run, why } => Outcome::Unrouted {
                         may_have_run: *may_have_run,
+                        why: *why,
                     },
                 };
                 self.arriving = Some((id.clone(), outcome));
@@ -964,14 +970,21 @@ impl Driver {
                         action,
                         owner: key.map(|key| key.owner),
                     },
-                    Err(EtcdError::Corrupt { reason, .. }) => {
-                        warn_unreadable(&Key::Endpoint(action.clone()), &reason);
-                        Input::GotUnreadable { id, action, reason }
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, %action, "failed to look up an endpoint key");
-                        Input::GetFailed { id, action }
-                    }
+                    Err(error) => match error.unreadable() {
+                        Some((why, reason)) => {
+                            warn_unreadable(&Key::Endpoint(action.clone()), &reason);
+                            Input::GotUnreadable {
+                                id,
+                                action,
+                                why,
+                                reason,
+                            }
+                        }
+                        None => {
+                            tracing::warn!(%error, %action, "failed to look up an endpoint key");
+                            Input::GetFailed { id, action }
+                        }
+                    },
                 };
                 Some(Event::Input(input))
             }),
@@ -1081,15 +1094,16 @@ impl Driver {
                             reason,
                         })
                     }
-                    Outcome::Unrouted { may_have_run } => {
+                    Outcome::Unrouted { may_have_run, why } => {
                         let action = self.pending.get(&id).map(|s| s.action.clone());
                         let action = action.unwrap_or_default();
-                        tracing::warn!(%id, %action, "activation not routed: its action's \
-                            endpoint key holds a value no steadfast node wrote");
+                        tracing::warn!(%id, %action, %why, "activation not routed: no owner \
+                            can be read from its action's endpoint key");
                         Err(SubmitError::Unrouted {
                             id: id.clone(),
                             action,
                             may_have_run,
+                            why,
                         })
                     }
                 };

@@ -26,6 +26,7 @@ use etcd_client::{
 use steadfast_spec::leasequeue::controller::{Change, Key};
 use steadfast_spec::leasequeue::scheduler::{ClaimResult, Endpoint};
 use steadfast_spec::leasequeue::trace::Named;
+use steadfast_spec::leasequeue::KeyFault;
 
 /// Where etcd is and how to talk to it.
 ///
@@ -258,6 +259,42 @@ pub enum EtcdError {
         /// What is wrong with it.
         reason: String,
     },
+    /// etcd refused the call for good: this node's etcd user lacks the
+    /// permission (etcd's `PermissionDenied`). Asking again does not help
+    /// until an operator grants it.
+    #[error(
+        "etcd refused to {operation}: {reason}; grant this node's etcd user \
+         read and write access to the keys under the prefix"
+    )]
+    Refused {
+        /// The call.
+        operation: &'static str,
+        /// etcd's words.
+        reason: String,
+    },
+}
+
+impl EtcdError {
+    /// Why this node cannot read an owner from the key the call was
+    /// about, when etcd's answer is final: the key holds what no steadfast
+    /// node wrote ([`EtcdError::Corrupt`]), or etcd refuses this node
+    /// ([`EtcdError::Refused`]). The roles take it in as an unreadable key
+    /// (`GotUnreadable`, `ResolvedUnreadable`, [`ClaimResult::Unreadable`]).
+    /// `None` for an error that may pass: no answer in time, a lost
+    /// connection.
+    pub fn unreadable(&self) -> Option<(KeyFault, String)> {
+        match self {
+            EtcdError::Corrupt { reason, .. } => Some((KeyFault::ForeignValue, reason.clone())),
+            EtcdError::Refused { reason, .. } => Some((
+                KeyFault::AccessDenied,
+                format!("etcd refused this node: {reason}"),
+            )),
+            EtcdError::Options(_)
+            | EtcdError::Connect { .. }
+            | EtcdError::Timeout { .. }
+            | EtcdError::Request { .. } => None,
+        }
+    }
 }
 
 /// How a create-if-absent of an endpoint key ended, as the scheduler's
@@ -395,7 +432,7 @@ pub enum Watched {
 ///     ClaimResult::Created { .. } => println!("the queue of hello is ours"),
 ///     ClaimResult::Exists(key) => println!("forward to {} run {}", key.owner, key.incarnation),
 ///     ClaimResult::LeaseNotFound => println!("the lease is gone: take a new one"),
-///     ClaimResult::Unreadable { reason } => println!("not ours to read or claim: {reason}"),
+///     ClaimResult::Unreadable { why, reason } => println!("no owner to read ({why}): {reason}"),
 /// }
 /// # Ok(())
 /// # }
@@ -496,6 +533,14 @@ impl Etcd {
     ) -> Result<T, EtcdError> {
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(value)) => Ok(value),
+            Ok(Err(etcd_client::Error::GRpcStatus(status)))
+                if status.code() == tonic::Code::PermissionDenied =>
+            {
+                Err(EtcdError::Refused {
+                    operation,
+                    reason: status.message().to_owned(),
+                })
+            }
             Ok(Err(source)) => Err(EtcdError::Request { operation, source }),
             Err(_) => Err(EtcdError::Timeout {
                 operation,
@@ -607,7 +652,7 @@ impl Etcd {
                 Err(EtcdError::Request { source, .. }) if is_lease_not_found(&source) => {
                     return Ok(Claim::LeaseNotFound)
                 }
-                Err(error) => return Err(error),
+                Err(error) => return unreadable_claim(error),
             };
         if response.succeeded() {
             let created = response.header().map_or(0, |h| h.revision());
@@ -618,8 +663,7 @@ impl Etcd {
                 if let Some(kv) = get.kvs().first() {
                     return match Self::holder(kv) {
                         Ok(holder) => Ok(Claim::Exists(holder)),
-                        Err(EtcdError::Corrupt { reason, .. }) => Ok(Claim::Unreadable { reason }),
-                        Err(error) => Err(error),
+                        Err(error) => unreadable_claim(error),
                     };
                 }
             }
@@ -897,6 +941,15 @@ impl KeySpace {
                 reason,
             },
         })
+    }
+}
+
+/// A claim's answer when `error` says the key cannot be read by this node
+/// ([`EtcdError::unreadable`]); else the error.
+fn unreadable_claim(error: EtcdError) -> Result<Claim, EtcdError> {
+    match error.unreadable() {
+        Some((why, reason)) => Ok(Claim::Unreadable { why, reason }),
+        None => Err(error),
     }
 }
 

@@ -14,7 +14,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use steadfast_spec::leasequeue::scheduler::{LeaseState, Scheduler};
 use steadfast_spec::leasequeue::trace::Named;
-use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, Outcome};
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, KeyFault, Outcome};
 
 /// How an activation ended (`executed`, `execution_failed`, `failed`,
 /// `forgotten`, `ambiguous`, or on a scheduler `forwarded`), and why if it
@@ -40,7 +40,7 @@ impl Ended {
             Outcome::Failed(reason) => ("failed", reason_label(reason)),
             Outcome::Forgotten => ("forgotten", ""),
             Outcome::Ambiguous(reason) => ("ambiguous", reason_label(reason)),
-            Outcome::Unrouted { .. } => ("unrouted", "UnreadableKey"),
+            Outcome::Unrouted { why, .. } => ("unrouted", fault_label(why)),
         };
         Ended { outcome, reason }
     }
@@ -60,6 +60,14 @@ fn reason_label(reason: FailReason) -> &'static str {
         FailReason::NoSchedulerEndpoint => "NoSchedulerEndpoint",
         FailReason::NoQueueEndpoint => "NoQueueEndpoint",
         FailReason::PastDeadline => "PastDeadline",
+    }
+}
+
+/// The label of why an action's endpoint key could not be read.
+fn fault_label(why: KeyFault) -> &'static str {
+    match why {
+        KeyFault::ForeignValue => "ForeignValue",
+        KeyFault::AccessDenied => "AccessDenied",
     }
 }
 

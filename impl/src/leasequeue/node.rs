@@ -176,16 +176,17 @@ pub(crate) async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Warns of a key whose value no steadfast node wrote (another system's
-/// under the same prefix, or one edited by hand), found by a watch, a
-/// listing, a lookup or a claim: the roles read it as no key (a member out
-/// of sight, an action whose calls are answered as not routed) until it is
-/// deleted or put right.
+/// Warns of a key this node cannot read an owner from, found by a watch, a
+/// listing, a lookup or a claim: its value is one no steadfast node wrote
+/// (another system's under the same prefix, or one edited by hand), or
+/// etcd refuses this node access to it. The roles read it as no key (a
+/// member out of sight, an action whose calls are answered as not routed)
+/// until it is deleted, put right, or access is granted.
 pub(crate) fn warn_unreadable(key: &Key<Named>, reason: &str) {
     let key = match key {
         Key::Endpoint(action) => format!("the endpoint key of action {action:?}"),
         Key::Member(scheduler) => format!("the member key of scheduler {scheduler:?}"),
     };
-    tracing::warn!(%key, %reason, "an etcd key holds what no steadfast node writes: it is \
-        read as no key until it is deleted or put right");
+    tracing::warn!(%key, %reason, "an etcd key cannot be read by this node: it is read as \
+        no key until it is deleted or put right, or this node's etcd user is granted access");
 }

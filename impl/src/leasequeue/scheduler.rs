@@ -868,7 +868,7 @@ impl<E: Executor> Driver<E> {
                 self.ask(move |mut etcd| async move {
                     let claimed = etcd.claim(&action, &owner, incarnation, lease).await;
                     let result = logged("claim an endpoint key", claimed)?;
-                    if let ClaimResult::Unreadable { reason } = &result {
+                    if let ClaimResult::Unreadable { reason, .. } = &result {
                         warn_unreadable(&Key::Endpoint(action.clone()), reason);
                     }
                     Some(Event::Input(Input::Claimed {
@@ -887,12 +887,18 @@ impl<E: Executor> Driver<E> {
                 Some(Event::Input(Input::Deleted { action }))
             }),
             Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
-                let input = match etcd.lookup(&action).await {
-                    Err(EtcdError::Corrupt { reason, .. }) => {
+                let looked = etcd.lookup(&action).await;
+                let input = match looked.as_ref().map_err(EtcdError::unreadable) {
+                    Err(Some((why, reason))) => {
                         warn_unreadable(&Key::Endpoint(action.clone()), &reason);
-                        Input::ResolvedUnreadable { id, action, reason }
+                        Input::ResolvedUnreadable {
+                            id,
+                            action,
+                            why,
+                            reason,
+                        }
                     }
-                    looked => {
+                    _ => {
                         let key = logged("look up an endpoint key", looked)?;
                         Input::Resolved { id, action, key }
                     }
@@ -1063,12 +1069,12 @@ impl<E: Executor> Driver<E> {
                 }
                 wire::Outcome::Ambiguous { reason }
             }
-            Outcome::Unrouted { may_have_run } => {
+            Outcome::Unrouted { may_have_run, why } => {
                 if first {
-                    tracing::warn!(%id, "activation not routed: its action's endpoint key \
-                        holds a value no steadfast node wrote");
+                    tracing::warn!(%id, %why, "activation not routed: no owner can be read \
+                        from its action's endpoint key");
                 }
-                wire::Outcome::Unrouted { may_have_run }
+                wire::Outcome::Unrouted { may_have_run, why }
             }
         };
         if first {

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use steadfast_spec::leasequeue::{ExecutionFailure, FailReason};
+use steadfast_spec::leasequeue::{ExecutionFailure, FailReason, KeyFault};
 
 /// One message between nodes.
 ///
@@ -164,12 +164,14 @@ pub enum Outcome {
         /// Why it was not run again.
         reason: FailReason,
     },
-    /// This call could not be routed: its action's endpoint key holds a
-    /// value no steadfast node wrote.
+    /// This call could not be routed: no owner can be read from its
+    /// action's endpoint key.
     Unrouted {
         /// An earlier copy of it reached a scheduler that stopped without
         /// acknowledging it, and may have run it.
         may_have_run: bool,
+        /// Why the key could not be read.
+        why: KeyFault,
     },
 }
 
@@ -239,7 +241,10 @@ mod tests {
             },
             Message::Outcome {
                 id: "a-1".into(),
-                outcome: Outcome::Unrouted { may_have_run: true },
+                outcome: Outcome::Unrouted {
+                    may_have_run: true,
+                    why: KeyFault::AccessDenied,
+                },
                 from: "127.0.0.1:1".into(),
             },
             Message::OutcomeAck {

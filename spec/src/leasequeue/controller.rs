@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{contains_sorted, insert_sorted, Domain, FailReason, Outcome, Rule, Rules};
+use super::{contains_sorted, insert_sorted, Domain, FailReason, KeyFault, Outcome, Rule, Rules};
 
 /// How a controller is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -167,14 +167,17 @@ pub enum Input<D: Domain> {
         /// The key's owner, if the key exists.
         owner: Option<D::Scheduler>,
     },
-    /// A lookup of `action`'s key for activation `id` found a value no
-    /// steadfast node wrote: no owner can be read from it.
+    /// A lookup of `action`'s key for activation `id` could read no owner
+    /// from it, for good: the key holds a value no steadfast node wrote,
+    /// or etcd refused this node access to it (`why`).
     GotUnreadable {
         /// The activation it is for.
         id: D::Activation,
         /// Its action.
         action: D::Action,
-        /// What is wrong with the value.
+        /// Why no owner could be read.
+        why: KeyFault,
+        /// etcd's words, or what is wrong with the value.
         reason: String,
     },
     /// A lookup for activation `id` could not reach etcd.
@@ -748,13 +751,15 @@ impl<D: Domain> Controller<D> {
             }
             // Nobody can find the queue's owner, nor whether this id ran
             // through another call: the call is answered as not routed.
-            Input::GotUnreadable { id, action, .. } if rules.has(Rule::RefuseUnreadable) => {
+            Input::GotUnreadable {
+                id, action, why, ..
+            } if rules.has(Rule::RefuseUnreadable) => {
                 if !self.answered(&id) {
                     return Vec::new();
                 }
                 self.remember(action, None);
                 let may_have_run = contains_sorted(&self.may_have_run, &id);
-                self.resolve(id, Outcome::Unrouted { may_have_run })
+                self.resolve(id, Outcome::Unrouted { may_have_run, why })
             }
             // Without the rule, as if etcd had not answered.
             Input::GotUnreadable { id, action, .. } => {

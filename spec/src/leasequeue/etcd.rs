@@ -109,6 +109,11 @@ pub struct Etcd {
     /// by action: never an action of [`Etcd::keys`].
     #[serde(default)]
     pub foreign: Vec<Foreign>,
+    /// The endpoint keys etcd refuses a scheduler every request on, as
+    /// (scheduler, action), sorted: its user lacks the permission. Never a
+    /// key that scheduler holds.
+    #[serde(default)]
+    pub denied: Vec<(u8, u8)>,
     /// The member keys, sorted by scheduler.
     pub members: Vec<Member>,
     /// The live leases, sorted by id.
@@ -135,6 +140,7 @@ impl Etcd {
             rev: 1,
             keys: Vec::new(),
             foreign: Vec::new(),
+            denied: Vec::new(),
             members: Vec::new(),
             leases: Vec::new(),
             log: Vec::new(),
@@ -168,6 +174,31 @@ impl Etcd {
         let create_rev = self.rev;
         self.foreign.insert(at, Foreign { action, create_rev });
         self.record(Key::Endpoint(action), Some(Value::Unreadable));
+    }
+
+    /// Whether etcd refuses `scheduler` every request on `action`'s
+    /// endpoint key.
+    pub fn is_denied(&self, scheduler: u8, action: u8) -> bool {
+        self.denied.binary_search(&(scheduler, action)).is_ok()
+    }
+
+    /// An operator takes from `scheduler`'s user the permission on
+    /// `action`'s endpoint key, which it does not hold (permissions are
+    /// not in the key space: no revision, no watch event).
+    pub fn deny(&mut self, scheduler: u8, action: u8) {
+        debug_assert!(
+            self.get(action).is_none_or(|k| k.owner != scheduler),
+            "a held key is not denied to its holder"
+        );
+        if let Err(at) = self.denied.binary_search(&(scheduler, action)) {
+            self.denied.insert(at, (scheduler, action));
+        }
+    }
+
+    /// An operator grants `scheduler`'s user the permission on `action`'s
+    /// endpoint key.
+    pub fn allow(&mut self, scheduler: u8, action: u8) {
+        self.denied.retain(|d| *d != (scheduler, action));
     }
 
     /// Whether lease `id` is live.

@@ -91,6 +91,38 @@ pub trait Domain:
     fn placement(seed: u64, action: &Self::Action, scheduler: &Self::Scheduler) -> u64;
 }
 
+/// Why a node cannot read the owner of an action's queue from its endpoint
+/// key: etcd's answer, final until an operator acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum KeyFault {
+    /// The key holds a value no steadfast node wrote (another system's
+    /// under the same prefix, or one edited by hand): delete it or put it
+    /// right.
+    ForeignValue,
+    /// etcd refuses the node access to the key (its user lacks the
+    /// permission): grant it.
+    AccessDenied,
+}
+
+impl KeyFault {
+    /// What an operator does to put it right.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            KeyFault::ForeignValue => "delete the key or put it right",
+            KeyFault::AccessDenied => "grant the nodes' etcd users access to the key",
+        }
+    }
+}
+
+impl std::fmt::Display for KeyFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyFault::ForeignValue => "holds a value no steadfast node wrote",
+            KeyFault::AccessDenied => "is one etcd refuses a node access to",
+        })
+    }
+}
+
 /// Why an activation failed for good: a named reason a caller can match on,
 /// which reads as the words OpenWhisk's users see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -179,19 +211,21 @@ pub enum Outcome {
     /// left) without acknowledging it, and may have run it first
     /// ([`Rule::MayHaveRun`]).
     Ambiguous(FailReason),
-    /// This call could not be routed, and did not run through it: its
-    /// action's endpoint key holds a value no steadfast node wrote, from
-    /// which no owner of its queue can be read ([`Rule::RefuseUnreadable`]).
-    /// It says nothing of another call of the same id (whose queue owner
-    /// nobody can find while the key is unreadable), so it is no outcome
-    /// of the activation and is not remembered: once the key is deleted
-    /// or put right, a call under the same id is routed, and runs it
-    /// unless it ran.
+    /// This call could not be routed, and did not run through it: no
+    /// owner of its queue can be read from its action's endpoint key, for
+    /// the reason `why` names ([`Rule::RefuseUnreadable`]). It says nothing
+    /// of another call of the same id (whose queue owner nobody can find
+    /// while the key is unreadable), so it is no outcome of the activation
+    /// and is not remembered: once the key is put right (or access is
+    /// granted), a call under the same id is routed, and runs it unless it
+    /// ran.
     Unrouted {
         /// An earlier copy of this call reached a scheduler that stopped
         /// without acknowledging it, and may have run it
         /// ([`Rule::MayHaveRun`]).
         may_have_run: bool,
+        /// Why the key could not be read.
+        why: KeyFault,
     },
 }
 

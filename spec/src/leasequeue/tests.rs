@@ -8,7 +8,7 @@ use super::etcd::{Etcd, Key, Refused, Value, MIN_TTL};
 use super::model::Small;
 use super::scheduler::{self, ClaimResult, Endpoint, LeaseState, Phase};
 use super::trace::{ControllerHeader, Named, SchedulerHeader, SchedulerRecord};
-use super::{Domain, ExecutionFailure, FailReason, Outcome, Rule, Rules, Variant};
+use super::{Domain, ExecutionFailure, FailReason, KeyFault, Outcome, Rule, Rules, Variant};
 use crate::trace::json::round_trip;
 use crate::trace::{Header, Record, Run, Trace};
 
@@ -1034,23 +1034,31 @@ fn an_unreadable_key_should_answer_the_call_as_not_routed_and_keep_nothing() {
         action: 1,
         lease: 7,
         result: ClaimResult::Unreadable {
+            why: KeyFault::ForeignValue,
             reason: "not \"<scheduler> <incarnation>\"".into(),
         },
     };
-    let unrouted = [
-        Effect::Report {
-            id: 1,
-            to: 0,
-            outcome: Outcome::Unrouted {
-                may_have_run: false,
+    // The caller is told why: each answer carries its own fault.
+    let unrouted = |why| {
+        [
+            Effect::Report {
+                id: 1,
+                to: 0,
+                outcome: Outcome::Unrouted {
+                    may_have_run: false,
+                    why,
+                },
             },
-        },
-        Effect::Ack { id: 1 },
-    ];
+            Effect::Ack { id: 1 },
+        ]
+    };
     let (mut s, config) = serving(Variant::Steadfast, 7);
     s.step(&config, 0, Input::CreateQueue { action: 1 });
     s.step(&config, 0, activation_of(1, 1));
-    assert_eq!(s.step(&config, 0, claimed_unreadable.clone()), unrouted);
+    assert_eq!(
+        s.step(&config, 0, claimed_unreadable.clone()),
+        unrouted(KeyFault::ForeignValue)
+    );
     assert!(s.electing.is_empty() && s.waiting.is_empty());
     assert_eq!(s.outcome_of(&1), None, "not remembered");
     // A copy again: looked up anew; the lookup finds the value too.
@@ -1060,9 +1068,13 @@ fn an_unreadable_key_should_answer_the_call_as_not_routed_and_keep_nothing() {
     let resolved_unreadable = Input::ResolvedUnreadable {
         id: 1,
         action: 1,
-        reason: "not \"<scheduler> <incarnation>\"".into(),
+        why: KeyFault::AccessDenied,
+        reason: "etcd refused this node: etcdserver: permission denied".into(),
     };
-    assert_eq!(s.step(&config, 0, resolved_unreadable.clone()), unrouted);
+    assert_eq!(
+        s.step(&config, 0, resolved_unreadable.clone()),
+        unrouted(KeyFault::AccessDenied)
+    );
     // Once the key is gone, a copy is elected for and runs.
     s.step(&config, 0, activation_of(1, 1));
     let absent = Input::Resolved {
@@ -1106,6 +1118,7 @@ fn resolved_unreadable_of(id: u8) -> Input {
     Input::ResolvedUnreadable {
         id,
         action: 2,
+        why: KeyFault::ForeignValue,
         reason: "empty".into(),
     }
 }
@@ -1130,14 +1143,16 @@ fn controller_should_answer_a_call_whose_key_is_unreadable_as_not_routed() {
     let unreadable = ControllerInput::GotUnreadable {
         id: 0,
         action: 0,
-        reason: "empty".into(),
+        why: KeyFault::AccessDenied,
+        reason: "etcd refused this node: etcdserver: permission denied".into(),
     };
     assert_eq!(
         c.step(&config, unreadable.clone()),
         [ControllerEffect::Resolve {
             id: 0,
             outcome: Outcome::Unrouted {
-                may_have_run: false
+                may_have_run: false,
+                why: KeyFault::AccessDenied,
             }
         }]
     );
@@ -2279,6 +2294,7 @@ fn scheduler_inputs() -> impl Strategy<Value = Vec<(u8, Input)>> {
         key.clone().prop_map(ClaimResult::Exists),
         Just(ClaimResult::LeaseNotFound),
         Just(ClaimResult::Unreadable {
+            why: KeyFault::ForeignValue,
             reason: "empty".into()
         }),
     ];
@@ -2428,9 +2444,14 @@ fn controller_inputs() -> impl Strategy<Value = Vec<ControllerInput>> {
             owner
         }),
         (0u8..4, 0u8..2).prop_map(|(id, action)| C::GetFailed { id, action }),
-        (0u8..4, 0u8..2).prop_map(|(id, action)| C::GotUnreadable {
+        (0u8..4, 0u8..2, any::<bool>()).prop_map(|(id, action, denied)| C::GotUnreadable {
             id,
             action,
+            why: if denied {
+                KeyFault::AccessDenied
+            } else {
+                KeyFault::ForeignValue
+            },
             reason: "empty".into()
         }),
         (0u8..4, 0u8..2).prop_map(|(id, from)| C::Acked { id, from }),
@@ -2502,9 +2523,9 @@ proptest! {
                 // The one answer steadfast decides itself: nobody can route
                 // the call (an earlier copy, lost with a scheduler, may have
                 // run).
-                ControllerInput::GotUnreadable { id, .. } if steadfast => {
+                ControllerInput::GotUnreadable { id, why, .. } if steadfast => {
                     let may_have_run = c.may_have_run.contains(id);
-                    Some((*id, Outcome::Unrouted { may_have_run }))
+                    Some((*id, Outcome::Unrouted { may_have_run, why: *why }))
                 }
                 _ => None,
             };

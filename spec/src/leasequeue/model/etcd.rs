@@ -6,10 +6,15 @@ use super::{Client, LeaseQueueModel, Placement, Small, Stream, World};
 use crate::leasequeue::controller::{self, WatchId};
 use crate::leasequeue::etcd::{Change, Endpoint, Key, Refused, Value};
 use crate::leasequeue::scheduler::{self, ClaimResult};
+use crate::leasequeue::KeyFault;
 
 /// What is wrong with a value no steadfast node wrote, as the model's
 /// etcd answers it.
 pub(super) const FOREIGN: &str = "a value no steadfast node wrote";
+
+/// etcd's words when it refuses a scheduler a key, as the model's etcd
+/// answers it.
+pub(super) const DENIED: &str = "etcdserver: permission denied";
 
 /// A change of the etcd model as a controller's watch reports it.
 fn change(change: &Change) -> controller::Change<Small> {
@@ -56,7 +61,26 @@ impl LeaseQueueModel {
         request: scheduler::Effect<Small>,
     ) -> Option<scheduler::Input<Small>> {
         use scheduler::{Effect as E, Input as I};
+        let denied = |action: &u8| w.etcd.is_denied(s, *action);
         Some(match request {
+            // etcd refuses every request on the key: a claim or a lookup is
+            // answered so; the runtime's driver logs a refused delete and
+            // feeds the role nothing.
+            E::Claim { action, lease, .. } if denied(&action) => I::Claimed {
+                action,
+                lease,
+                result: ClaimResult::Unreadable {
+                    why: KeyFault::AccessDenied,
+                    reason: DENIED.into(),
+                },
+            },
+            E::Resolve { id, action } if denied(&action) => I::ResolvedUnreadable {
+                id,
+                action,
+                why: KeyFault::AccessDenied,
+                reason: DENIED.into(),
+            },
+            E::Delete { action, .. } if denied(&action) => return None,
             E::Grant { .. } => I::Granted {
                 lease: w.etcd.grant(),
                 ttl: w.etcd.ttl,
@@ -86,6 +110,7 @@ impl LeaseQueueModel {
                     Err(Refused::Exists(key)) => ClaimResult::Exists(endpoint(key)),
                     Err(Refused::LeaseNotFound) => ClaimResult::LeaseNotFound,
                     Err(Refused::Unreadable) => ClaimResult::Unreadable {
+                        why: KeyFault::ForeignValue,
                         reason: FOREIGN.into(),
                     },
                 };
@@ -102,6 +127,7 @@ impl LeaseQueueModel {
             E::Resolve { id, action } if w.etcd.is_foreign(action) => I::ResolvedUnreadable {
                 id,
                 action,
+                why: KeyFault::ForeignValue,
                 reason: FOREIGN.into(),
             },
             E::Resolve { id, action } => I::Resolved {
@@ -169,6 +195,7 @@ impl LeaseQueueModel {
                 controller::Input::GotUnreadable {
                     id,
                     action,
+                    why: KeyFault::ForeignValue,
                     reason: FOREIGN.into(),
                 }
             }

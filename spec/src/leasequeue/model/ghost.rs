@@ -59,6 +59,10 @@ pub struct Ghost {
     /// A scheduler's claim of an endpoint key once found a value no
     /// steadfast node wrote.
     pub claim_unreadable: bool,
+    /// etcd once refused a scheduler's claim of an endpoint key (its user
+    /// lacks the permission).
+    #[serde(default)]
+    pub claim_denied: bool,
     /// A scheduler refused a copy addressed to an incarnation of it before
     /// a crash (not one addressed to none).
     pub refused: bool,

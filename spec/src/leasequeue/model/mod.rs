@@ -192,6 +192,22 @@ pub enum Action {
     /// value no steadfast node wrote (an operator puts it right). Nothing
     /// makes anyone do so.
     EtcdPutRight(u8),
+    /// An operator takes from a scheduler's user the permission on an
+    /// action's endpoint key, which it does not hold ([`Faults::denials`]).
+    EtcdDenyAccess {
+        /// The scheduler.
+        scheduler: u8,
+        /// The action.
+        action: u8,
+    },
+    /// An operator grants a scheduler's user the permission on an
+    /// action's endpoint key back. Nothing makes anyone do so.
+    EtcdGrantAccess {
+        /// The scheduler.
+        scheduler: u8,
+        /// The action.
+        action: u8,
+    },
     /// etcd loses its leader.
     EtcdLeaderLoss,
     /// etcd elects a leader, which extends every lease.
@@ -554,6 +570,13 @@ impl LeaseQueueModel {
             Action::EtcdPutRight(action) => {
                 w.etcd.delete(action, None);
             }
+            Action::EtcdDenyAccess { scheduler, action } => {
+                w.left.denials -= 1;
+                w.etcd.deny(scheduler, action);
+            }
+            Action::EtcdGrantAccess { scheduler, action } => {
+                w.etcd.allow(scheduler, action);
+            }
             Action::EtcdLeaderLoss => {
                 w.left.leader_losses -= 1;
                 w.etcd.leader = false;
@@ -689,6 +712,7 @@ impl Model for LeaseQueueModel {
                 swallowed: false,
                 taken_back: false,
                 claim_unreadable: false,
+                claim_denied: false,
                 refused: false,
                 drained: false,
                 drained_busy: false,
@@ -908,6 +932,21 @@ impl Model for LeaseQueueModel {
                 .iter()
                 .map(|f| Action::EtcdPutRight(f.action));
             actions.extend(foreign);
+            let granted = w
+                .etcd
+                .denied
+                .iter()
+                .map(|&(scheduler, action)| Action::EtcdGrantAccess { scheduler, action });
+            actions.extend(granted);
+        }
+        if w.left.denials > 0 && w.etcd.leader {
+            for scheduler in self.up(w) {
+                let deniable = (0..self.bounds.actions).filter(|a| {
+                    !w.etcd.is_denied(scheduler, *a)
+                        && w.etcd.get(*a).is_none_or(|k| k.owner != scheduler)
+                });
+                actions.extend(deniable.map(|action| Action::EtcdDenyAccess { scheduler, action }));
+            }
         }
         if w.left.leader_losses > 0 && w.etcd.leader {
             actions.push(Action::EtcdLeaderLoss);

@@ -23,7 +23,7 @@ struct Reachable {
     condition: fn(&LeaseQueueModel, &World) -> bool,
 }
 
-const REACHABLE: [Reachable; 39] = [
+const REACHABLE: [Reachable; 40] = [
     // The world places two actions' queues on one scheduler; its lease's
     // loss then deletes both keys in one revision, which every controller
     // must take in whole.
@@ -242,11 +242,19 @@ const REACHABLE: [Reachable; 39] = [
         expected: |b| b.faults.foreign_values > 0 && !b.submissions.is_empty(),
         condition: |_, w| w.ghost.claim_unreadable,
     },
+    // etcd refuses a scheduler's user the action's key: its claim is
+    // refused, and the call is answered as not routed.
+    Reachable {
+        name: "etcd refuses a scheduler's claim",
+        expected: |b| b.faults.denials > 0 && !b.submissions.is_empty(),
+        condition: |_, w| w.ghost.claim_denied,
+    },
     Reachable {
         name: "a call is answered as not routed",
         expected: |b| {
             let steadfast = b.variant == Variant::Steadfast;
-            steadfast && b.faults.foreign_values > 0 && !b.submissions.is_empty()
+            let unreadable = b.faults.foreign_values > 0 || b.faults.denials > 0;
+            steadfast && unreadable && !b.submissions.is_empty()
         },
         condition: |_, w| {
             let calls = w.activations.iter().chain(&w.retries);

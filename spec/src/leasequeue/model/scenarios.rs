@@ -406,6 +406,20 @@ pub fn foreign_value(variant: Variant) -> LeaseQueueModel {
     model
 }
 
+/// A permission withheld: `forward-loss`'s sizes, with etcd refusing one
+/// scheduler's user every request on the action's key (which it does not
+/// hold), from the start or at any time, until an operator grants it,
+/// which nothing makes happen: its claim or lookup of the key is refused,
+/// while the other scheduler may claim it.
+pub fn access_denied(variant: Variant) -> LeaseQueueModel {
+    let mut model = forward_loss(variant);
+    model.bounds.faults = Faults {
+        denials: 1,
+        ..Faults::default()
+    };
+    model
+}
+
 /// The user's edges at once, for `steadfast check` (too big for `cargo
 /// test`): `retries` (two schedulers, two controllers, one action placed
 /// by the world, one activation submitted again through each controller),

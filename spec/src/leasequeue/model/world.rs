@@ -7,7 +7,7 @@ use super::{Ghost, LeaseQueueModel, Small};
 use crate::leasequeue::controller::{self, Controller, WatchId};
 use crate::leasequeue::etcd::Etcd;
 use crate::leasequeue::scheduler::{self, ClaimResult, LeaseState, Scheduler};
-use crate::leasequeue::{ExecutionFailure, FailReason, Outcome, Rule, Variant};
+use crate::leasequeue::{ExecutionFailure, FailReason, KeyFault, Outcome, Rule, Variant};
 
 /// One client of etcd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -425,6 +425,14 @@ pub struct Faults {
     /// [`Action::EtcdPutRight`]: super::Action::EtcdPutRight
     #[serde(default)]
     pub foreign_values: u8,
+    /// Permissions an operator takes away, or never granted: etcd refuses
+    /// a scheduler's user every request on an action's endpoint key, which
+    /// the scheduler does not hold, until an operator grants it
+    /// ([`Action::EtcdGrantAccess`], which nothing makes happen).
+    ///
+    /// [`Action::EtcdGrantAccess`]: super::Action::EtcdGrantAccess
+    #[serde(default)]
+    pub denials: u8,
     /// Schedulers that stop for good (a node lost, a scale-down without
     /// draining): what they ran and did not acknowledge is lost with them,
     /// their lease is left to expire, and messages to them bounce. One
@@ -507,13 +515,16 @@ impl LeaseQueueModel {
         let lost = matches!(&input, scheduler::Input::Claimed {
             result: ClaimResult::Exists(key), ..
         } if key.owner != s);
-        w.ghost.claim_unreadable |= matches!(
-            &input,
-            scheduler::Input::Claimed {
-                result: ClaimResult::Unreadable { .. },
-                ..
+        if let scheduler::Input::Claimed {
+            result: ClaimResult::Unreadable { why, .. },
+            ..
+        } = &input
+        {
+            match why {
+                KeyFault::ForeignValue => w.ghost.claim_unreadable = true,
+                KeyFault::AccessDenied => w.ghost.claim_denied = true,
             }
-        );
+        }
         // A copy of an activation it settled, which it answers from memory.
         let from_memory = match &input {
             scheduler::Input::Activation { id, .. } if w.schedulers[i].outcome_of(id).is_some() => {
@@ -916,6 +927,7 @@ impl LeaseQueueModel {
             && w.outages_left == 0
             && w.left.exhausted()
             && w.etcd.foreign.is_empty()
+            && w.etcd.denied.is_empty()
             && w.armed.is_none()
             && w.answers.is_empty()
     }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::leasequeue::{Domain, ExecutionFailure, Outcome};
+use crate::leasequeue::{Domain, ExecutionFailure, KeyFault, Outcome};
 
 use super::Endpoint;
 
@@ -19,10 +19,13 @@ pub enum ClaimResult<D: Domain> {
     Exists(Endpoint<D>),
     /// The lease named in the request does not exist.
     LeaseNotFound,
-    /// The key exists, and holds a value no steadfast node wrote: no
-    /// owner can be read from it.
+    /// No owner can be read from the key, for good: it holds a value no
+    /// steadfast node wrote, or etcd refused this node access to it
+    /// (`why`).
     Unreadable {
-        /// What is wrong with the value.
+        /// Why no owner could be read.
+        why: KeyFault,
+        /// etcd's words, or what is wrong with the value.
         reason: String,
     },
 }
@@ -86,14 +89,17 @@ pub enum Input<D: Domain> {
         /// The key, if it exists.
         key: Option<Endpoint<D>>,
     },
-    /// A lookup of `action`'s key for activation `id` found a value no
-    /// steadfast node wrote: no owner can be read from it.
+    /// A lookup of `action`'s key for activation `id` could read no owner
+    /// from it, for good: the key holds a value no steadfast node wrote,
+    /// or etcd refused this node access to it (`why`).
     ResolvedUnreadable {
         /// The activation.
         id: D::Activation,
         /// Its action.
         action: D::Action,
-        /// What is wrong with the value.
+        /// Why no owner could be read.
+        why: KeyFault,
+        /// etcd's words, or what is wrong with the value.
         reason: String,
     },
     /// A lookup of peer `scheduler`'s member key answered

@@ -97,8 +97,9 @@
 //! # Keys no steadfast node wrote
 //!
 //! A claim or a lookup may find under an action's key a value no steadfast
-//! node wrote ([`ClaimResult::Unreadable`], [`Input::ResolvedUnreadable`]):
-//! nobody can read the queue's owner from it. Under
+//! node wrote, or etcd may refuse the scheduler access to the key
+//! ([`ClaimResult::Unreadable`], [`Input::ResolvedUnreadable`]): the
+//! scheduler cannot read the queue's owner from it. Under
 //! [`Rule::RefuseUnreadable`] the scheduler answers the calls waiting on it
 //! with [`Outcome::Unrouted`], which it does not remember: a copy that
 //! comes once the key is deleted is taken in anew.
@@ -393,9 +394,9 @@ impl<D: Domain> Scheduler<D> {
             } => self.claimed(config, action, lease, result, &mut out),
             Input::Deleted { action } => self.deleted(action, &mut out),
             Input::Resolved { id, action, key } => self.resolved(config, id, action, key, &mut out),
-            Input::ResolvedUnreadable { id, action, .. } => {
-                self.resolved_unreadable(config, id, action, &mut out)
-            }
+            Input::ResolvedUnreadable {
+                id, action, why, ..
+            } => self.resolved_unreadable(config, id, action, why, &mut out),
             Input::MemberFound {
                 scheduler,
                 incarnation,

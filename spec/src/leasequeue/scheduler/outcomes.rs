@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::leasequeue::{Domain, Outcome, Rule, Rules};
+use crate::leasequeue::{Domain, KeyFault, Outcome, Rule, Rules};
 
 use super::{contains_sorted, insert_sorted, Config, Effect, Scheduler};
 
@@ -93,17 +93,18 @@ impl<D: Domain> Scheduler<D> {
     }
 
     /// Answers every controller owed activation `id` that this call could
-    /// not be routed ([`Outcome::Unrouted`]): its action's key is
-    /// unreadable. It is not remembered, so a copy that comes after the
-    /// key is put right is taken in anew.
+    /// not be routed ([`Outcome::Unrouted`]): no owner can be read from its
+    /// action's key, for the reason `why` names. It is not remembered, so
+    /// a copy that comes after the key is put right is taken in anew.
     pub(super) fn unroute(
         &mut self,
         config: &Config<D>,
         id: D::Activation,
+        why: KeyFault,
         out: &mut Vec<Effect<D>>,
     ) {
         let may_have_run = contains_sorted(&self.may_have_run, &id);
-        self.settle(config, id, Outcome::Unrouted { may_have_run }, out);
+        self.settle(config, id, Outcome::Unrouted { may_have_run, why }, out);
     }
 
     /// Tells controller `to` that activation `id` ended with `outcome`,

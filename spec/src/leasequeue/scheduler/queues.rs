@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::leasequeue::{Domain, FailReason, Outcome, Rule, Rules};
+use crate::leasequeue::{Domain, FailReason, KeyFault, Outcome, Rule, Rules};
 
 use super::{contains_sorted, insert_sorted, ClaimResult, Config, Effect, Scheduler};
 
@@ -136,10 +136,10 @@ impl<D: Domain> Scheduler<D> {
             return;
         }
         match result {
-            ClaimResult::Unreadable { .. } if config.rules.has(Rule::RefuseUnreadable) => {
+            ClaimResult::Unreadable { why, .. } if config.rules.has(Rule::RefuseUnreadable) => {
                 self.electing.retain(|a| *a != action);
                 for (id, _) in extract(&mut self.waiting, &action) {
-                    self.unroute(config, id, out);
+                    self.unroute(config, id, why, out);
                 }
             }
             // Without the rule, it claims again at the next wake-up.
@@ -211,15 +211,17 @@ impl<D: Domain> Scheduler<D> {
         }
     }
 
-    /// The lookup of `action`'s key for activation `id` found a value no
-    /// steadfast node wrote. Under [`Rule::RefuseUnreadable`], unless it
-    /// can serve the action itself, it answers the call as not routed;
-    /// without the rule, it looks the key up again at its next wake-up.
+    /// The lookup of `action`'s key for activation `id` could read no
+    /// owner from it, for good (`why`). Under [`Rule::RefuseUnreadable`],
+    /// unless it can serve the action itself, it answers the call as not
+    /// routed; without the rule, it looks the key up again at its next
+    /// wake-up.
     pub(super) fn resolved_unreadable(
         &mut self,
         config: &Config<D>,
         id: D::Activation,
         action: D::Action,
+        why: KeyFault,
         out: &mut Vec<Effect<D>>,
     ) {
         if !config.rules.has(Rule::RefuseUnreadable) || self.lookup_answered(&id).is_none() {
@@ -227,7 +229,7 @@ impl<D: Domain> Scheduler<D> {
         }
         match self.servable(config.rules, &action) {
             Some(lease) => self.execute(config, id, action, lease, out),
-            None => self.unroute(config, id, out),
+            None => self.unroute(config, id, why, out),
         }
     }
 
