@@ -470,7 +470,7 @@ static LEASEQUEUE_VARIANTS: [Variant<leasequeue::Variant>; 2] = [
 
 type LeaseQueueScenario = fn(leasequeue::Variant) -> LeaseQueueModel;
 
-static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 36] = [
+static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 37] = [
     Scenario {
         name: "seed5286",
         about: "OpenWhisk #5286: 2 schedulers, 1 controller, 1 action, TTL 1 (3) against a 3-tick outage of a running system",
@@ -614,6 +614,12 @@ static LEASEQUEUE_SCENARIOS: [Scenario<LeaseQueueScenario>; 36] = [
         about: "forward-loss's sizes with etcd refusing one scheduler's user the action's key until an operator grants it",
         by_default: true,
         value: lq_scenarios::access_denied,
+    },
+    Scenario {
+        name: "compaction",
+        about: "seed5286 with a compaction at any time: a watch cut off by the outage may resume from a revision compacted away",
+        by_default: true,
+        value: lq_scenarios::compaction,
     },
     Scenario {
         name: "general",

@@ -103,7 +103,7 @@ fn a_restarted_watch_must_resume_where_it_stopped() {
 
 #[test]
 fn a_compacted_watch_must_relist() {
-    assert_needed(Rule::Relist, scenarios::general, "routing restored");
+    assert_needed(Rule::Relist, scenarios::compaction, "routing restored");
 }
 
 /// etcd holds each watch opening past the next wake-up, at which the

@@ -57,6 +57,15 @@ pub fn seed5286(variant: Variant) -> LeaseQueueModel {
     })
 }
 
+/// `seed5286` with a compaction at any time: the controller's watch,
+/// cut off by the outage, may have to resume from a revision compacted
+/// away, and etcd then cancels it.
+pub fn compaction(variant: Variant) -> LeaseQueueModel {
+    let mut model = seed5286(variant);
+    model.bounds.faults.compactions = 1;
+    model
+}
+
 /// `seed5286`'s sizes with the outage cutting off both schedulers, and
 /// not the controller, at any time: both leases expire and their member
 /// keys go, so the controller knows no live member to place the queue on
