@@ -14,7 +14,7 @@ use steadfast::leasequeue::etcd::{Etcd, EtcdOptions};
 use steadfast::leasequeue::network::Network;
 use steadfast::leasequeue::wire::Message;
 use steadfast::leasequeue::{
-    Controller, ControllerBuilder, Request, SchedulerBuilder, SubmitError, Variant,
+    Controller, ControllerBuilder, Request, SchedulerBuilder, SubmitError, Submitted, Variant,
 };
 use steadfast::spec::leasequeue::KeyFault;
 use steadfast_tests::etcd_server::{await_answer, EtcdCluster, EtcdServer, User};
@@ -273,6 +273,63 @@ impl Run {
     /// Replays every trace of the run, which must agree with the spec and,
     /// under the steadfast rules, hold the cross-role properties; returns
     /// what replayed.
+    /// Asserts that `call`, of `action`, ends within 5 s as not routed for
+    /// `why`, naming its id and action, with an error that says `says`,
+    /// and that nothing ran; returns its id.
+    async fn assert_unrouted(
+        &self,
+        call: Submitted,
+        action: &str,
+        why: KeyFault,
+        says: &str,
+    ) -> String {
+        let id = call.id().to_owned();
+        let answered = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("the call is answered");
+        match &answered {
+            Err(SubmitError::Unrouted {
+                id: answered_id,
+                action: answered_action,
+                may_have_run,
+                why: answered_why,
+            }) => assert_eq!(
+                (
+                    answered_id,
+                    answered_action.as_str(),
+                    *may_have_run,
+                    *answered_why
+                ),
+                (&id, action, false, why)
+            ),
+            other => panic!("expected the call answered as not routed, got {other:?}"),
+        }
+        let message = answered.unwrap_err().to_string();
+        assert!(
+            message.contains(&format!("{action:?}")) && message.contains(says),
+            "{message}"
+        );
+        assert_eq!(self.ledger.runs(&id), 0);
+        id
+    }
+
+    /// Asserts that `call`, of `action`, runs within 5 s, and that no
+    /// activation ran twice; `when` says what made it run.
+    async fn assert_runs_once(&self, call: Submitted, action: &str, when: &str) {
+        let id = call.id().to_owned();
+        let ran = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .unwrap_or_else(|_| panic!("it runs once {when}"))
+            .expect("it ran");
+        assert_eq!(ran["action"], json!(action));
+        assert_eq!(self.ledger.runs(&id), 1);
+        assert!(
+            self.ledger.ran_twice().is_empty(),
+            "{:?}",
+            self.ledger.ran_twice()
+        );
+    }
+
     fn replay(&self) -> Vec<(PathBuf, usize)> {
         steadfast_tests::replay_all(self.traces.path(), self.variant == Variant::Steadfast)
     }
@@ -2115,42 +2172,15 @@ async fn keys_this_runtime_did_not_write_should_stop_no_controller_from_routing(
     // The call of the action whose key is unreadable is answered as not
     // routed, and nothing ran; once the key is deleted, the same id is
     // placed and runs, once.
-    let id = stuck.id().to_owned();
-    let refused = tokio::time::timeout(Duration::from_secs(5), stuck)
-        .await
-        .expect("the call is answered");
-    match &refused {
-        Err(SubmitError::Unrouted {
-            id: refused_id,
-            action,
-            may_have_run: false,
-            why: KeyFault::ForeignValue,
-        }) => {
-            assert_eq!((refused_id, action.as_str()), (&id, "stuck"));
-        }
-        other => panic!("expected the call answered as not routed, got {other:?}"),
-    }
-    let message = refused.unwrap_err().to_string();
-    assert!(
-        message.contains("\"stuck\"") && message.contains("delete the key"),
-        "{message}"
-    );
-    assert_eq!(run.ledger.runs(&id), 0);
+    let id = run
+        .assert_unrouted(stuck, "stuck", KeyFault::ForeignValue, "delete the key")
+        .await;
     raw.delete("steadfast/queue/stuck/leader", None)
         .await
         .unwrap();
-    let again = c2.submit_as(id.clone(), "stuck", json!({ "n": "stuck" }));
-    let ran = tokio::time::timeout(Duration::from_secs(5), again)
-        .await
-        .expect("it runs once its key is gone")
-        .expect("it ran");
-    assert_eq!(ran["action"], json!("stuck"));
-    assert_eq!(run.ledger.runs(&id), 1);
-    assert!(
-        run.ledger.ran_twice().is_empty(),
-        "{:?}",
-        run.ledger.ran_twice()
-    );
+    let again = c2.submit_as(id, "stuck", json!({ "n": "stuck" }));
+    run.assert_runs_once(again, "stuck", "its key is gone")
+        .await;
     println!(
         "foreign keys: {new_actions} new actions placed ({} and {} on the newcomer through \
          each controller); the call of the unreadable key's action was answered as not \
@@ -2203,25 +2233,9 @@ async fn a_call_whose_actions_key_etcd_refuses_should_be_answered_as_not_routed(
     assert_eq!(open["action"], json!("open"));
 
     let closed = c.submit("closed", json!({}));
-    let id = closed.id().to_owned();
-    let refused = tokio::time::timeout(Duration::from_secs(5), closed)
-        .await
-        .expect("the call is answered");
-    match &refused {
-        Err(SubmitError::Unrouted {
-            id: refused_id,
-            action,
-            may_have_run: false,
-            why: KeyFault::AccessDenied,
-        }) => assert_eq!((refused_id, action.as_str()), (&id, "closed")),
-        other => panic!("expected the call answered as refused access, got {other:?}"),
-    }
-    let message = refused.unwrap_err().to_string();
-    assert!(
-        message.contains("\"closed\"") && message.contains("grant"),
-        "{message}"
-    );
-    assert_eq!(run.ledger.runs(&id), 0);
+    let id = run
+        .assert_unrouted(closed, "closed", KeyFault::AccessDenied, "grant")
+        .await;
 
     let mut admin = etcd_client::Client::connect(
         [etcd.endpoint()],
@@ -2234,18 +2248,9 @@ async fn a_call_whose_actions_key_etcd_refuses_should_be_answered_as_not_routed(
         .role_grant_permission("scheduler", closed_keys)
         .await
         .unwrap();
-    let again = c.submit_as(id.clone(), "closed", json!({}));
-    let ran = tokio::time::timeout(Duration::from_secs(5), again)
-        .await
-        .expect("it runs once access is granted")
-        .expect("it ran");
-    assert_eq!(ran["action"], json!("closed"));
-    assert_eq!(run.ledger.runs(&id), 1);
-    assert!(
-        run.ledger.ran_twice().is_empty(),
-        "{:?}",
-        run.ledger.ran_twice()
-    );
+    let again = c.submit_as(id, "closed", json!({}));
+    run.assert_runs_once(again, "closed", "access is granted")
+        .await;
     drop((c, one));
     run.replay();
 }
