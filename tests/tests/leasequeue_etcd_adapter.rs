@@ -400,12 +400,8 @@ async fn tls_and_a_user_should_be_honoured() {
     ));
 
     // Authentication on: only the user with its password gets in.
-    let mut admin = server.client().await.unwrap();
-    admin.user_add("root", "root-secret", None).await.unwrap();
-    let _ = admin.role_add("root").await;
-    admin.user_grant_role("root", "root").await.unwrap();
-    admin.auth_enable().await.unwrap();
-    let mut etcd = Etcd::connect(&tls().with_user("root", "root-secret"))
+    server.enable_auth(&[]).await.unwrap();
+    let mut etcd = Etcd::connect(&tls().with_user("root", "root"))
         .await
         .expect("the user connects");
     assert!(etcd.lookup("hello").await.unwrap().is_some());

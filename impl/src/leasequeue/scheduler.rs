@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::etcd::{Etcd, EtcdError, EtcdOptions};
+use super::etcd::{Etcd, EtcdOptions};
 use super::executor::{Ended, Executions, Executor, Invocation};
 use super::metrics::SchedulerMetrics;
 use super::network::Network;
@@ -887,21 +887,20 @@ impl<E: Executor> Driver<E> {
                 Some(Event::Input(Input::Deleted { action }))
             }),
             Effect::Resolve { id, action } => self.ask(move |mut etcd| async move {
-                let looked = etcd.lookup(&action).await;
-                let input = match looked.as_ref().map_err(EtcdError::unreadable) {
-                    Err(Some((why, reason))) => {
-                        warn_unreadable(&Key::Endpoint(action.clone()), &reason);
-                        Input::ResolvedUnreadable {
-                            id,
-                            action,
-                            why,
-                            reason,
+                let input = match etcd.lookup(&action).await {
+                    Ok(key) => Input::Resolved { id, action, key },
+                    Err(error) => match error.unreadable() {
+                        Some((why, reason)) => {
+                            warn_unreadable(&Key::Endpoint(action.clone()), &reason);
+                            Input::ResolvedUnreadable {
+                                id,
+                                action,
+                                why,
+                                reason,
+                            }
                         }
-                    }
-                    _ => {
-                        let key = logged("look up an endpoint key", looked)?;
-                        Input::Resolved { id, action, key }
-                    }
+                        None => return logged("look up an endpoint key", Err(error)),
+                    },
                 };
                 Some(Event::Input(input))
             }),
