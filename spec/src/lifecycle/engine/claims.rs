@@ -1,0 +1,84 @@
+//! The claim on the object ([`Rule::Claims`], [`Rule::TakeOver`]): where
+//! the engine stands with it, and what a patch does to it.
+
+use super::{ClaimChange, Engine};
+use crate::lifecycle::domain::Domain;
+use crate::lifecycle::handlers::Config;
+use crate::lifecycle::object::{Claim, ObjectView};
+use crate::lifecycle::rules::Rule;
+
+/// Where the engine stands with the claim on a version of the object
+/// ([`Rule::Claims`]).
+pub(super) enum Standing<D: Domain> {
+    /// Its own claim, live by its clock: it may run a handler until `until`.
+    Mine {
+        /// The claim's end.
+        until: D::Time,
+    },
+    /// No live claim of another's: it may take the object.
+    Free,
+    /// Another replica's claim, live or not known to be over: nothing of
+    /// the object is done before `over` (never, without [`Rule::TakeOver`]).
+    Theirs {
+        /// When it may be taken over.
+        over: Option<D::Time>,
+    },
+}
+
+impl<D: Domain> Engine<D> {
+    /// Whether `view`'s claim, live or not, is the engine's own.
+    pub(super) fn holds(&self, view: &ObjectView<D>) -> bool {
+        view.claim
+            .as_ref()
+            .is_some_and(|claim| claim.holder == self.identity)
+    }
+
+    /// Where the engine stands with the claim on `view`.
+    pub(super) fn standing(&self, config: &Config<D>, view: &ObjectView<D>) -> Standing<D> {
+        if !config.rules.has(Rule::Claims) {
+            return Standing::Free;
+        }
+        match &view.claim {
+            None => Standing::Free,
+            Some(claim) if self.holds(view) => {
+                if self.now < claim.until {
+                    Standing::Mine { until: claim.until }
+                } else {
+                    Standing::Free
+                }
+            }
+            Some(claim) => {
+                let over = D::after(claim.until, config.claims.drift);
+                let takes_over = config.rules.has(Rule::TakeOver);
+                if takes_over && self.now >= over {
+                    Standing::Free
+                } else {
+                    Standing::Theirs {
+                        over: takes_over.then_some(over),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The change of the claim a patch of `view` makes ([`Rule::Claims`]):
+    /// the engine's own from now for the claim's duration, or with
+    /// `release` none (if there is one to release).
+    pub(super) fn claim(
+        &self,
+        config: &Config<D>,
+        view: &ObjectView<D>,
+        release: bool,
+    ) -> Option<ClaimChange<D>> {
+        if !config.rules.has(Rule::Claims) {
+            return None;
+        }
+        if release {
+            return view.claim.as_ref().map(|_| ClaimChange::Release);
+        }
+        Some(ClaimChange::Set(Claim {
+            holder: self.identity.clone(),
+            until: D::after(self.now, config.claims.duration),
+        }))
+    }
+}

@@ -1,0 +1,345 @@
+//! A processing cycle: which handler runs next on the newest version, and
+//! when a record counts as finished ([`Rule::DigestFinished`],
+//! [`Rule::PlanOnce`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::claims::Standing;
+use super::inputs::RunId;
+use super::outcomes::Carried;
+use super::{Effect, Engine, Hold, Patch, Phase};
+use crate::lifecycle::domain::Domain;
+use crate::lifecycle::handlers::{Config, HandlerSpec, On, Reason};
+use crate::lifecycle::object::{Final, ObjectView, Progress, Record};
+use crate::lifecycle::rules::Rule;
+
+/// The cycle being processed: the version it started from, the progress as
+/// it will be written, and what the handlers run in it wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Cycle<D: Domain> {
+    pub(super) view: ObjectView<D>,
+    pub(super) work: Progress<D>,
+    pub(super) writes: Vec<D::Write>,
+    /// Parents that ran in this cycle (kopf runs a parent's sub-handlers
+    /// within the parent's invocation).
+    pub(super) planned: Vec<D::Handler>,
+}
+
+/// What a cycle should do next.
+pub(super) enum Next<D: Domain> {
+    /// Run this handler, a sub-handler of `parent` if that is set.
+    Run {
+        handler: D::Handler,
+        parent: Option<D::Handler>,
+    },
+    /// Nothing can run before this time.
+    Wait(D::Time),
+    /// Every active handler is finished.
+    Done,
+}
+
+impl<D: Domain> Engine<D> {
+    /// The registration that governs `handler`: its own, or its parent's.
+    pub(super) fn spec<'c>(
+        &self,
+        config: &'c Config<D>,
+        handler: &D::Handler,
+        parent: Option<&D::Handler>,
+    ) -> &'c HandlerSpec<D> {
+        let id = parent.unwrap_or(handler);
+        config
+            .handler(id)
+            .expect("the engine runs only registered handlers and their sub-handlers")
+    }
+
+    /// Starts a cycle on the newest version, if the engine is idle.
+    pub(super) fn cycle(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+        let paused = self.pause.as_ref().is_some_and(|p| self.now < p.until);
+        if !matches!(self.phase, Phase::Idle) || paused || matches!(self.hold, Hold::Refused(_)) {
+            // Busy, waiting out a throttle, or on a version refused for good.
+            return Vec::new();
+        }
+        if let Hold::Fetching { asked, .. } = &mut self.hold {
+            // Asked for while idle, so that it reads every write of ours.
+            return if std::mem::replace(asked, true) {
+                Vec::new()
+            } else {
+                vec![Effect::Fetch]
+            };
+        }
+        let Some(view) = self.view.clone() else {
+            return Vec::new();
+        };
+        if view.deleting && !view.finalizer {
+            // Deletion is under way and nothing of ours holds it.
+            return Vec::new();
+        }
+        if config.rules.has(Rule::Claims) && !self.holds(&view) {
+            // The runs whose outcomes the engine carries ran under its own
+            // claim; a version without it was written by another replica
+            // since, whose progress supersedes them.
+            self.carried.clear();
+        }
+        if let Standing::Theirs { over } = self.standing(config, &view) {
+            // Another replica works on the object: nothing is done before
+            // its claim is over.
+            return over.map(Effect::WakeAt).into_iter().collect();
+        }
+        if config.holds_deletion() && !view.finalizer && !view.deleting {
+            let mut patch = Patch::on(view.version.clone());
+            patch.finalizer = Some(true);
+            // The first write of an episode takes the claim with it.
+            patch.claim = self.claim(config, &view, false);
+            return self.send(config, patch, None);
+        }
+        let cycle = Cycle {
+            work: view.progress.clone(),
+            view,
+            writes: Vec::new(),
+            planned: Vec::new(),
+        };
+        self.proceed(config, cycle)
+    }
+
+    /// Runs the cycle's next handler, or ends the cycle.
+    pub(super) fn proceed(&mut self, config: &Config<D>, mut cycle: Cycle<D>) -> Vec<Effect<D>> {
+        let essence = cycle.view.essence.clone();
+        match self.next(config, &mut cycle, &essence) {
+            Next::Run { handler, parent } => {
+                let spec = self.spec(config, &handler, parent.as_ref());
+                self.renew_if_stale(config, &mut cycle.work, &handler, &spec.digest(&essence));
+                if let Some(at) = self.carried.iter().position(|c| c.handler == handler) {
+                    let done = self.carried.remove(at);
+                    if done.digest == spec.digest(&essence) {
+                        // Its outcome on this very digest is known: written
+                        // again instead of running it again.
+                        return self.finish(config, parent, cycle, done);
+                    }
+                }
+                if self.stopping {
+                    // No new run: what the cycle has (a parent's outcome,
+                    // under kopf) is written, the rest left to the next
+                    // start.
+                    return self.save(config, &cycle, None);
+                }
+                let record = match cycle.work.get(&handler) {
+                    Some(record) => record.clone(),
+                    None => {
+                        let record = Record::fresh(self.now);
+                        cycle.work.set(&handler, Some(record.clone()));
+                        record
+                    }
+                };
+                let mut deadline = D::after(record.started, spec.timeout);
+                if self.now >= deadline || spec.out_of_attempts(record.retries) {
+                    // Out of time or attempts before it could run (kopf
+                    // checks both before each attempt; a parent it invokes
+                    // again each cycle spends an attempt each time).
+                    let given_up = Carried::given_up(handler, spec.digest(&essence));
+                    return self.finish_telling(config, parent, cycle, given_up);
+                }
+                if config.rules.has(Rule::Claims) {
+                    match self.standing(config, &cycle.view) {
+                        // The run ends with the claim, by the engine's clock.
+                        Standing::Mine { until } => deadline = deadline.min(until),
+                        // Taken first, with the checked patch of the records
+                        // (another's claim is not met here: `cycle` waits on
+                        // it, and a cycle's version does not change).
+                        Standing::Free | Standing::Theirs { .. } => {
+                            return self.save_claiming(config, &cycle);
+                        }
+                    }
+                }
+                let run = RunId {
+                    incarnation: self.incarnation,
+                    seq: self.runs,
+                };
+                self.runs = self.runs.wrapping_add(1);
+                let invoke = Effect::Invoke {
+                    run,
+                    version: cycle.view.version.clone(),
+                    handler: handler.clone(),
+                    parent: parent.clone(),
+                    essence,
+                    old: cycle.view.diff_base.clone(),
+                    retry: record.retries,
+                    deadline,
+                };
+                self.phase = Phase::Running {
+                    run,
+                    handler,
+                    parent,
+                    deadline,
+                    cycle,
+                };
+                vec![invoke]
+            }
+            Next::Done => self.commit(config, &cycle, essence, None),
+            Next::Wait(at) => {
+                let mut effects = self.save(config, &cycle, None);
+                effects.push(Effect::WakeAt(at));
+                effects
+            }
+        }
+    }
+
+    /// Decides what the cycle does next, settling parents in the cycle's
+    /// progress on the way.
+    pub(super) fn next(
+        &self,
+        config: &Config<D>,
+        cycle: &mut Cycle<D>,
+        essence: &D::Essence,
+    ) -> Next<D> {
+        let view = &cycle.view;
+        let base = view.diff_base.as_ref();
+        let reason = Reason::of(view.deleting, base, essence, self.initial);
+        let work = &mut cycle.work;
+        // kopf's default lifecycle, `asap`: the fewest retries first, ties
+        // in registration order.
+        let mut best: Option<(u8, D::Handler, Option<D::Handler>)> = None;
+        let mut wake: Option<D::Time> = None;
+        for spec in &config.handlers {
+            let id = &spec.id;
+            let digest = spec.digest(essence);
+            // Under [`Rule::DigestFinished`], a handler whose record tells of
+            // an episode not finished, or of a run on another digest, is
+            // active too: its field may have changed and changed back
+            // relative to the diff-base since it ran.
+            let unsettled = config.rules.has(Rule::DigestFinished)
+                && reason != Reason::Delete
+                && spec.on != On::Delete
+                && (work
+                    .get(id)
+                    .is_some_and(|r| r.outcome.is_none() || self.outdated(config, r, id, &digest))
+                    || self.ran_since(id, &digest));
+            if !spec.matches(reason, base, essence, self.initial) && !unsettled {
+                continue;
+            }
+            if self.finished(config, work, id, &digest) {
+                continue;
+            }
+            let record = work.get(id);
+            let plan = record.map(|r| r.subs.clone()).unwrap_or_default();
+            let runs_again = match record {
+                None => true,
+                Some(r) if r.subs.is_empty() => true,
+                Some(r) if config.rules.has(Rule::PlanOnce) => {
+                    r.seen.as_ref() != Some(&digest) || self.outdated(config, r, id, &digest)
+                }
+                Some(_) => !cycle.planned.contains(id),
+            };
+            let mut pending: Vec<(D::Handler, Option<D::Handler>)> = Vec::new();
+            if runs_again {
+                pending.push((id.clone(), None));
+            } else {
+                for sub in &plan {
+                    if !self.finished(config, work, sub, &digest) {
+                        pending.push((sub.clone(), Some(id.clone())));
+                    }
+                }
+                if pending.is_empty() {
+                    // Every sub-handler of its plan is done: so is the
+                    // parent.
+                    let failed = plan
+                        .iter()
+                        .any(|s| work.get(s).and_then(|r| r.outcome) == Some(Final::Failure));
+                    if let Some(mut record) = work.get(id).cloned() {
+                        record.outcome = Some(if failed {
+                            Final::Failure
+                        } else {
+                            Final::Success
+                        });
+                        record.seen = Some(digest);
+                        record.delayed_until = None;
+                        work.set(id, Some(record));
+                    }
+                    continue;
+                }
+            }
+            for (handler, parent) in pending {
+                // An outdated record counts as the new episode it will be.
+                let record = work
+                    .get(&handler)
+                    .filter(|r| r.seen.is_none() || !self.outdated(config, r, &handler, &digest));
+                match record.and_then(|r| r.delayed_until) {
+                    Some(due) if due > self.now => {
+                        wake = Some(wake.map_or(due, |w| w.min(due)));
+                    }
+                    _ => {
+                        let retries = record.map_or(0, |r| r.retries);
+                        if best.as_ref().is_none_or(|(fewest, ..)| retries < *fewest) {
+                            best = Some((retries, handler, parent));
+                        }
+                    }
+                }
+            }
+        }
+        match (best, wake) {
+            (Some((_, handler, parent)), _) => Next::Run { handler, parent },
+            (None, Some(at)) => Next::Wait(at),
+            (None, None) => Next::Done,
+        }
+    }
+
+    /// Whether `id` is finished for `digest`: kopf asks only for a final
+    /// outcome; [`Rule::DigestFinished`] also asks that it was reached on
+    /// this digest.
+    pub(super) fn finished(
+        &self,
+        config: &Config<D>,
+        work: &Progress<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) -> bool {
+        work.get(id).is_some_and(|record| {
+            record.outcome.is_some() && !self.outdated(config, record, id, digest)
+        })
+    }
+
+    /// Whether `id`'s record tells of a run on another digest than
+    /// `digest` ([`Rule::DigestFinished`]), or a refused patch's outcome
+    /// tells of a later run on another digest than the record's.
+    pub(super) fn outdated(
+        &self,
+        config: &Config<D>,
+        record: &Record<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) -> bool {
+        let moved = config.rules.has(Rule::DigestFinished)
+            && record.seen.as_ref().is_some_and(|seen| seen != digest);
+        moved || self.ran_since(id, digest)
+    }
+
+    /// Whether a refused patch's outcome tells of a run of `id` on another
+    /// digest than `digest`.
+    pub(super) fn ran_since(&self, id: &D::Handler, digest: &D::Digest) -> bool {
+        self.carried
+            .iter()
+            .any(|c| c.handler == *id && c.digest != *digest)
+    }
+
+    /// An outdated record that ended (or, for a parent, declared its plan)
+    /// starts a new episode: fresh retries and start time (a parent keeps
+    /// its plan, so that the plan can be purged).
+    pub(super) fn renew_if_stale(
+        &self,
+        config: &Config<D>,
+        work: &mut Progress<D>,
+        id: &D::Handler,
+        digest: &D::Digest,
+    ) {
+        let Some(record) = work.get(id) else {
+            return;
+        };
+        if record.seen.is_some() && self.outdated(config, record, id, digest) {
+            let renewed = Record {
+                subs: record.subs.clone(),
+                ..Record::fresh(self.now)
+            };
+            work.set(id, Some(renewed));
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! What the world tells the engine: a version of the object, a run's
+//! return, a request's answer (classified here, not by the driver), the
+//! time.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lifecycle::domain::Domain;
+use crate::lifecycle::object::ObjectView;
+
+/// Names one run of a handler: the engine's incarnation (a number the
+/// driver gives each start of the operator) and the run's sequence number
+/// in it. A completion of another run (one that timed out, or a run of an
+/// earlier incarnation) is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunId {
+    /// The operator start that made the run.
+    pub incarnation: u32,
+    /// The run's number within it.
+    pub seq: u32,
+}
+
+/// What the world tells the engine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Input<D: Domain> {
+    /// A watch event showed this version of the object.
+    Observed(ObjectView<D>),
+    /// A list (at start, or after the watch expired with 410 Gone) showed
+    /// this version; a list may be served from a cache, so it may be older
+    /// than a version seen before.
+    Listed(ObjectView<D>),
+    /// The answer to [`Effect::Fetch`]: a consistent read, no older than
+    /// any version written before it was asked for.
+    Fetched(ObjectView<D>),
+    /// The object no longer exists.
+    Gone,
+    /// A run has returned.
+    HandlerDone {
+        /// Which run.
+        run: RunId,
+        /// How it ended.
+        outcome: Outcome<D>,
+        /// The sub-handlers it declared (a parent's plan); empty for a leaf.
+        /// Taken only from a run that succeeded.
+        subs: Vec<D::Handler>,
+        /// Its own write to the object, to go in the engine's patch. Taken
+        /// only from a run that succeeded.
+        write: Option<D::Write>,
+    },
+    /// The last patch was applied and made this resourceVersion.
+    PatchApplied {
+        /// The object's new resourceVersion.
+        version: D::Version,
+    },
+    /// The last patch was refused: the resourceVersion it was conditioned
+    /// on is not the object's (409), or the object is gone (404).
+    PatchConflict,
+    /// The last patch's outcome is unknown: it timed out, or the connection
+    /// was lost; it may or may not have been applied.
+    PatchUnknown,
+    /// The last patch was refused for good (400, 403, 422): as computed, it
+    /// will never apply (annotations over the API server's limit, a
+    /// finalizer added to an object being deleted, a webhook's veto, a
+    /// missing permission).
+    PatchRefused {
+        /// What the API server said.
+        message: D::Message,
+    },
+    /// The API server throttled the last patch or could not serve it (429,
+    /// 5xx); it may or may not have been applied.
+    PatchThrottled {
+        /// How long the server asked the engine to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// The consistent read asked for by [`Effect::Fetch`] failed (429, 5xx,
+    /// a lost connection).
+    FetchFailed {
+        /// How long the server asked the engine to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// A version of the object whose `steadfast.dev/` annotations cannot be
+    /// read: no handler may run on a guess of its progress.
+    Unreadable {
+        /// Its resourceVersion.
+        version: D::Version,
+        /// What is wrong with the annotations, for people.
+        message: D::Message,
+    },
+    /// The operator is stopping (a graceful shutdown, a rolling update):
+    /// no new run starts; a run in flight returns and its outcome is
+    /// written, as is any outcome owed. See [`Engine::stopped`].
+    Stop,
+    /// The time is now `now` (a requested wake-up, a run's deadline, or any
+    /// later time).
+    Tick {
+        /// The current time.
+        now: D::Time,
+    },
+}
+
+/// A request the API server did not serve, as a driver reads it off the
+/// wire. Which answer means what to the engine is decided here, by
+/// [`Failure::of_patch`] and [`Failure::of_fetch`], not by the driver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Failure<D: Domain> {
+    /// An error status.
+    Status {
+        /// Its HTTP code.
+        code: u16,
+        /// What the server said, for people.
+        message: D::Message,
+        /// How long the server asked the client to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
+    /// No answer: a timeout, a lost connection.
+    NoAnswer,
+}
+
+impl<D: Domain> Input<D> {
+    /// Whether it is an answer the API server served: a read, or a patch
+    /// applied or refused (a conflict included).
+    pub(super) fn served(&self) -> bool {
+        matches!(
+            self,
+            Input::Fetched(_)
+                | Input::PatchApplied { .. }
+                | Input::PatchConflict
+                | Input::PatchRefused { .. }
+        )
+    }
+}
+
+impl<D: Domain> Failure<D> {
+    /// The input a patch answered so is: 409 or 404, a conflict; 400, 403
+    /// or 422, refused for good; any other status, throttled or not
+    /// served; no answer, unknown.
+    pub fn of_patch(self) -> Input<D> {
+        match self {
+            Failure::Status {
+                code: 404 | 409, ..
+            } => Input::PatchConflict,
+            Failure::Status {
+                code: 400 | 403 | 422,
+                message,
+                ..
+            } => Input::PatchRefused { message },
+            Failure::Status { retry_after, .. } => Input::PatchThrottled { retry_after },
+            Failure::NoAnswer => Input::PatchUnknown,
+        }
+    }
+
+    /// The input a read answered so is: it failed, and is asked again
+    /// after the server's `Retry-After` when the server throttled it (the
+    /// classes of [`Failure::of_patch`]), or after the engine's own wait.
+    pub fn of_fetch(self) -> Input<D> {
+        let retry_after = match self.of_patch() {
+            Input::PatchThrottled { retry_after } => retry_after,
+            _ => None,
+        };
+        Input::FetchFailed { retry_after }
+    }
+}
+
+/// How one run of a handler ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub enum Outcome<D: Domain> {
+    /// It did its work.
+    Success,
+    /// It failed, and may be retried after `delay`.
+    Temporary {
+        /// How long to wait before the next attempt.
+        delay: D::Duration,
+        /// What it said, kept in its record.
+        message: D::Message,
+    },
+    /// It failed for good.
+    Permanent {
+        /// What it said, kept in its record.
+        message: D::Message,
+    },
+    /// The engine gave it up, out of time or attempts, before it ran or at
+    /// its deadline: the engine's own verdict, which no run returns. The
+    /// record keeps the last failure's message.
+    GivenUp,
+}
