@@ -321,7 +321,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 18] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 19] = [
     Scenario {
         name: "seed641",
         about:
@@ -354,6 +354,12 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 18] = [
         about: "a handler hangs: a field handler, or the delete handler during a deletion",
         by_default: true,
         value: scenarios::hang,
+    },
+    Scenario {
+        name: "panic",
+        about: "a handler's code panics once around an edit, and is retried",
+        by_default: true,
+        value: scenarios::panic,
     },
     Scenario {
         name: "lost",

@@ -11,12 +11,13 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 16] = [
+const SCENARIOS: [(&str, Scenario); 17] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
     ("stale", scenarios::stale),
     ("hang", scenarios::hang),
+    ("panic", scenarios::panic),
     ("lost", scenarios::lost),
     ("stamp", scenarios::stamp),
     ("refused", scenarios::refused),

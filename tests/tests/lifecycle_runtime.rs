@@ -677,10 +677,75 @@ async fn many_objects_should_each_be_handled_once() {
     bed.finish("lifecycle-many-").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
+/// The first Event of `reason` on object `name` whose note says `words`,
+/// once one is posted (polled).
+async fn event_told(
+    target: &KubeTarget,
+    name: &str,
+    reason: &str,
+    words: &str,
+) -> k8s_openapi::api::events::v1::Event {
     use k8s_openapi::api::events::v1::Event as K8sEvent;
     use kube::api::ListParams;
+    let events: Api<K8sEvent> = Api::namespaced(target.client.clone(), &target.namespace);
+    loop {
+        let listed = events.list(&ListParams::default()).await.unwrap();
+        let found = listed.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.note.as_deref().is_some_and(|n| n.contains(words))
+        });
+        if let Some(event) = found {
+            return event;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_panics_once_should_be_retried_and_succeed() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let attempts = Arc::new(Mutex::new(0));
+    let counted = attempts.clone();
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "fragile",
+        Handler::new(move |_ctx: Context<Ticker>| {
+            let counted = counted.clone();
+            async move {
+                let attempt = {
+                    let mut attempts = counted.lock().unwrap();
+                    *attempts += 1;
+                    *attempts
+                };
+                assert!(attempt > 1, "the first attempt trips over a bug");
+                Ok::<(), HandlerError>(())
+            }
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "p").await;
+    handled_in_full(&api, "p", "the panicked handler is retried and succeeds").await;
+    let retrying = tokio::time::timeout(
+        Duration::from_secs(10),
+        event_told(
+            &target,
+            "p",
+            "HandlerRetrying",
+            "the handler panicked: the first attempt trips over a bug",
+        ),
+    )
+    .await
+    .expect("a HandlerRetrying event that says the handler panicked");
+    assert_eq!(retrying.type_.as_deref(), Some("Warning"));
+    assert_eq!(*attempts.lock().unwrap(), 2, "retried once, then done");
+    running.abort();
+    replayed_and_finished(target, &traces).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
     use steadfast_spec::lifecycle::annotations::progress_key;
     let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
@@ -725,24 +790,7 @@ async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
         .await
         .expect("the failure's message is kept in the handler's progress record");
     assert!(record["delayedUntil"].is_u64(), "{record}");
-    let events: Api<K8sEvent> = Api::namespaced(target.client.clone(), &target.namespace);
-    let told = |reason: &'static str, words: &'static str| {
-        let events = events.clone();
-        async move {
-            loop {
-                let listed = events.list(&ListParams::default()).await.unwrap();
-                let found = listed.items.into_iter().find(|e| {
-                    e.reason.as_deref() == Some(reason)
-                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("f")
-                        && e.note.as_deref().is_some_and(|n| n.contains(words))
-                });
-                if let Some(event) = found {
-                    return event;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    let told = |reason, words| event_told(&target, "f", reason, words);
     let retrying = tokio::time::timeout(
         Duration::from_secs(10),
         told("HandlerRetrying", "the registry is busy"),

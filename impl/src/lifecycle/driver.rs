@@ -8,10 +8,12 @@
 //! one's finalizers; the runs in flight, to cancel them).
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, Patch as KubePatch, PatchParams};
 use kube::Resource;
@@ -495,30 +497,45 @@ where
         let task = self.tasks.spawn(async move {
             let began = std::time::Instant::now();
             let result = match code {
-                Some(code) => code(ctx).await,
-                None => Err(HandlerError::permanent(format!(
+                // A panic is caught here, so that the engine is told of it
+                // as an outcome (it retries it) rather than left to wait
+                // for the run's deadline.
+                Some(code) => AssertUnwindSafe(async move { code(ctx).await })
+                    .catch_unwind()
+                    .await
+                    .map_err(|panic| panic_message(panic.as_ref())),
+                None => Ok(Err(HandlerError::permanent(format!(
                     "{handler} has no code: register sub-handlers with Handler::sub_handlers"
-                ))),
+                )))),
             };
-            let output = std::mem::take(&mut *out.lock().expect("a run's output"));
-            let outcome = match &result {
-                Ok(()) => Outcome::Success,
-                Err(HandlerError::Temporary { delay, message }) => Outcome::Temporary {
-                    delay: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    message: bounded(message),
-                },
-                Err(HandlerError::Permanent { message }) => Outcome::Permanent {
-                    message: bounded(message),
-                },
-            };
-            let ended = match &result {
-                Ok(()) => "success",
-                Err(HandlerError::Temporary { .. }) => "temporary",
-                Err(HandlerError::Permanent { .. }) => "permanent",
+            let output = std::mem::take(&mut *out.lock().unwrap_or_else(PoisonError::into_inner));
+            let (outcome, ended) = match &result {
+                Ok(Ok(())) => (Outcome::Success, "success"),
+                Ok(Err(HandlerError::Temporary { delay, message })) => (
+                    Outcome::Temporary {
+                        delay: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        message: bounded(message),
+                    },
+                    "temporary",
+                ),
+                Ok(Err(HandlerError::Permanent { message })) => (
+                    Outcome::Permanent {
+                        message: bounded(message),
+                    },
+                    "permanent",
+                ),
+                Err(panic) => (
+                    Outcome::Panicked {
+                        message: bounded(&format!("the handler panicked: {panic}")),
+                    },
+                    "panicked",
+                ),
             };
             metrics.ran(&handler, ended, began.elapsed().as_secs_f64());
-            if let Err(error) = &result {
-                tracing::info!(%error, "{handler} failed");
+            match &result {
+                Ok(Err(error)) => tracing::info!(%error, "{handler} failed"),
+                Err(panic) => tracing::warn!(%panic, "{handler} panicked"),
+                Ok(Ok(())) => {}
             }
             Done::Input(Input::HandlerDone {
                 run,
@@ -571,6 +588,16 @@ where
         }
     }
     api.patch(name, &params, &KubePatch::Merge(&body)).await
+}
+
+/// What a panic said: its message if it was a string (as `panic!` makes
+/// one), or that it said nothing readable.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".to_owned())
 }
 
 /// Sleeps until `at` (ms since the epoch), or forever.

@@ -61,7 +61,7 @@ impl Metrics {
         let mut registry = Registry::with_prefix("steadfast_lifecycle");
         registry.register(
             "runs",
-            "Runs of handlers and sub-handlers, by how they ended (success, temporary, permanent)",
+            "Runs of handlers and sub-handlers, by how they ended (success, temporary, permanent, panicked)",
             metrics.runs.clone(),
         );
         registry.register(

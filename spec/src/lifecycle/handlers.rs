@@ -94,6 +94,14 @@ impl<D: Domain> Backoff<D> {
             Some(last) => D::doubled(last).min(self.most),
         })
     }
+
+    /// The wait before the next attempt of a run that failed without
+    /// saying how long to wait (it panicked), `attempts` having failed
+    /// before it in the episode: `first`, doubled per earlier attempt, at
+    /// most `most`.
+    pub fn after_attempts(&self, attempts: u8) -> D::Duration {
+        (0..attempts).fold(self.first, |wait, _| D::doubled(wait).min(self.most))
+    }
 }
 
 /// Why a processing cycle runs, as kopf derives it from the object.

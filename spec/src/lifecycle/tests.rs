@@ -457,6 +457,57 @@ fn a_failure_should_be_told_once_and_kept_in_the_record_until_a_success() {
 }
 
 #[test]
+fn a_panic_should_be_retried_after_the_engines_wait_doubled_per_attempt() {
+    let mut config = seed641();
+    config.backoff.first = 1;
+    config.backoff.most = 3;
+    config.handlers[0].retries = 4;
+    config.claims.duration = 100;
+    let panicked = Outcome::Panicked {
+        message: Said::Failed,
+    };
+    let mut engine = Engine::new(0, 0, 0);
+    let mut current = view(1, Essence([0, 1, 0]));
+    let (mut run, handler, _) =
+        invoked(&engine.step(&config, Input::Listed(current.clone()))).unwrap();
+    let mut now = 0;
+    // Waits of 1, 2, then 3 (the most) after each panic in a row.
+    for wait in [1, 2, 3] {
+        let effects = engine.step(&config, done(run, panicked, Vec::new()));
+        assert_eq!(
+            told(&effects),
+            [&Verdict::Retrying {
+                handler,
+                message: Said::Failed,
+                at: now + wait
+            }],
+            "{effects:?}"
+        );
+        let p = patch(&effects).expect("the wait is recorded").clone();
+        let record = p.records[0].1.clone().expect("a record");
+        assert_eq!(record.error, Some(Said::Failed), "the panic is kept");
+        assert_eq!(record.delayed_until, Some(now + wait));
+        current = applied(
+            View {
+                version: current.version + 1,
+                ..current
+            },
+            &p,
+        );
+        engine.step(
+            &config,
+            Input::PatchApplied {
+                version: current.version,
+            },
+        );
+        engine.step(&config, Input::Observed(current.clone()));
+        now += wait;
+        let effects = engine.step(&config, Input::Tick { now });
+        run = invoked(&effects).expect("retried when due").0;
+    }
+}
+
+#[test]
 fn a_permanent_failure_should_be_told_with_its_message() {
     let config = seed641();
     let mut engine = Engine::new(0, 0, 0);

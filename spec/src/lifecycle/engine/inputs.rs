@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::lifecycle::domain::Domain;
+use crate::lifecycle::handlers::Backoff;
 use crate::lifecycle::object::ObjectView;
 
 /// Names one run of a handler: the engine's incarnation (a number the
@@ -180,8 +181,41 @@ pub enum Outcome<D: Domain> {
         /// What it said, kept in its record.
         message: D::Message,
     },
+    /// Its code panicked (or failed in a way it did not classify): a
+    /// temporary failure, retried while attempts remain. It said nothing
+    /// of how long to wait, so the engine waits its own
+    /// [`Backoff`], doubled with each
+    /// attempt of the episode.
+    Panicked {
+        /// What the panic said, kept in its record.
+        message: D::Message,
+    },
     /// The engine gave it up, out of time or attempts, before it ran or at
     /// its deadline: the engine's own verdict, which no run returns. The
     /// record keeps the last failure's message.
     GivenUp,
+}
+
+impl<D: Domain> Outcome<D> {
+    /// What a failed run said; `None` for a success, or a run given up.
+    pub fn message(&self) -> Option<&D::Message> {
+        match self {
+            Outcome::Temporary { message, .. }
+            | Outcome::Permanent { message }
+            | Outcome::Panicked { message } => Some(message),
+            Outcome::Success | Outcome::GivenUp => None,
+        }
+    }
+
+    /// How long to wait before the next attempt after a run that failed
+    /// for now, `earlier` attempts of the episode having failed before it:
+    /// the delay it asked for, or after a panic the engine's `backoff`
+    /// ([`Backoff::after_attempts`]). `None` if it did not fail for now.
+    pub fn retry_wait(&self, backoff: &Backoff<D>, earlier: u8) -> Option<D::Duration> {
+        match self {
+            Outcome::Temporary { delay, .. } => Some(*delay),
+            Outcome::Panicked { .. } => Some(backoff.after_attempts(earlier)),
+            Outcome::Success | Outcome::Permanent { .. } | Outcome::GivenUp => None,
+        }
+    }
 }

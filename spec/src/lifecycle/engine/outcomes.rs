@@ -81,26 +81,26 @@ impl<D: Domain> Engine<D> {
     ) -> Vec<Effect<D>> {
         let spec = self.spec(config, &done.handler, parent.as_ref());
         let record = cycle.work.get(&done.handler);
-        let attempts = record.map_or(0, |r| r.retries).saturating_add(1);
+        let earlier = record.map_or(0, |r| r.retries);
         let handler = done.handler.clone();
-        let verdict = match &done.outcome {
-            Outcome::Success => None,
-            Outcome::Temporary { delay, message } if !spec.out_of_attempts(attempts) => {
-                Some(Verdict::Retrying {
-                    handler,
-                    message: message.clone(),
-                    at: D::after(self.now, *delay),
-                })
-            }
-            Outcome::Temporary { message, .. } | Outcome::Permanent { message } => {
-                Some(Verdict::Failed {
-                    handler,
-                    message: Some(message.clone()),
-                })
-            }
-            Outcome::GivenUp => Some(Verdict::Failed {
+        let verdict = match (&done.outcome, done.outcome.message()) {
+            (Outcome::Success, _) => None,
+            (_, None) => Some(Verdict::Failed {
                 handler,
                 message: record.and_then(|r| r.error.clone()),
+            }),
+            (outcome, Some(message)) => Some(match outcome.retry_wait(&config.backoff, earlier) {
+                Some(wait) if !spec.out_of_attempts(earlier.saturating_add(1)) => {
+                    Verdict::Retrying {
+                        handler,
+                        message: message.clone(),
+                        at: D::after(self.now, wait),
+                    }
+                }
+                _ => Verdict::Failed {
+                    handler,
+                    message: Some(message.clone()),
+                },
             }),
         };
         let mut effects = self.finish(config, parent, cycle, done);
@@ -142,14 +142,14 @@ impl<D: Domain> Engine<D> {
             .get(&done.handler)
             .cloned()
             .unwrap_or_else(|| Record::fresh(self.now));
+        let wait = done.outcome.retry_wait(&config.backoff, record.retries);
         record.retries = record.retries.saturating_add(1);
         record.delayed_until = None;
-        match &done.outcome {
-            Outcome::Success => record.error = None,
-            Outcome::Temporary { message, .. } | Outcome::Permanent { message } => {
-                record.error = Some(message.clone());
-            }
-            Outcome::GivenUp => {}
+        match (&done.outcome, done.outcome.message()) {
+            (Outcome::Success, _) => record.error = None,
+            (_, Some(message)) => record.error = Some(message.clone()),
+            // Given up: the record keeps the last failure's message.
+            (_, None) => {}
         }
         match done.outcome {
             Outcome::Success if parent.is_none() => {
@@ -176,15 +176,15 @@ impl<D: Domain> Engine<D> {
                 record.outcome = Some(Final::Success);
                 record.seen = Some(spec.digest(&judged));
             }
-            Outcome::Temporary { delay, .. } => {
-                if spec.out_of_attempts(record.retries) {
-                    record.outcome = Some(Final::Failure);
-                    record.seen = Some(spec.digest(&ran_on));
-                } else {
-                    record.delayed_until = Some(D::after(self.now, delay));
-                }
+            _ if wait.is_some() && !spec.out_of_attempts(record.retries) => {
+                record.delayed_until = wait.map(|wait| D::after(self.now, wait));
             }
-            Outcome::Permanent { .. } | Outcome::GivenUp => {
+            // A permanent failure, given up, or a temporary one on the
+            // last attempt.
+            Outcome::Temporary { .. }
+            | Outcome::Panicked { .. }
+            | Outcome::Permanent { .. }
+            | Outcome::GivenUp => {
                 record.outcome = Some(Final::Failure);
                 record.seen = Some(spec.digest(&ran_on));
             }

@@ -107,6 +107,8 @@ pub struct Faults {
     pub temporary_errors: u8,
     /// Handler runs that end in a permanent error.
     pub permanent_errors: u8,
+    /// Handler runs whose code panics.
+    pub panics: u8,
     /// Handler runs that hang (never return).
     pub hangs: u8,
     /// Operator crashes (a run in flight goes on as a zombie).
@@ -651,11 +653,14 @@ impl LifecycleModel {
         let last_attempt = spec.out_of_attempts(run.retry.saturating_add(1));
         let ends = match outcome {
             Outcome::Success | Outcome::Permanent { .. } => true,
-            Outcome::Temporary { .. } => last_attempt,
+            Outcome::Temporary { .. } | Outcome::Panicked { .. } => last_attempt,
             Outcome::GivenUp => false,
         };
-        w.ghost.exhausted |=
-            current && last_attempt && matches!(outcome, Outcome::Temporary { .. });
+        let for_now = matches!(
+            outcome,
+            Outcome::Temporary { .. } | Outcome::Panicked { .. }
+        );
+        w.ghost.exhausted |= current && last_attempt && for_now;
         if current && ends {
             let seen = write.map_or(run.essence, |(f, v)| run.essence.with(f, v));
             w.ghost.pend(run, seen, subs.clone());

@@ -30,7 +30,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 21] = [
+const REACHABLE: [Reachable; 22] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -143,6 +143,13 @@ const REACHABLE: [Reachable; 21] = [
                 .any(|h| h.retries <= m.budget.faults.temporary_errors)
         },
         condition: |_, w| w.ghost.exhausted,
+    },
+    // Without it, a panic could end its handler for good, as it did when
+    // the runtime told the engine nothing of it, and no property notice.
+    Reachable {
+        name: "a handler that panicked runs again",
+        expected: |m| m.budget.faults.panics > 0,
+        condition: |m, w| w.left.panics < m.budget.faults.panics && running(w).any(|r| r.retry > 0),
     },
     Reachable {
         name: "a stopped operator's successor starts",

@@ -277,6 +277,11 @@ impl LifecycleModel {
                     message: Said::Failed,
                 }));
             }
+            if l.panics > 0 {
+                steps.push(Step::HandlerReturn(Outcome::Panicked {
+                    message: Said::Failed,
+                }));
+            }
             if l.hangs > 0 {
                 steps.push(Step::HandlerHang);
             }
@@ -376,6 +381,7 @@ impl LifecycleModel {
                 match outcome {
                     Outcome::Temporary { .. } => w.left.temporary_errors -= 1,
                     Outcome::Permanent { .. } => w.left.permanent_errors -= 1,
+                    Outcome::Panicked { .. } => w.left.panics -= 1,
                     Outcome::Success | Outcome::GivenUp => {}
                 }
                 let (subs, write) = self.returned(w, run, outcome, true);

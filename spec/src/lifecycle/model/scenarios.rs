@@ -181,6 +181,17 @@ pub fn hang(variant: Variant) -> LifecycleModel {
     model(variant, vec![sync(), (On::Delete, Code::PLAIN)], budget)
 }
 
+/// A handler's code panics once around an edit: the engine retries it
+/// after its own wait, as it would a temporary error.
+pub fn panic(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        panics: 1,
+        ..Faults::default()
+    });
+    model(variant, vec![sync()], budget)
+}
+
 /// A patch's reply is lost, whether the API server applied the patch or
 /// not, around one edit.
 pub fn lost(variant: Variant) -> LifecycleModel {
