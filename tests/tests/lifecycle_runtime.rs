@@ -1406,3 +1406,69 @@ async fn a_rolling_update_should_run_no_handler_twice() {
     assert_no_overlap(&runs);
     replayed_and_finished(target, &traces).await;
 }
+
+/// A field handler on `field` of a ConfigMap made as `made`, then edited by
+/// the merge patch `edit`: the values the handler saw, in order, once it
+/// has run twice (at most 10 s), with every trace replayed.
+async fn configmap_field_runs(
+    field: &str,
+    made: serde_json::Value,
+    edit: serde_json::Value,
+) -> Vec<Option<serde_json::Value>> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let target = KubeTarget::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), &target.namespace);
+    let traces = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (log, path) = (seen.clone(), field.to_owned());
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        field,
+        "watch",
+        Handler::new(move |ctx: Context<ConfigMap>| {
+            log.lock().unwrap().push(ctx.new_value(&path).cloned());
+            async { Ok::<(), HandlerError>(()) }
+        }),
+    );
+    let running = tokio::spawn(operator.run());
+    let object: ConfigMap = serde_json::from_value(made).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+    let ran = |times: usize| {
+        let seen = seen.clone();
+        async move {
+            while seen.lock().unwrap().len() < times {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ran(1))
+        .await
+        .expect("the field handler runs at creation");
+    api.patch("cm", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), ran(2))
+        .await
+        .unwrap_or_else(|_| panic!("the field handler on {field} runs on the edit: {seen:?}"));
+    // Settled: nothing runs again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.abort();
+    let seen = seen.lock().unwrap().clone();
+    replayed_and_finished(target, &traces).await;
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_handler_on_a_configmap_s_data_should_fire_on_an_edit() {
+    let made = json!({"metadata": {"name": "cm"}, "data": {"size": "1"}});
+    let seen = configmap_field_runs("data.size", made, json!({"data": {"size": "2"}})).await;
+    assert_eq!(seen, [Some(json!("1")), Some(json!("2"))]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_handler_on_a_label_key_with_dots_should_fire_on_an_edit() {
+    let made = json!({"metadata": {"name": "cm", "labels": {"app.kubernetes.io/name": "web", "app": "x"}}});
+    let edit = json!({"metadata": {"labels": {"app.kubernetes.io/name": "api"}}});
+    let field = r#"metadata.labels["app.kubernetes.io/name"]"#;
+    let seen = configmap_field_runs(field, made, edit).await;
+    assert_eq!(seen, [Some(json!("web")), Some(json!("api"))]);
+}

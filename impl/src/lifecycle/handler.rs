@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use steadfast_spec::lifecycle::named::{at_path, compose};
+use steadfast_spec::lifecycle::named::{at_path, compose, joined};
 
 /// A handler's code, boxed.
 pub(crate) type HandlerFn<K> = Arc<
@@ -215,13 +215,7 @@ fn diff_into(
     if old == new {
         return;
     }
-    let join = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
+    let join = |key: &str| joined(&path, key);
     match (old, new) {
         (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
@@ -266,8 +260,10 @@ impl<K> Context<K> {
         self.sub.as_deref()
     }
 
-    /// The essence this run must act on: `spec`, labels, annotations and
-    /// watched status fields.
+    /// The essence this run must act on: every top-level field but
+    /// `apiVersion`, `kind`, `metadata` and `status` (`spec`, `data`...),
+    /// the labels, the annotations (less steadfast's and `kubectl`'s) and
+    /// the watched status fields.
     pub fn essence(&self) -> &Value {
         &self.essence
     }
@@ -277,12 +273,15 @@ impl<K> Context<K> {
         self.old.as_ref()
     }
 
-    /// The value at a dotted path of [`Context::essence`].
+    /// The value at a path of [`Context::essence`] (`spec.size`,
+    /// `metadata.labels["app.kubernetes.io/name"]`; see
+    /// [`Operator::on_field`](super::Operator::on_field)).
     pub fn new_value(&self, path: &str) -> Option<&Value> {
         at_path(&self.essence, path)
     }
 
-    /// The value at a dotted path of [`Context::old`].
+    /// The value at a path of [`Context::old`], as
+    /// [`Context::new_value`] reads it.
     pub fn old_value(&self, path: &str) -> Option<&Value> {
         self.old.as_ref().and_then(|old| at_path(old, path))
     }

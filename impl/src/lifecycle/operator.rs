@@ -15,6 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use steadfast_spec::lifecycle::named::{field_keys, BadPath};
 use steadfast_spec::lifecycle::{Backoff, Claims, Config, HandlerSpec, On, Rules, Variant};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -37,13 +38,22 @@ use crate::metrics::{MetricsEndpoint, Readiness};
 ///
 /// let client = Client::try_from(Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
 /// let noop = || Handler::new(|_: Context<ConfigMap>| async { Ok::<(), HandlerError>(()) });
-/// let error = Operator::new(Api::<ConfigMap>::all(client))
+/// let error = Operator::new(Api::<ConfigMap>::all(client.clone()))
 ///     .on_create("sync", noop())
 ///     .on_update("sync", noop())
 ///     .run()
 ///     .await
 ///     .unwrap_err();
 /// assert!(matches!(error, OperatorError::DuplicateId(id) if id == "sync"));
+///
+/// // metadata.name never changes: a field handler on it would run once.
+/// let error = Operator::new(Api::<ConfigMap>::all(client))
+///     .on_field("metadata.name", "rename", noop())
+///     .run()
+///     .await
+///     .unwrap_err();
+/// assert!(matches!(error, OperatorError::BadField(_)));
+/// assert!(error.to_string().contains("outside the essence"), "{error}");
 /// # }
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +72,10 @@ pub enum OperatorError {
     /// A handler may not be tried even once.
     #[error("handler {0:?} has 0 retries: it must be allowed at least 1 attempt")]
     NoAttempts(String),
-    /// A field path that is not a dotted path.
-    #[error("field {0:?} is not a dotted path such as spec.replicas")]
-    BadField(String),
+    /// A field path that is not one, or names nothing a field handler
+    /// could see change.
+    #[error(transparent)]
+    BadField(#[from] BadPath),
     /// The trace directory cannot be made.
     #[error("the trace directory {path} cannot be made: {source}")]
     Traces {
@@ -367,9 +378,13 @@ where
         self.on(On::Resume, id, handler)
     }
 
-    /// `handler`, as `id`, runs when the value at `field` (a dotted path:
-    /// `spec.replicas`, `status.phase`, `metadata.labels.app`) changes, at
-    /// creation too, and always on its newest value.
+    /// `handler`, as `id`, runs when the value at `field` changes, at
+    /// creation too, and always on its newest value. `field` is a path in
+    /// the essence: keys joined by dots (`spec.replicas`, `data.size`,
+    /// `status.phase`, `metadata.labels.app`), a key with dots in brackets
+    /// and quotes (`metadata.labels["app.kubernetes.io/name"]`); a path
+    /// that is not one, or that is outside the essence (`metadata.name`),
+    /// is refused by [`Operator::run`] ([`OperatorError::BadField`]).
     #[must_use]
     pub fn on_field(self, field: &str, id: &str, handler: Handler<K>) -> Self {
         self.on(On::Field(field.to_owned()), id, handler)
@@ -396,9 +411,7 @@ where
                 return Err(OperatorError::NoAttempts(spec.id));
             }
             if let On::Field(field) = &spec.on {
-                if field.is_empty() || field.split('.').any(str::is_empty) {
-                    return Err(OperatorError::BadField(field.clone()));
-                }
+                field_keys(field)?;
                 watched.push(field.clone());
             }
             if handlers.insert(spec.id.clone(), handler).is_some() {

@@ -51,7 +51,8 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     type Handler: Value;
     /// A field of the object that a field handler watches (a path).
     type Field: Value;
-    /// The essence of the object: what handlers react to (spec, labels,
+    /// The essence of the object: what handlers react to (every top-level
+    /// field but the object's identity, metadata and status; labels,
     /// annotations other than steadfast's, watched status fields).
     type Essence: Value;
     /// What one handler's run depended on: equal digests, equal inputs.

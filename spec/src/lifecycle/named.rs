@@ -68,9 +68,114 @@ fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-/// The value at a dotted `path` (`spec.replicas`, `metadata.labels.app`).
+/// Why a field path cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "field {path:?} is not a path: {why}; write keys joined by dots (spec.replicas), and a key \
+     that holds dots in brackets and quotes (metadata.labels[\"app.kubernetes.io/name\"])"
+)]
+pub struct BadPath {
+    /// The path as given.
+    pub path: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+/// The keys of a field path: keys joined by dots (`spec.replicas`), and a
+/// key that holds dots or brackets written in brackets and double quotes
+/// (`metadata.labels["app.kubernetes.io/name"]`, `data["a.b"].c`).
+///
+/// # Errors
+///
+/// An empty path or key, an unclosed bracket or quote, or anything but a
+/// dot or a bracket after a bracketed key.
+pub fn path_keys(path: &str) -> Result<Vec<String>, BadPath> {
+    let bad = |why| BadPath {
+        path: path.to_owned(),
+        why,
+    };
+    let mut keys = Vec::new();
+    let mut rest = path;
+    loop {
+        let key = if let Some(quoted) = rest.strip_prefix("[\"") {
+            let end = quoted
+                .find("\"]")
+                .ok_or_else(|| bad("a bracket is not closed by \"]"))?;
+            rest = &quoted[end + 2..];
+            &quoted[..end]
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            let key = &rest[..end];
+            rest = &rest[end..];
+            if key.contains([']', '"']) {
+                return Err(bad("a bare key holds a bracket or a quote"));
+            }
+            key
+        };
+        if key.is_empty() {
+            return Err(bad("a key is empty"));
+        }
+        keys.push(key.to_owned());
+        if rest.is_empty() {
+            return Ok(keys);
+        }
+        if let Some(after) = rest.strip_prefix('.') {
+            if after.starts_with('[') || after.is_empty() {
+                return Err(bad("a dot is not followed by a key"));
+            }
+            rest = after;
+        } else if !rest.starts_with("[\"") {
+            return Err(bad("a bracket must hold a quoted key: [\"key\"]"));
+        }
+    }
+}
+
+/// `path` ([`path_keys`]; empty for the root) with `key` added: after a
+/// dot, or in brackets and quotes if it holds a dot, a bracket or a quote,
+/// so that [`at_path`] reads it back.
+pub fn joined(path: &str, key: &str) -> String {
+    if key.contains(['.', '[', ']', '"']) || key.is_empty() {
+        format!("{path}[\"{key}\"]")
+    } else if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The keys of a field path a field handler may watch: a [`path_keys`]
+/// path inside the essence ([`essence_of`]): not `apiVersion` or `kind`,
+/// and under `metadata` only the labels and the annotations.
+///
+/// # Errors
+///
+/// A path that is not one, or that names nothing of the essence (it would
+/// never change, and its handler run once with no value).
+pub fn field_keys(path: &str) -> Result<Vec<String>, BadPath> {
+    let keys = path_keys(path)?;
+    let outside = match keys[0].as_str() {
+        "apiVersion" | "kind" => true,
+        "metadata" => !matches!(
+            keys.get(1).map(String::as_str),
+            Some("labels" | "annotations")
+        ),
+        _ => false,
+    };
+    if outside {
+        return Err(BadPath {
+            path: path.to_owned(),
+            why: "it is outside the essence (of metadata, only the labels and annotations are)",
+        });
+    }
+    Ok(keys)
+}
+
+/// The value at field `path` ([`path_keys`]); `None` where it is absent,
+/// or where `path` is not a path.
 pub fn at_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
-    path.split('.')
+    path_keys(path)
+        .ok()?
+        .iter()
         .try_fold(value, |value, key| value.as_object()?.get(key))
 }
 
@@ -122,14 +227,25 @@ fn ignored_annotation(key: &str) -> bool {
         || key == "kubectl.kubernetes.io/last-applied-configuration"
 }
 
-/// The essence of an object, as kopf takes it: `spec`, the labels and the
+/// The top-level fields that are never in an essence: the object's
+/// identity and bookkeeping (`metadata`, of which the labels and
+/// annotations are taken apart), and `status`, which the object's
+/// controllers write (only the watched fields of it are taken).
+const NOT_ESSENCE: [&str; 4] = ["apiVersion", "kind", "metadata", "status"];
+
+/// The essence of an object, as kopf takes it: every top-level field but
+/// `apiVersion`, `kind`, `metadata` and `status` (a custom resource's
+/// `spec`, a ConfigMap's `data`, a Secret's `type`...), the labels and the
 /// annotations (less steadfast's own and `kubectl`'s), and the `status`
-/// fields that `watched` names (dotted paths under `status.`).
+/// fields that `watched` names (paths under `status`, [`path_keys`]).
 pub fn essence_of(object: &Value, watched: &[String]) -> Value {
-    let mut essence = serde_json::Map::new();
-    if let Some(spec) = object.get("spec") {
-        essence.insert("spec".into(), spec.clone());
-    }
+    let mut essence: serde_json::Map<String, Value> = object
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !NOT_ESSENCE.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
     let metadata = object.get("metadata");
     let mut kept = serde_json::Map::new();
     if let Some(labels) = metadata.and_then(|m| m.get("labels")) {
@@ -149,10 +265,16 @@ pub fn essence_of(object: &Value, watched: &[String]) -> Value {
         essence.insert("metadata".into(), Value::Object(kept));
     }
     let mut essence = Value::Object(essence);
-    for path in watched.iter().filter(|p| p.starts_with("status.")) {
-        if let Some(value) = at_path(object, path) {
-            let nested = path.rsplit('.').fold(value.clone(), |inner, key| {
-                Value::Object(std::iter::once((key.to_owned(), inner)).collect())
+    for keys in watched.iter().filter_map(|p| path_keys(p).ok()) {
+        if keys[0] != "status" {
+            continue;
+        }
+        let value = keys
+            .iter()
+            .try_fold(object, |value, key| value.as_object()?.get(key));
+        if let Some(value) = value {
+            let nested = keys.iter().rev().fold(value.clone(), |inner, key| {
+                Value::Object(std::iter::once((key.clone(), inner)).collect())
             });
             merge_patch(&mut essence, &nested);
         }
@@ -207,25 +329,89 @@ mod tests {
     }
 
     #[test]
-    fn the_essence_should_keep_spec_labels_own_annotations_and_watched_status() {
+    fn the_essence_should_keep_every_top_level_field_labels_own_annotations_and_watched_status() {
         let object = json!({
-            "apiVersion": "x/v1", "kind": "K",
+            "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {
                 "name": "n", "resourceVersion": "7",
-                "labels": {"app": "x"},
+                "labels": {"app.kubernetes.io/name": "x"},
                 "annotations": {"note": "y", "steadfast.dev/diff-base": "{}"}
             },
-            "spec": {"size": 3},
-            "status": {"tick": 5, "other": 1}
+            "data": {"size": "3"},
+            "binaryData": {},
+            "status": {"tick": 5, "other": 1, "a.b": {"c": 2}}
         });
-        let essence = essence_of(&object, &["status.tick".to_owned(), "spec.size".to_owned()]);
+        let watched = [
+            "status.tick".to_owned(),
+            "data.size".to_owned(),
+            r#"status["a.b"].c"#.to_owned(),
+        ];
         assert_eq!(
-            essence,
+            essence_of(&object, &watched),
             json!({
-                "spec": {"size": 3},
-                "metadata": {"labels": {"app": "x"}, "annotations": {"note": "y"}},
-                "status": {"tick": 5}
+                "data": {"size": "3"},
+                "binaryData": {},
+                "metadata": {"labels": {"app.kubernetes.io/name": "x"}, "annotations": {"note": "y"}},
+                "status": {"tick": 5, "a.b": {"c": 2}}
             })
         );
+    }
+
+    #[test]
+    fn a_path_should_name_keys_with_dots_in_brackets() {
+        let object = json!({"metadata": {"labels": {"app.kubernetes.io/name": "web", "app": "x"}}});
+        let path = r#"metadata.labels["app.kubernetes.io/name"]"#;
+        assert_eq!(
+            path_keys(path).unwrap(),
+            ["metadata", "labels", "app.kubernetes.io/name"]
+        );
+        assert_eq!(at_path(&object, path), Some(&json!("web")));
+        assert_eq!(at_path(&object, "metadata.labels.app"), Some(&json!("x")));
+        assert_eq!(
+            path_keys(r#"data["a"]["b.c"].d"#).unwrap(),
+            ["data", "a", "b.c", "d"]
+        );
+        for (bad, why) in [
+            ("", "a key is empty"),
+            ("spec..size", "a key is empty"),
+            ("spec.", "a dot is not followed by a key"),
+            (r#"labels["a.b"#, "a bracket is not closed by \"]"),
+            ("labels[a]", "a bracket must hold a quoted key: [\"key\"]"),
+            (r#"labels.["a"]"#, "a dot is not followed by a key"),
+            (
+                r#"labels["a"]x"#,
+                "a bracket must hold a quoted key: [\"key\"]",
+            ),
+            ("labels]", "a bare key holds a bracket or a quote"),
+        ] {
+            let error = path_keys(bad).unwrap_err();
+            assert_eq!(error.why, why, "{bad}");
+            assert!(
+                error.to_string().contains("in brackets and quotes"),
+                "{error}"
+            );
+        }
+        assert_eq!(at_path(&object, "labels[a]"), None);
+        let joined = joined(&joined("metadata", "labels"), "app.kubernetes.io/name");
+        assert_eq!(joined, path);
+    }
+
+    #[test]
+    fn a_field_path_should_stay_inside_the_essence() {
+        for inside in [
+            "data.size",
+            "spec",
+            "status.phase",
+            r#"metadata.labels["a.b/c"]"#,
+        ] {
+            assert!(field_keys(inside).is_ok(), "{inside}");
+        }
+        for outside in ["metadata.name", "metadata", "kind", "apiVersion"] {
+            let error = field_keys(outside).unwrap_err();
+            assert!(
+                error.why.contains("outside the essence"),
+                "{outside}: {error}"
+            );
+        }
     }
 }
