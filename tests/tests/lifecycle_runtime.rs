@@ -702,26 +702,34 @@ async fn event_told(
     }
 }
 
+/// A handler that counts its attempts in `attempts` and ends the `n`th as
+/// `outcome(n)` says (1 for the first).
+fn counted(
+    attempts: &Arc<Mutex<u32>>,
+    outcome: fn(u32) -> Result<(), HandlerError>,
+) -> Handler<Ticker> {
+    let attempts = attempts.clone();
+    Handler::new(move |_ctx: Context<Ticker>| {
+        let attempt = {
+            let mut attempts = attempts.lock().unwrap();
+            *attempts += 1;
+            *attempts
+        };
+        async move { outcome(attempt) }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_that_panics_once_should_be_retried_and_succeed() {
     let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
     let attempts = Arc::new(Mutex::new(0));
-    let counted = attempts.clone();
     let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
         "spec.size",
         "fragile",
-        Handler::new(move |_ctx: Context<Ticker>| {
-            let counted = counted.clone();
-            async move {
-                let attempt = {
-                    let mut attempts = counted.lock().unwrap();
-                    *attempts += 1;
-                    *attempts
-                };
-                assert!(attempt > 1, "the first attempt trips over a bug");
-                Ok::<(), HandlerError>(())
-            }
+        counted(&attempts, |attempt| {
+            assert!(attempt > 1, "the first attempt trips over a bug");
+            Ok(())
         }),
     );
     let running = tokio::spawn(operator.run());
@@ -750,24 +758,15 @@ async fn a_handler_failure_should_be_told_in_an_event_and_kept_in_its_record() {
     let (target, api) = tickers().await;
     let traces = tempfile::tempdir().unwrap();
     let attempts = Arc::new(Mutex::new(0));
-    let counted = attempts.clone();
     let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
         "spec.size",
         "flaky",
-        Handler::new(move |_ctx: Context<Ticker>| {
-            let counted = counted.clone();
-            async move {
-                let attempt = {
-                    let mut attempts = counted.lock().unwrap();
-                    *attempts += 1;
-                    *attempts
-                };
-                Err(if attempt == 1 {
-                    HandlerError::temporary("the registry is busy", Duration::from_secs(2))
-                } else {
-                    HandlerError::permanent("spec.size must be even")
-                })
-            }
+        counted(&attempts, |attempt| {
+            Err(if attempt == 1 {
+                HandlerError::temporary("the registry is busy", Duration::from_secs(2))
+            } else {
+                HandlerError::permanent("spec.size must be even")
+            })
         }),
     );
     let running = tokio::spawn(operator.run());
