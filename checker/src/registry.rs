@@ -321,7 +321,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 19] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 20] = [
     Scenario {
         name: "seed641",
         about:
@@ -429,6 +429,12 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 19] = [
         about: "two replicas' clocks drift apart by the claims' budget (1 tick), a hung run",
         by_default: true,
         value: scenarios::drift,
+    },
+    Scenario {
+        name: "long",
+        about: "two replicas; a run longer than its claim, which its holder renews; an edit",
+        by_default: true,
+        value: scenarios::long,
     },
     Scenario {
         name: "drift-beyond",

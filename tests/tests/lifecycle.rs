@@ -11,7 +11,7 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 17] = [
+const SCENARIOS: [(&str, Scenario); 18] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
@@ -29,6 +29,7 @@ const SCENARIOS: [(&str, Scenario); 17] = [
     ("takeover", scenarios::takeover),
     ("rolling-replicas", scenarios::rolling_replicas),
     ("drift", scenarios::drift),
+    ("long", scenarios::long),
 ];
 
 #[test]

@@ -112,3 +112,12 @@ fn a_claim_that_is_over_must_be_taken_over() {
         "a dead replica's objects are taken over",
     );
 }
+
+#[test]
+fn a_runs_claim_must_be_renewed_while_it_runs() {
+    assert_needed(
+        Rule::RenewClaims,
+        scenarios::long,
+        "a run is cut before its timeout only if its claim could not be renewed",
+    );
+}

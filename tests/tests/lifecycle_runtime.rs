@@ -1471,3 +1471,53 @@ async fn a_field_handler_on_a_label_key_with_dots_should_fire_on_an_edit() {
     let seen = configmap_field_runs(field, made, edit).await;
     assert_eq!(seen, [Some(json!("web")), Some(json!("api"))]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_longer_than_its_claim_should_finish_once_with_a_second_replica_waiting() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    // Runs started, and runs that got to their end (not cancelled).
+    let runs: Arc<Mutex<Vec<&'static str>>> = Arc::new(Mutex::new(Vec::new()));
+    let ended: Arc<Mutex<Vec<&'static str>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut replicas = Vec::new();
+    for (incarnation, name) in [(1, "a"), (2, "b")] {
+        let (runs, ended) = (runs.clone(), ended.clone());
+        let api = Api::namespaced(target.another_client().await, &target.namespace);
+        let operator = Operator::new(api)
+            .identity(name)
+            .incarnation(incarnation)
+            .claims(Duration::from_secs(2), Duration::from_millis(200))
+            .trace(traces.path())
+            .on_field(
+                "spec.size",
+                "slow",
+                Handler::new(move |_ctx: Context<Ticker>| {
+                    runs.lock().unwrap().push(name);
+                    let ended = ended.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_secs(4)).await;
+                        ended.lock().unwrap().push(name);
+                        Ok::<(), HandlerError>(())
+                    }
+                })
+                .timeout(Duration::from_secs(60)),
+            );
+        replicas.push(tokio::spawn(operator.run()));
+    }
+    create(&api, "l").await;
+    handled_in_full(&api, "l", "the 4 s run outlasts its 2 s claim and finishes").await;
+    for replica in replicas {
+        replica.abort();
+    }
+    assert_eq!(
+        runs.lock().unwrap().len(),
+        1,
+        "run once: {:?}",
+        runs.lock().unwrap()
+    );
+    assert!(
+        !inputs_of(traces.path(), "Renewed").is_empty(),
+        "the claim was renewed while the run went on"
+    );
+    replayed_and_finished(target, &traces).await;
+}

@@ -234,6 +234,7 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
         claims: Claims {
             duration: 60_000,
             drift: 2_000,
+            renew_before: 30_000,
         },
     };
     let header = Header::Engine(lifecycle::trace::EngineHeader {
@@ -296,7 +297,13 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
                     };
                     inputs.push(Input::PatchApplied { version });
                 }
-                Effect::Fetch | Effect::WakeAt(_) | Effect::Tell(_) | Effect::Cancel { .. } => {}
+                // Runs return at once: no claim of a run is renewed.
+                Effect::Fetch
+                | Effect::WakeAt(_)
+                | Effect::Tell(_)
+                | Effect::Cancel { .. }
+                | Effect::Renew(_)
+                | Effect::Remind { .. } => {}
             }
         }
     }

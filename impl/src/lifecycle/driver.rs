@@ -333,40 +333,12 @@ where
                     );
                 }
             }
-            Effect::Patch(patch) => {
-                let metrics = self.shared.metrics.clone();
-                let api = self.shared.api.clone();
-                let name = self.name.clone();
-                let body = merge_patch_of(&patch, &self.finalizers);
-                let status_subresource = self.shared.status_subresource;
-                self.tasks.spawn(async move {
-                    let body = match body {
-                        Ok(body) => body,
-                        Err(error) => {
-                            let message = format!("a patch of {name} cannot be written: {error}");
-                            return Done::Input(Input::PatchRefused { message });
-                        }
-                    };
-                    let result = patch_object(&api, &name, body, status_subresource).await;
-                    let input = match &result {
-                        Ok(object) => Input::PatchApplied {
-                            version: object.meta().resource_version.clone().unwrap_or_default(),
-                        },
-                        Err(error) => failure(error).of_patch(),
-                    };
-                    let answer = match &input {
-                        Input::PatchApplied { .. } => "applied",
-                        Input::PatchConflict => "conflict",
-                        Input::PatchRefused { .. } => "refused",
-                        Input::PatchThrottled { .. } => "throttled",
-                        _ => "unknown",
-                    };
-                    if let Err(error) = &result {
-                        tracing::warn!(%error, "a patch of {name} was answered {answer}");
-                    }
-                    metrics.patched(answer);
-                    Done::Input(input)
-                });
+            Effect::Patch(patch) => self.send(&patch, false),
+            Effect::Renew(patch) => self.send(&patch, true),
+            Effect::Remind { run, at } => {
+                if let Some(running) = self.runs.iter_mut().find(|r| r.run == run) {
+                    running.deadline = at;
+                }
             }
             Effect::Fetch => {
                 let api = self.shared.api.clone();
@@ -386,6 +358,48 @@ where
             }
             Effect::Tell(verdict) => self.tell(verdict),
         }
+    }
+
+    /// Sends an engine's patch, or (`renewal`) the renewal of a running
+    /// run's claim, and feeds the answer back as the input of its class.
+    fn send(&mut self, patch: &steadfast_spec::lifecycle::Patch<Named>, renewal: bool) {
+        let metrics = self.shared.metrics.clone();
+        let api = self.shared.api.clone();
+        let name = self.name.clone();
+        let body = merge_patch_of(patch, &self.finalizers);
+        let status_subresource = self.shared.status_subresource;
+        self.tasks.spawn(async move {
+            let answered =
+                |input: Input<Named>| Done::Input(if renewal { input.of_renewal() } else { input });
+            let body = match body {
+                Ok(body) => body,
+                Err(error) => {
+                    let message = format!("a patch of {name} cannot be written: {error}");
+                    return answered(Input::PatchRefused { message });
+                }
+            };
+            let result = patch_object(&api, &name, body, status_subresource).await;
+            let input = match &result {
+                Ok(object) => Input::PatchApplied {
+                    version: object.meta().resource_version.clone().unwrap_or_default(),
+                },
+                Err(error) => failure(error).of_patch(),
+            };
+            let answer = match &input {
+                Input::PatchApplied { .. } if renewal => "renewed",
+                _ if renewal => "renewal failed",
+                Input::PatchApplied { .. } => "applied",
+                Input::PatchConflict => "conflict",
+                Input::PatchRefused { .. } => "refused",
+                Input::PatchThrottled { .. } => "throttled",
+                _ => "unknown",
+            };
+            if let Err(error) = &result {
+                tracing::warn!(%error, "a patch of {name} was answered {answer}");
+            }
+            metrics.patched(answer);
+            answered(input)
+        });
     }
 
     /// Where Events go, and the object they are about, if both are known.

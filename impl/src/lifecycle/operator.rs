@@ -72,6 +72,10 @@ pub enum OperatorError {
     /// A handler may not be tried even once.
     #[error("handler {0:?} has 0 retries: it must be allowed at least 1 attempt")]
     NoAttempts(String),
+    /// A handler given no time: every run of it would be given up before
+    /// it starts.
+    #[error("handler {0:?} has a timeout of 0: give it the time its longest run may take")]
+    NoTime(String),
     /// A field path that is not one, or names nothing a field handler
     /// could see change.
     #[error(transparent)]
@@ -322,10 +326,12 @@ where
     /// How long a claim on an object lasts from the patch that takes or
     /// renews it (default [`DEFAULT_CLAIM`]), and how far replicas' clocks
     /// may drift apart (default [`DEFAULT_DRIFT`]). Every progress patch
-    /// renews the claim; a run is cancelled at the claim's end, so a
-    /// handler's run must fit in `duration`. A replica that dies holds its
-    /// objects for at most `duration + drift`; a graceful stop releases
-    /// them at once.
+    /// renews the claim, and while a run goes on the claim is renewed
+    /// half-way through (a patch of the claim alone), so a run may take up
+    /// to its handler's timeout; should a renewal not land by the claim's
+    /// end (the API server unreachable for half a claim), the run is
+    /// cancelled there. A replica that dies holds its objects for at most
+    /// `duration + drift`; a graceful stop releases them at once.
     #[must_use]
     pub fn claims(mut self, duration: Duration, drift: Duration) -> Self {
         self.claims = (duration, drift);
@@ -410,6 +416,9 @@ where
             if handler.retries == 0 {
                 return Err(OperatorError::NoAttempts(spec.id));
             }
+            if spec.timeout == 0 {
+                return Err(OperatorError::NoTime(spec.id));
+            }
             if let On::Field(field) = &spec.on {
                 field_keys(field)?;
                 watched.push(field.clone());
@@ -449,6 +458,9 @@ where
                 claims: Claims {
                     duration: millis(duration),
                     drift: millis(drift),
+                    // Renewed half-way, so that a renewal has half a claim
+                    // to land, and to be tried again.
+                    renew_before: millis(duration / 2),
                 },
             },
             identity,

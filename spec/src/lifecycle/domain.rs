@@ -83,6 +83,9 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     /// `time + span`, saturating.
     fn after(time: Self::Time, span: Self::Duration) -> Self::Time;
 
+    /// `time - span`, saturating.
+    fn before(time: Self::Time, span: Self::Duration) -> Self::Time;
+
     /// `span + span`, saturating.
     fn doubled(span: Self::Duration) -> Self::Duration;
 }

@@ -54,8 +54,8 @@ pub struct Config<D: Domain> {
     pub claims: Claims<D>,
 }
 
-/// How long a replica's claim on an object lasts, and how far replicas'
-/// clocks may drift apart.
+/// How long a replica's claim on an object lasts, how far replicas'
+/// clocks may drift apart, and when a run's claim is renewed.
 ///
 /// A holder runs a handler only before its claim's end by its own clock,
 /// and cancels the run there; another replica takes the claim over only
@@ -65,11 +65,14 @@ pub struct Config<D: Domain> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct Claims<D: Domain> {
-    /// How long a claim lasts from the patch that takes or renews it; a
-    /// run must end within it.
+    /// How long a claim lasts from the patch that takes or renews it.
     pub duration: D::Duration,
     /// The most that two replicas' clocks may differ by.
     pub drift: D::Duration,
+    /// How long before its end a run's claim is renewed
+    /// ([`super::rules::Rule::RenewClaims`]); less than `duration`, and
+    /// more than a patch takes to land.
+    pub renew_before: D::Duration,
 }
 
 /// The engine's wait after a request the API server throttled or could not

@@ -51,6 +51,10 @@ impl Domain for Named {
         time.saturating_add(span)
     }
 
+    fn before(time: u64, span: u64) -> u64 {
+        time.saturating_sub(span)
+    }
+
     fn doubled(span: u64) -> u64 {
         span.saturating_mul(2)
     }

@@ -62,6 +62,13 @@ pub enum Rule {
     /// A claim past its end plus the drift budget is taken over: its holder
     /// may be dead. Without it, a claim is waited on until it is released.
     TakeOver,
+    /// While a run is under way, its claim is renewed once it has
+    /// [`Claims::renew_before`] left, by a checked patch of the claim
+    /// alone, so that a run within its timeout is not cut by its claim.
+    /// Without it, a run must end within the claim taken before it.
+    ///
+    /// [`Claims::renew_before`]: super::handlers::Claims::renew_before
+    RenewClaims,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -77,6 +84,7 @@ impl crate::rule_set::Rule for Rule {
         Rule::RunDeadline,
         Rule::Claims,
         Rule::TakeOver,
+        Rule::RenewClaims,
     ];
 }
 

@@ -767,8 +767,12 @@ fn without(config: &Config<Small>, rule: Rule) -> Config<Small> {
 
 #[test]
 fn a_replica_should_run_only_under_its_own_claim_and_take_over_one_that_is_over() {
-    // Claims last 3 ticks; clocks may drift by 1.
-    let config = scenarios::replicas(Variant::Steadfast).config;
+    // Claims last 3 ticks; clocks may drift by 1; a run's claim is not
+    // renewed (see the next test).
+    let config = without(
+        &scenarios::replicas(Variant::Steadfast).config,
+        Rule::RenewClaims,
+    );
     let mut a = Engine::new(0, 0, 0);
     let mut b = Engine::new(1, 1, 0);
     let first = unclaimed(1, Essence([1, 0, 1]));
@@ -890,4 +894,70 @@ fn a_stopping_engine_should_release_its_claim() {
     let effects = engine.step(&config, Input::Observed(released));
     assert_eq!(patch(&effects), None, "{effects:?}");
     assert!(engine.stopped());
+}
+
+#[test]
+fn a_running_runs_claim_should_be_renewed_and_the_run_cut_only_when_a_renewal_does_not_land() {
+    // Claims last 3 ticks and are renewed with 1 left; the episode has 8.
+    let config = scenarios::replicas(Variant::Steadfast).config;
+    let mut a = Engine::new(0, 0, 0);
+    let first = unclaimed(1, Essence([1, 0, 1]));
+    let taking = patch(&a.step(&config, Input::Observed(first.clone())))
+        .expect("the claim is taken first")
+        .clone();
+    let claimed = applied(first, &taking);
+    let version = claimed.version;
+    a.step(&config, Input::PatchApplied { version });
+    let effects = a.step(&config, Input::Observed(claimed.clone()));
+    let Some(Effect::Invoke { run, deadline, .. }) = effects.first().cloned() else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(deadline, 2, "the run's timer is the renewal's time");
+    // Due: a checked patch of the claim alone, on the newest version.
+    let effects = a.step(&config, Input::Tick { now: 2 });
+    let [Effect::Renew(renewal), Effect::Remind {
+        run: reminded,
+        at: 3,
+    }] = &effects[..]
+    else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(*reminded, run);
+    assert!(renewal.checked && renewal.records.is_empty() && renewal.expect == version);
+    let renewed = applied(claimed.clone(), renewal);
+    assert_eq!(
+        claim_of(renewal),
+        Some(Some(Claim {
+            holder: 0,
+            until: 5
+        }))
+    );
+    assert_eq!(
+        a.step(
+            &config,
+            Input::Renewed {
+                version: renewed.version
+            }
+        ),
+        [Effect::Remind { run, at: 4 }]
+    );
+    // The run's outcome is written on the version the renewal made.
+    let mut b = a.clone();
+    let effects = b.step(&config, done(run, Outcome::Success, Vec::new()));
+    assert_eq!(
+        patch(&effects).expect("the outcome").expect,
+        renewed.version
+    );
+    // A renewal that does not land is sent again after the engine's wait,
+    // and the run is cut at the claim's end if none lands by then.
+    let effects = a.step(&config, Input::Tick { now: 4 });
+    assert!(matches!(effects[0], Effect::Renew(_)), "{effects:?}");
+    assert_eq!(
+        a.step(&config, Input::RenewFailed),
+        [Effect::Remind { run, at: 5 }]
+    );
+    assert_eq!(
+        a.step(&config, Input::Tick { now: 5 })[0],
+        Effect::Cancel { run }
+    );
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::claims::Standing;
 use super::inputs::RunId;
 use super::outcomes::Carried;
+use super::renewal::Renewal;
 use super::{Effect, Engine, Hold, Patch, Phase};
 use crate::lifecycle::domain::Domain;
 use crate::lifecycle::handlers::{Config, HandlerSpec, On, Reason};
@@ -109,14 +110,20 @@ impl<D: Domain> Engine<D> {
             Next::Run { handler, parent } => {
                 let spec = self.spec(config, &handler, parent.as_ref());
                 self.renew_if_stale(config, &mut cycle.work, &handler, &spec.digest(&essence));
-                if let Some(at) = self.carried.iter().position(|c| c.handler == handler) {
+                let digest = spec.digest(&essence);
+                let known = self
+                    .carried
+                    .iter()
+                    .position(|c| c.handler == handler && c.digest == digest);
+                if let Some(at) = known {
+                    // Its outcome on this very digest is known: written
+                    // again instead of running it again.
                     let done = self.carried.remove(at);
-                    if done.digest == spec.digest(&essence) {
-                        // Its outcome on this very digest is known: written
-                        // again instead of running it again.
-                        return self.finish(config, parent, cycle, done);
-                    }
+                    return self.finish(config, parent, cycle, done);
                 }
+                // An outcome on another digest is kept until the handler's
+                // next outcome is recorded: until then, its record tells of
+                // an episode that ended, and a new one starts.
                 if self.stopping {
                     // No new run: what the cycle has (a parent's outcome,
                     // under kopf) is written, the rest left to the next
@@ -131,7 +138,9 @@ impl<D: Domain> Engine<D> {
                         record
                     }
                 };
-                let mut deadline = D::after(record.started, spec.timeout);
+                let limit = D::after(record.started, spec.timeout);
+                let mut deadline = limit;
+                let mut renewal = None;
                 if self.now >= deadline || spec.out_of_attempts(record.retries) {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
@@ -142,7 +151,10 @@ impl<D: Domain> Engine<D> {
                 if config.rules.has(Rule::Claims) {
                     match self.standing(config, &cycle.view) {
                         // The run ends with the claim, by the engine's clock.
-                        Standing::Mine { until } => deadline = deadline.min(until),
+                        Standing::Mine { until } => {
+                            deadline = deadline.min(until);
+                            renewal = self.renewal_of(config, until, limit);
+                        }
                         // Taken first, with the checked patch of the records
                         // (another's claim is not met here: `cycle` waits on
                         // it, and a cycle's version does not change).
@@ -164,13 +176,20 @@ impl<D: Domain> Engine<D> {
                     essence,
                     old: cycle.view.diff_base.clone(),
                     retry: record.retries,
-                    deadline,
+                    // A claim that is renewed does not end the run: the
+                    // engine is told the time when the renewal is due.
+                    deadline: match &renewal {
+                        Some(Renewal::Due { at }) => (*at).min(deadline),
+                        _ => deadline,
+                    },
                 };
                 self.phase = Phase::Running {
                     run,
                     handler,
                     parent,
                     deadline,
+                    limit,
+                    renewal,
                     cycle,
                 };
                 vec![invoke]
@@ -321,9 +340,10 @@ impl<D: Domain> Engine<D> {
             .any(|c| c.handler == *id && c.digest != *digest)
     }
 
-    /// An outdated record that ended (or, for a parent, declared its plan)
-    /// starts a new episode: fresh retries and start time (a parent keeps
-    /// its plan, so that the plan can be purged).
+    /// An outdated record that ended (or, for a parent, declared its plan),
+    /// or one whose run on another digest ended with an outcome a refused
+    /// patch carries, starts a new episode: fresh retries and start time (a
+    /// parent keeps its plan, so that the plan can be purged).
     pub(super) fn renew_if_stale(
         &self,
         config: &Config<D>,
@@ -334,7 +354,8 @@ impl<D: Domain> Engine<D> {
         let Some(record) = work.get(id) else {
             return;
         };
-        if record.seen.is_some() && self.outdated(config, record, id, digest) {
+        let ended = record.seen.is_some() || self.ran_since(id, digest);
+        if ended && self.outdated(config, record, id, digest) {
             let renewed = Record {
                 subs: record.subs.clone(),
                 ..Record::fresh(self.now)

@@ -96,7 +96,12 @@ pub enum Effect<D: Domain> {
         old: Option<D::Essence>,
         /// Attempts before this one in the episode.
         retry: u8,
-        /// When the episode's time is up.
+        /// When the engine is to be told the time if the run has not
+        /// returned: the episode's end, the claim's, or (under
+        /// [`Rule::RenewClaims`]) when the claim is due for renewal; moved
+        /// by [`Effect::Remind`].
+        ///
+        /// [`Rule::RenewClaims`]: crate::lifecycle::rules::Rule::RenewClaims
         deadline: D::Time,
     },
     /// Stop this run at once: it is past its deadline and the engine has
@@ -109,6 +114,23 @@ pub enum Effect<D: Domain> {
     /// [`Input::PatchConflict`], [`Input::PatchUnknown`],
     /// [`Input::PatchRefused`] or [`Input::PatchThrottled`].
     Patch(Patch<D>),
+    /// Report [`Input::Tick`](super::Input::Tick) at `at`, instead of the
+    /// time said before, if `run` has not returned by then: the run's
+    /// timer, which goes with it (so that no wake-up outlives the run).
+    Remind {
+        /// The run.
+        run: RunId,
+        /// When.
+        at: D::Time,
+    },
+    /// Send this patch of the claim alone, renewing the claim of the run
+    /// under way ([`Rule::RenewClaims`]), then report
+    /// [`Input::Renewed`](super::Input::Renewed) if it applied and
+    /// [`Input::RenewFailed`](super::Input::RenewFailed) otherwise. It may
+    /// be in flight with a progress patch sent once the run returns.
+    ///
+    /// [`Rule::RenewClaims`]: crate::lifecycle::rules::Rule::RenewClaims
+    Renew(Patch<D>),
     /// Read the object consistently (a GET without a resourceVersion) and
     /// report [`Input::Fetched`], [`Input::Gone`] or [`Input::FetchFailed`].
     Fetch,

@@ -87,6 +87,17 @@ pub enum Input<D: Domain> {
         /// What is wrong with the annotations, for people.
         message: D::Message,
     },
+    /// The renewal of a running run's claim ([`Effect::Renew`]) applied
+    /// and made this resourceVersion.
+    ///
+    /// [`Effect::Renew`]: super::Effect::Renew
+    Renewed {
+        /// The object's new resourceVersion.
+        version: D::Version,
+    },
+    /// The renewal of a running run's claim did not apply, or may not have
+    /// (a conflict, a refusal, a throttle, no answer): it is sent again.
+    RenewFailed,
     /// The operator is stopping (a graceful shutdown, a rolling update):
     /// no new run starts; a run in flight returns and its outcome is
     /// written, as is any outcome owed. See [`Engine::stopped`].
@@ -129,6 +140,19 @@ impl<D: Domain> Input<D> {
                 | Input::PatchConflict
                 | Input::PatchRefused { .. }
         )
+    }
+}
+
+impl<D: Domain> Input<D> {
+    /// The input a patch's answer is when the patch was a renewal of a
+    /// running run's claim ([`Effect::Renew`](super::Effect::Renew)):
+    /// [`Input::Renewed`] if it applied, [`Input::RenewFailed`] otherwise
+    /// (whatever the reason, the renewal is sent again).
+    pub fn of_renewal(self) -> Input<D> {
+        match self {
+            Input::PatchApplied { version } => Input::Renewed { version },
+            _ => Input::RenewFailed,
+        }
     }
 }
 

@@ -24,6 +24,7 @@ mod effects;
 mod inputs;
 mod outcomes;
 mod patches;
+mod renewal;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,7 @@ pub use effects::{ClaimChange, Effect, Patch, Verdict};
 pub use inputs::{Failure, Input, Outcome, RunId};
 pub use outcomes::Carried;
 pub use patches::Pause;
+pub use renewal::Renewal;
 
 /// Where the engine is in its cycle.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,8 +54,14 @@ pub enum Phase<D: Domain> {
         handler: D::Handler,
         /// A sub-handler's parent.
         parent: Option<D::Handler>,
-        /// When the run is abandoned.
+        /// When the run is abandoned: its timeout, or its claim's end.
         deadline: D::Time,
+        /// When its episode's time is up (its start plus the handler's
+        /// timeout).
+        limit: D::Time,
+        /// The renewal of its claim ([`Rule::RenewClaims`]), if it may
+        /// outlast the claim.
+        renewal: Option<Renewal<D>>,
         /// The cycle it runs in.
         cycle: Cycle<D>,
     },
@@ -174,7 +182,14 @@ impl<D: Domain> Engine<D> {
             self.pause = None;
         }
         match input {
-            Input::Observed(view) => self.observe(config, view),
+            Input::Observed(view) => {
+                let mut effects = self.observe(config, view);
+                // A renewal that failed on an older version is sent again.
+                if matches!(self.phase, Phase::Running { .. }) {
+                    effects.extend(self.renew_if_due(config));
+                }
+                effects
+            }
             Input::Listed(view) => {
                 let newest = self.view.as_ref().map(|v| v.version.clone());
                 if let Hold::Fetching { .. } = self.hold {
@@ -349,9 +364,12 @@ impl<D: Domain> Engine<D> {
                         _ if self.processable() || self.read_due() => self.cycle(config),
                         _ => Vec::new(),
                     },
-                    Phase::Running { .. } | Phase::Patching { .. } => Vec::new(),
+                    Phase::Running { .. } => self.renew_if_due(config),
+                    Phase::Patching { .. } => Vec::new(),
                 }
             }
+            Input::Renewed { version } => self.renewed(config, version),
+            Input::RenewFailed => self.renewal_failed(config),
         }
     }
 
@@ -434,6 +452,20 @@ impl<D: Domain> Engine<D> {
         self.stopping && matches!(self.phase, Phase::Idle) && settled && !waiting && !claimed
     }
 
+    /// When the engine gives `run` up if it has not returned: its
+    /// timeout, or its claim's end (later than its timer while the claim
+    /// is renewed); `None` if the engine does not wait for it.
+    pub fn cuts(&self, run: RunId) -> Option<D::Time> {
+        match &self.phase {
+            Phase::Running {
+                run: running,
+                deadline,
+                ..
+            } if *running == run => Some(*deadline),
+            _ => None,
+        }
+    }
+
     /// Whether the engine waits for `run` to return.
     pub fn awaits(&self, run: RunId) -> bool {
         matches!(self.phase, Phase::Running { run: running, .. } if running == run)
@@ -454,7 +486,20 @@ impl<D: Domain> Engine<D> {
             Hold::None => {}
         }
         match &mut self.phase {
-            Phase::Running { cycle, .. } => f(&mut cycle.view.version),
+            Phase::Running { cycle, renewal, .. } => {
+                f(&mut cycle.view.version);
+                match renewal {
+                    Some(
+                        Renewal::Sent {
+                            expect: version, ..
+                        }
+                        | Renewal::Failed { on: version, .. },
+                    ) => {
+                        f(version);
+                    }
+                    Some(Renewal::Due { .. }) | None => {}
+                }
+            }
             Phase::Patching { patch, seen, .. } => {
                 f(&mut patch.expect);
                 seen.iter_mut().for_each(|v| f(&mut v.version));

@@ -190,6 +190,8 @@ impl<D: Domain> Engine<D> {
             }
         }
         cycle.work.set(&done.handler, Some(record));
+        // An outcome carried from an earlier run is superseded by this one.
+        self.carried.retain(|c| c.handler != done.handler);
         cycle.writes.extend(done.write.clone());
         let next = self.next(config, &mut cycle, &judged);
         let effects = match next {

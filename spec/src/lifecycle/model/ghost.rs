@@ -52,6 +52,10 @@ pub struct Ghost {
     pub rerun: bool,
     /// The finalizer was once removed before every delete handler returned.
     pub early_release: bool,
+    /// A run was once cut before its timeout while its replica still held
+    /// the object's claim, no renewal of it had failed, and one had been
+    /// due before the cut.
+    pub cut_short: bool,
     /// A patch was once refused because of a foreign write.
     pub foreign_refused: bool,
     /// A zombie run once returned.

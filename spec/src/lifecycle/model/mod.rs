@@ -142,6 +142,9 @@ pub struct Faults {
     pub skew: u8,
     /// Whether users may delete the object.
     pub deletion: bool,
+    /// Whether a run may last longer than its claim: time passes while it
+    /// runs (see `may_pass` in `replica.rs`).
+    pub long_runs: bool,
 }
 
 /// The world's bounds.
@@ -304,6 +307,14 @@ impl LifecycleModel {
                     replica.running = replica.running.filter(|r| r.id != run);
                 }
                 Effect::Patch(patch) => replica.patch = Some(patch),
+                Effect::Renew(patch) => replica.renewal = Some(patch),
+                Effect::Remind { run, at } => {
+                    for timed in [&mut replica.running, &mut replica.hung] {
+                        if let Some(timed) = timed.as_mut().filter(|t| t.id == run) {
+                            timed.deadline = at;
+                        }
+                    }
+                }
                 Effect::Fetch => replica.fetch = true,
                 Effect::WakeAt(at) => {
                     replica.wake = Some(replica.wake.map_or(at, |w| w.min(at)));
@@ -470,7 +481,7 @@ fn for_each_version(world: &mut World, f: &mut impl FnMut(&mut u32)) {
         for view in replica.listing.iter_mut().chain(replica.watch.iter_mut()) {
             f(&mut view.version);
         }
-        if let Some(patch) = &mut replica.patch {
+        for patch in replica.patch.iter_mut().chain(replica.renewal.iter_mut()) {
             f(&mut patch.expect);
         }
         replica.engine.visit_versions(f);
@@ -595,6 +606,15 @@ impl Model for LifecycleModel {
             Property::always(
                 "no two runs of the object's handlers overlap",
                 |_, w: &World| w.replicas.iter().filter(|r| r.busy()).count() <= 1,
+            ),
+            // □(a run of replica i is cut at time t < its episode's end ⇒
+            // the object's claim is not i's, or a renewal of i's claim
+            // during the run failed or went unanswered, or was due no
+            // earlier than t, its timer late): a run within its timeout is
+            // not cut by a claim its replica could renew.
+            Property::always(
+                "a run is cut before its timeout only if its claim could not be renewed",
+                |_, w: &World| !w.ghost.cut_short,
             ),
             // □(finalizer removed ⇒ ∀ delete handlers d: d ran to its end).
             Property::always(

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{LifecycleModel, Run, Said, View, World};
-use crate::lifecycle::engine::{Engine, Input, Outcome, Patch};
+use crate::lifecycle::domain::Domain;
+use crate::lifecycle::engine::{Engine, Input, Outcome, Patch, Phase, Renewal};
 use crate::lifecycle::model::small::Small;
 
 /// One replica of the operator: its engine, and what is in flight between
@@ -30,6 +31,8 @@ pub struct Replica {
     pub late: Option<Run>,
     /// The patch in flight.
     pub patch: Option<Patch<Small>>,
+    /// The renewal of a run's claim in flight.
+    pub renewal: Option<Patch<Small>>,
     /// Whether a consistent read is in flight.
     pub fetch: bool,
     /// The wake-up the engine asked for, by its clock.
@@ -56,6 +59,7 @@ impl Replica {
             zombie: None,
             late: None,
             patch: None,
+            renewal: None,
             fetch: false,
             wake: None,
             ahead: 0,
@@ -94,7 +98,13 @@ impl Replica {
             || self.gone_unseen
             || self.running.is_some()
             || self.patch.is_some()
+            || self.renewal.is_some()
             || self.fetch
+    }
+
+    /// Whether a write of it is in flight: a patch, or a renewal.
+    fn writing(&self) -> bool {
+        self.patch.is_some() || self.renewal.is_some()
     }
 }
 
@@ -118,12 +128,15 @@ pub enum Step {
     HandlerReturn(Outcome<Small>),
     /// The running handler hangs.
     HandlerHang,
-    /// The running handler's deadline passes as it returns: its return
-    /// reaches the operator after the deadline's tick.
+    /// The running handler's deadline passes as it returns (time jumps to
+    /// the time the engine gives it up, its timer late): its return reaches
+    /// the operator after the deadline's tick.
     HandlerOverrun,
     /// A run that passed its deadline returns, its side effect done.
     LateReturn,
-    /// A hung run's deadline passes.
+    /// A hung run's timer fires (its deadline passes, or its claim is due
+    /// for renewal); with long runs ([`super::Faults::long_runs`]), a
+    /// running one's too.
     ClockDeadline,
     /// A crashed operator's run returns, its side effect done.
     ZombieReturn,
@@ -139,6 +152,13 @@ pub enum Step {
     /// The API server throttles the patch (429), or fails it after applying
     /// it or not (5xx).
     ApiPatchThrottled {
+        /// Whether it was applied.
+        applied: bool,
+    },
+    /// The API server applies or refuses the renewal of a run's claim.
+    ApiRenew,
+    /// The renewal's reply is lost, after the API server applied it or not.
+    ApiRenewLost {
         /// Whether it was applied.
         applied: bool,
     },
@@ -182,7 +202,7 @@ impl Step {
     }
 
     pub(super) fn is_api(&self) -> bool {
-        matches!(self, Step::ApiPatch | Step::ApiFetch)
+        matches!(self, Step::ApiPatch | Step::ApiRenew | Step::ApiFetch)
     }
 
     pub(super) fn is_clock(&self) -> bool {
@@ -198,16 +218,32 @@ impl Step {
 /// Not past the end of a live replica's claim on the object while that
 /// replica is working: the model's timing assumption, that a claim lasts
 /// longer than a watch delivery, an API request or a run, except where a
-/// fault (a hang, an overrun, a drifting clock) is budgeted.
-fn may_pass(w: &World, replica: &Replica, at: u8) -> bool {
+/// fault (a hang, an overrun, a drifting clock) is budgeted. A run ends
+/// before its claim is due for renewal
+/// ([`Rule::RenewClaims`](crate::lifecycle::rules::Rule::RenewClaims)),
+/// unless the scenario has long runs ([`Faults::long_runs`]): then a run
+/// lasts any time, and time passes its holder's renewal only once the
+/// holder is woken for it.
+///
+/// [`Faults::long_runs`]: super::Faults::long_runs
+fn may_pass(m: &LifecycleModel, w: &World, replica: &Replica, at: u8) -> bool {
     let Some(claim) = w.object.as_ref().and_then(|o| o.claim) else {
         return true;
     };
     let to = w.now.max(at.saturating_sub(replica.ahead));
+    let renewal = Small::before(claim.until, m.config.claims.renew_before);
     w.replicas
         .iter()
-        .filter(|h| !h.dead && h.engine.incarnation == claim.holder && h.working())
-        .all(|h| h.clock(to) < claim.until)
+        .filter(|h| !h.dead && h.engine.incarnation == claim.holder)
+        .all(|h| {
+            let clock = h.clock(to);
+            let claim_ended = h.working() && clock >= claim.until;
+            let runs_short = h.running.is_some() && !m.budget.faults.long_runs;
+            let renewal_reached = runs_short && clock >= renewal;
+            // A run's timer fires on time.
+            let woken_late = h.running.is_some_and(|r| clock > r.deadline);
+            !(claim_ended || renewal_reached || woken_late)
+        })
 }
 
 /// Replica `r` lists the object: its watch restarts from the list.
@@ -242,7 +278,7 @@ impl LifecycleModel {
             steps.push(Step::ReplicaDie {
                 patch_landed: false,
             });
-            if replica.patch.is_some() {
+            if replica.writing() {
                 steps.push(Step::ReplicaDie { patch_landed: true });
             }
         }
@@ -286,14 +322,15 @@ impl LifecycleModel {
                 steps.push(Step::HandlerHang);
             }
         }
-        if replica.hung.is_some() {
+        if replica.hung.is_some() || (replica.running.is_some() && l.long_runs) {
             steps.push(Step::ClockDeadline);
         }
         if replica.zombie.is_some() {
             steps.push(Step::ZombieReturn);
         }
         let clock = replica.clock(w.now);
-        if replica.running.is_some_and(|r| r.deadline > clock) && l.overruns > 0 {
+        let cut = replica.running.and_then(|r| replica.engine.cuts(r.id));
+        if cut.is_some_and(|d| d > clock) && l.overruns > 0 {
             steps.push(Step::HandlerOverrun);
         }
         if replica.late.is_some() {
@@ -313,13 +350,23 @@ impl LifecycleModel {
                 steps.push(Step::ApiPatchThrottled { applied: false });
             }
         }
+        if replica.renewal.is_some() {
+            steps.push(Step::ApiRenew);
+            if l.lost_replies > 0 {
+                steps.push(Step::ApiRenewLost { applied: true });
+                steps.push(Step::ApiRenewLost { applied: false });
+            }
+        }
         if replica.fetch {
             steps.push(Step::ApiFetch);
             if l.throttles > 0 {
                 steps.push(Step::ApiFetchFailed);
             }
         }
-        if replica.wake.is_some_and(|at| may_pass(w, replica, at)) {
+        if replica
+            .wake
+            .is_some_and(|at| may_pass(self, w, replica, at))
+        {
             steps.push(Step::ClockWake);
         }
         if l.stops > 0 && !replica.engine.stopping {
@@ -340,7 +387,7 @@ impl LifecycleModel {
                     patch_landed: false,
                     stale,
                 });
-                if replica.patch.is_some() {
+                if replica.writing() {
                     steps.push(Step::OperatorCrash {
                         patch_landed: true,
                         stale,
@@ -407,9 +454,9 @@ impl LifecycleModel {
                 w.replicas[r].hung = Some(run);
             }
             Step::ClockDeadline => {
-                let run = w.replicas[r].hung?;
-                w.ghost.deadline_passed = true;
-                self.advance(w, r, run.deadline);
+                let deadline = w.replicas[r].deadline()?;
+                w.ghost.deadline_passed |= w.replicas[r].hung.is_some();
+                self.advance(w, r, deadline);
             }
             Step::ZombieReturn => {
                 let run = w.replicas[r].zombie.take()?;
@@ -418,9 +465,10 @@ impl LifecycleModel {
             }
             Step::HandlerOverrun => {
                 let run = w.replicas[r].running.take()?;
+                let cut = w.replicas[r].engine.cuts(run.id)?;
                 w.left.overruns -= 1;
                 w.replicas[r].late = Some(run);
-                self.advance(w, r, run.deadline);
+                self.advance(w, r, cut);
                 if !w.replicas[r].engine.awaits(run.id) {
                     // Given up at its deadline: the ghost counts it as
                     // failed for good, as a hung run.
@@ -441,6 +489,23 @@ impl LifecycleModel {
                     w.ghost.foreign_refused |= w.ghost.foreign_at.is_some_and(|v| v > patch.expect);
                     self.feed(w, r, Input::PatchConflict);
                 }
+            }
+            Step::ApiRenew => {
+                let patch = w.replicas[r].renewal.take()?;
+                if self.apply(w, &patch) {
+                    let version = w.version;
+                    self.feed(w, r, Input::Renewed { version });
+                } else {
+                    self.feed(w, r, Input::RenewFailed);
+                }
+            }
+            Step::ApiRenewLost { applied } => {
+                let patch = w.replicas[r].renewal.take()?;
+                w.left.lost_replies -= 1;
+                if applied {
+                    self.apply(w, &patch);
+                }
+                self.feed(w, r, Input::RenewFailed);
             }
             Step::ApiPatchLost { applied } => {
                 let patch = w.replicas[r].patch.take()?;
@@ -495,8 +560,7 @@ impl LifecycleModel {
             Step::ReplicaDie { patch_landed } => {
                 w.left.deaths -= 1;
                 if patch_landed {
-                    let patch = w.replicas[r].patch.take()?;
-                    self.apply(w, &patch);
+                    self.land_writes(w, r);
                 }
                 w.ghost.crashed(w.replicas[r].engine.incarnation);
                 w.ghost.died = true;
@@ -523,8 +587,7 @@ impl LifecycleModel {
             } => {
                 w.left.crashes -= 1;
                 if patch_landed {
-                    let patch = w.replicas[r].patch.take()?;
-                    self.apply(w, &patch);
+                    self.land_writes(w, r);
                 }
                 // A run in flight goes on as a zombie (an older one, if
                 // none is in flight, goes on still).
@@ -559,11 +622,56 @@ impl LifecycleModel {
     fn tick(&self, w: &mut World, r: usize) {
         let now = w.replicas[r].clock(w.now);
         let running = w.replicas[r].running;
+        // The run the engine waits for: when its time is up, and whether
+        // its claim could not be renewed by now: a renewal went unapplied,
+        // or is due no earlier than now (its timer was late).
+        let awaited = match &w.replicas[r].engine.phase {
+            Phase::Running {
+                run,
+                limit,
+                renewal,
+                ..
+            } => Some((
+                *run,
+                *limit,
+                match renewal {
+                    Some(Renewal::Sent { .. } | Renewal::Failed { .. }) => true,
+                    Some(Renewal::Due { at }) => *at <= now,
+                    None => false,
+                },
+            )),
+            _ => None,
+        };
         self.feed(w, r, Input::Tick { now });
+        if let Some((run, limit, unrenewed)) = awaited {
+            let cut = !w.replicas[r].engine.awaits(run);
+            let holder = w.replicas[r].engine.incarnation;
+            let held = w
+                .object
+                .as_ref()
+                .is_some_and(|o| o.claim.is_some_and(|c| c.holder == holder));
+            w.ghost.cut_short |= cut && now < limit && held && !unrenewed;
+        }
         if let Some(run) = running.filter(|_| w.replicas[r].running.is_none()) {
             w.ghost
                 .returned(run, self.digest(run.key, run.essence), false);
             w.ghost.pend(run, run.essence, Vec::new());
+        }
+    }
+
+    /// The writes replica `r` has in flight reach the API server as it
+    /// crashes or dies: its patch, then its renewal, each applied if its
+    /// precondition holds.
+    fn land_writes(&self, w: &mut World, r: usize) {
+        let replica = &mut w.replicas[r];
+        let writes: Vec<_> = replica
+            .patch
+            .take()
+            .into_iter()
+            .chain(replica.renewal.take())
+            .collect();
+        for patch in &writes {
+            self.apply(w, patch);
         }
     }
 

@@ -13,10 +13,12 @@ const RETRIES: u8 = 3;
 const TIMEOUT: u8 = 8;
 
 /// A claim lasts 3 ticks (a run, its patch and the next run's fit in it),
-/// and clocks may drift apart by 1 tick.
+/// clocks may drift apart by 1 tick, and a run's claim is renewed with 1
+/// tick left.
 const CLAIMS: Claims<Small> = Claims {
     duration: 3,
     drift: 1,
+    renew_before: 1,
 };
 
 /// Handler `index`, reacting to `on`.
@@ -368,7 +370,33 @@ pub fn drift(variant: Variant) -> LifecycleModel {
         skew: CLAIMS.drift,
         ..Faults::default()
     };
-    two_replicas(variant, vec![sync()], faults)
+    let mut model = two_replicas(variant, vec![sync()], faults);
+    // The hung run's claim is not renewed (one due at its end is cut
+    // first): the claim ends under a holder whose run goes on, which is
+    // the point here; renewals are checked in `long`, and they would
+    // multiply the states of two drifting clocks.
+    model.config.claims.renew_before = 0;
+    model
+}
+
+/// A field handler of one attempt runs longer than a claim (time passes
+/// while it runs, [`Faults::long_runs`]), around an edit: its replica
+/// renews the claim while the run goes on, and the run ends by its return
+/// or its timeout.
+pub fn long(variant: Variant) -> LifecycleModel {
+    let mut model = model(
+        variant,
+        vec![sync()],
+        edits_of_spec(Faults {
+            edits: 1,
+            long_runs: true,
+            ..Faults::default()
+        }),
+    );
+    for spec in &mut model.config.handlers {
+        spec.retries = 1;
+    }
+    model
 }
 
 /// [`drift`] with clocks drifting one tick beyond the budget: a replica

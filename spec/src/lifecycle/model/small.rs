@@ -39,6 +39,10 @@ impl Domain for Small {
         time.saturating_add(span)
     }
 
+    fn before(time: u8, span: u8) -> u8 {
+        time.saturating_sub(span)
+    }
+
     fn doubled(span: u8) -> u8 {
         span.saturating_mul(2)
     }

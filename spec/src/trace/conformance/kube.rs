@@ -26,7 +26,8 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
                 Input::Observed(view) | Input::Listed(view) | Input::Fetched(view) => {
                     Some(&view.version)
                 }
-                Input::PatchApplied { version } => {
+                // A claim's renewal is a write too.
+                Input::PatchApplied { version } | Input::Renewed { version } => {
                     if let Some(first) = made.insert((object, version.clone()), at) {
                         out.push(Violation {
                             rule: Rule::WriteMakesNewerVersion,
@@ -96,6 +97,11 @@ fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Ve
                     .filter(|v| watched.is_none_or(|w| w < *v))
                     .map(|v| (v, at));
             }
+            Input::Renewed { version } => {
+                unshown = number(version)
+                    .filter(|v| watched.is_none_or(|w| w < *v))
+                    .map(|v| (v, at));
+            }
             Input::Listed(view) => {
                 watched = number(&view.version);
                 unshown = None;
@@ -138,7 +144,7 @@ fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Ve
             Input::Observed(view) | Input::Listed(view) | Input::Fetched(view) => {
                 number(&view.version)
             }
-            Input::PatchApplied { version } => number(version),
+            Input::PatchApplied { version } | Input::Renewed { version } => number(version),
             _ => None,
         };
         if let Some(v) = seen {

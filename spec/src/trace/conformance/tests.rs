@@ -85,6 +85,7 @@ fn engine_trace(
             claims: lifecycle::Claims {
                 duration: 60_000,
                 drift: 2_000,
+                renew_before: 30_000,
             },
         },
     };
