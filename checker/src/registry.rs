@@ -432,7 +432,7 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 20] = [
     },
     Scenario {
         name: "long",
-        about: "two replicas; a run longer than its claim, which its holder renews; an edit",
+        about: "a run longer than its claim, which its replica renews; an edit, a lost reply",
         by_default: true,
         value: scenarios::long,
     },

@@ -378,6 +378,7 @@ mod vacuity {
             a_throttle_fails_without_one: "a throttled request is asked again after the wait",
             running_out_of_attempts_fails_without_errors: "a handler runs out of attempts",
             a_retried_panic_fails_without_panics: "a handler that panicked runs again",
+            a_failed_renewal_fails_without_long_runs: "a renewal of a running run's claim fails",
             a_successor_fails_without_stops: "a stopped operator's successor starts",
             a_takeover_fails_without_deaths: "a dead replica's claim is taken over",
             a_drifting_clock_fails_without_skew: "a replica's clock runs ahead while another's run is under way",

@@ -333,8 +333,8 @@ where
                     );
                 }
             }
-            Effect::Patch(patch) => self.send(&patch, false),
-            Effect::Renew(patch) => self.send(&patch, true),
+            Effect::Patch(patch) => self.send(&patch, std::convert::identity),
+            Effect::Renew(patch) => self.send(&patch, Input::of_renewal),
             Effect::Remind { run, at } => {
                 if let Some(running) = self.runs.iter_mut().find(|r| r.run == run) {
                     running.deadline = at;
@@ -360,34 +360,37 @@ where
         }
     }
 
-    /// Sends an engine's patch, or (`renewal`) the renewal of a running
-    /// run's claim, and feeds the answer back as the input of its class.
-    fn send(&mut self, patch: &steadfast_spec::lifecycle::Patch<Named>, renewal: bool) {
+    /// Sends an engine's patch (or a claim's renewal) and feeds the answer
+    /// back as the input of its class, read by `class` from the patch's
+    /// (identity, or [`Input::of_renewal`]).
+    fn send(
+        &mut self,
+        patch: &steadfast_spec::lifecycle::Patch<Named>,
+        class: fn(Input<Named>) -> Input<Named>,
+    ) {
         let metrics = self.shared.metrics.clone();
         let api = self.shared.api.clone();
         let name = self.name.clone();
         let body = merge_patch_of(patch, &self.finalizers);
         let status_subresource = self.shared.status_subresource;
         self.tasks.spawn(async move {
-            let answered =
-                |input: Input<Named>| Done::Input(if renewal { input.of_renewal() } else { input });
             let body = match body {
                 Ok(body) => body,
                 Err(error) => {
                     let message = format!("a patch of {name} cannot be written: {error}");
-                    return answered(Input::PatchRefused { message });
+                    return Done::Input(class(Input::PatchRefused { message }));
                 }
             };
             let result = patch_object(&api, &name, body, status_subresource).await;
-            let input = match &result {
+            let input = class(match &result {
                 Ok(object) => Input::PatchApplied {
                     version: object.meta().resource_version.clone().unwrap_or_default(),
                 },
                 Err(error) => failure(error).of_patch(),
-            };
+            });
             let answer = match &input {
-                Input::PatchApplied { .. } if renewal => "renewed",
-                _ if renewal => "renewal failed",
+                Input::Renewed { .. } => "renewed",
+                Input::RenewFailed => "renewal failed",
                 Input::PatchApplied { .. } => "applied",
                 Input::PatchConflict => "conflict",
                 Input::PatchRefused { .. } => "refused",
@@ -398,7 +401,7 @@ where
                 tracing::warn!(%error, "a patch of {name} was answered {answer}");
             }
             metrics.patched(answer);
-            answered(input)
+            Done::Input(input)
         });
     }
 

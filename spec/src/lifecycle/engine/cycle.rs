@@ -109,8 +109,8 @@ impl<D: Domain> Engine<D> {
         match self.next(config, &mut cycle, &essence) {
             Next::Run { handler, parent } => {
                 let spec = self.spec(config, &handler, parent.as_ref());
-                self.renew_if_stale(config, &mut cycle.work, &handler, &spec.digest(&essence));
                 let digest = spec.digest(&essence);
+                self.renew_if_stale(config, &mut cycle.work, &handler, &digest);
                 let known = self
                     .carried
                     .iter()
@@ -145,7 +145,7 @@ impl<D: Domain> Engine<D> {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
-                    let given_up = Carried::given_up(handler, spec.digest(&essence));
+                    let given_up = Carried::given_up(handler, digest);
                     return self.finish_telling(config, parent, cycle, given_up);
                 }
                 if config.rules.has(Rule::Claims) {

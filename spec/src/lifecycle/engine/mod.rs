@@ -185,9 +185,7 @@ impl<D: Domain> Engine<D> {
             Input::Observed(view) => {
                 let mut effects = self.observe(config, view);
                 // A renewal that failed on an older version is sent again.
-                if matches!(self.phase, Phase::Running { .. }) {
-                    effects.extend(self.renew_if_due(config));
-                }
+                effects.extend(self.renew_if_due(config));
                 effects
             }
             Input::Listed(view) => {
@@ -468,7 +466,7 @@ impl<D: Domain> Engine<D> {
 
     /// Whether the engine waits for `run` to return.
     pub fn awaits(&self, run: RunId) -> bool {
-        matches!(self.phase, Phase::Running { run: running, .. } if running == run)
+        self.cuts(run).is_some()
     }
 
     /// Calls `f` on every resourceVersion the engine holds (for a model

@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClaimChange, Effect, Engine, Patch, Phase};
+use super::{Effect, Engine, Patch, Phase};
 use crate::lifecycle::domain::Domain;
 use crate::lifecycle::handlers::Config;
 use crate::lifecycle::object::Claim;
@@ -71,11 +71,13 @@ impl<D: Domain> Engine<D> {
     /// engine must be told of it: the renewal's, or the run's deadline.
     pub(super) fn renew_if_due(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
         let now = self.now;
+        // The newest version, if it carries the engine's claim, and the
+        // claim a renewal of it sets.
         let newest = self
             .view
             .as_ref()
             .filter(|v| self.holds(v))
-            .map(|v| v.version.clone());
+            .and_then(|v| Some((v.version.clone(), self.claim(config, v, false)?)));
         let Phase::Running {
             run,
             deadline,
@@ -91,21 +93,17 @@ impl<D: Domain> Engine<D> {
             // The run ends at the deadline its invocation was given.
             (None, _) => return effects,
             (Some(Renewal::Due { at }), Some(_)) if now < *at => Some(*at),
-            (Some(Renewal::Failed { on, retry }), Some(v)) if now < *retry && v == on => {
+            (Some(Renewal::Failed { on, retry }), Some((v, _))) if now < *retry && v == on => {
                 Some(*retry)
             }
-            (Some(Renewal::Due { .. } | Renewal::Failed { .. }), Some(version)) => {
-                let claim = Claim {
-                    holder: self.identity.clone(),
-                    until: D::after(now, config.claims.duration),
-                };
+            (Some(Renewal::Due { .. } | Renewal::Failed { .. }), Some((version, change))) => {
                 let mut patch = Patch::on(version.clone());
                 patch.checked = config.rules.has(Rule::CheckedPatches);
-                patch.claim = Some(ClaimChange::Set(claim.clone()));
-                *renewal = Some(Renewal::Sent {
+                *renewal = change.after().map(|claim| Renewal::Sent {
                     claim,
                     expect: version.clone(),
                 });
+                patch.claim = Some(change.clone());
                 effects.push(Effect::Renew(patch));
                 None
             }

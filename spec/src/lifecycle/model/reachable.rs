@@ -10,6 +10,7 @@
 use stateright::Property;
 
 use super::{LifecycleModel, SubPlan, World};
+use crate::lifecycle::engine::{Phase, Renewal};
 use crate::lifecycle::handlers::On;
 use crate::lifecycle::object::Final;
 
@@ -30,7 +31,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 22] = [
+const REACHABLE: [Reachable; 23] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -150,6 +151,26 @@ const REACHABLE: [Reachable; 22] = [
         name: "a handler that panicked runs again",
         expected: |m| m.budget.faults.panics > 0,
         condition: |m, w| w.left.panics < m.budget.faults.panics && running(w).any(|r| r.retry > 0),
+    },
+    // Without it, "a run is cut before its timeout only if its claim could
+    // not be renewed" could hold for want of a renewal that fails.
+    Reachable {
+        name: "a renewal of a running run's claim fails",
+        expected: |m| {
+            let faults = &m.budget.faults;
+            faults.long_runs && (faults.edits > 0 || faults.lost_replies > 0)
+        },
+        condition: |_, w| {
+            w.replicas.iter().any(|r| {
+                matches!(
+                    r.engine.phase,
+                    Phase::Running {
+                        renewal: Some(Renewal::Failed { .. }),
+                        ..
+                    }
+                )
+            })
+        },
     },
     Reachable {
         name: "a stopped operator's successor starts",

@@ -490,14 +490,16 @@ impl LifecycleModel {
                     self.feed(w, r, Input::PatchConflict);
                 }
             }
+            // A renewal's answers are a patch's, classed as the runtime
+            // classes them.
             Step::ApiRenew => {
                 let patch = w.replicas[r].renewal.take()?;
-                if self.apply(w, &patch) {
-                    let version = w.version;
-                    self.feed(w, r, Input::Renewed { version });
+                let answer = if self.apply(w, &patch) {
+                    Input::PatchApplied { version: w.version }
                 } else {
-                    self.feed(w, r, Input::RenewFailed);
-                }
+                    Input::PatchConflict
+                };
+                self.feed(w, r, answer.of_renewal());
             }
             Step::ApiRenewLost { applied } => {
                 let patch = w.replicas[r].renewal.take()?;
@@ -505,7 +507,7 @@ impl LifecycleModel {
                 if applied {
                     self.apply(w, &patch);
                 }
-                self.feed(w, r, Input::RenewFailed);
+                self.feed(w, r, Input::PatchUnknown.of_renewal());
             }
             Step::ApiPatchLost { applied } => {
                 let patch = w.replicas[r].patch.take()?;

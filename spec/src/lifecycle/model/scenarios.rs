@@ -380,15 +380,17 @@ pub fn drift(variant: Variant) -> LifecycleModel {
 }
 
 /// A field handler of one attempt runs longer than a claim (time passes
-/// while it runs, [`Faults::long_runs`]), around an edit: its replica
-/// renews the claim while the run goes on, and the run ends by its return
-/// or its timeout.
+/// while it runs, [`Faults::long_runs`]), around an edit and a lost reply
+/// (of a patch or a renewal): its replica renews the claim while the run
+/// goes on, sends a renewal that failed again, and the run ends by its
+/// return or its timeout.
 pub fn long(variant: Variant) -> LifecycleModel {
     let mut model = model(
         variant,
         vec![sync()],
         edits_of_spec(Faults {
             edits: 1,
+            lost_replies: 1,
             long_runs: true,
             ..Faults::default()
         }),
