@@ -321,7 +321,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 20] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 24] = [
     Scenario {
         name: "seed641",
         about:
@@ -372,6 +372,13 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 20] = [
         about: "a create handler whose own write is not idempotent",
         by_default: true,
         value: scenarios::stamp,
+    },
+    Scenario {
+        name: "create",
+        about: "create, field and update handlers, 2 edits during the creation: create acts \
+                once",
+        by_default: true,
+        value: scenarios::create,
     },
     Scenario {
         name: "refused",
@@ -435,6 +442,27 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 20] = [
         about: "a run longer than its claim, which its replica renews; an edit, a lost reply",
         by_default: true,
         value: scenarios::long,
+    },
+    Scenario {
+        name: "free",
+        about: "time free (no timing assumption): two replicas, late timers and cancels, a \
+                zombie, an edit, a deletion; the safety that checked writes carry, only",
+        by_default: true,
+        value: scenarios::free,
+    },
+    Scenario {
+        name: "bounded",
+        about: "two replicas whose runs stop at most 1 tick past their deadline (late timers, \
+                late cancels, a zombie), within the claims' margin: no two runs overlap",
+        by_default: true,
+        value: scenarios::bounded,
+    },
+    Scenario {
+        name: "bounded-beyond",
+        about: "bounded with runs stopping 1 tick beyond the claims' margin: two runs overlap \
+                (the bound shown), not by default",
+        by_default: false,
+        value: scenarios::bounded_beyond,
     },
     Scenario {
         name: "drift-beyond",

@@ -285,6 +285,12 @@ mod vacuity {
         }
 
         #[test]
+        fn create_once_fails_when_create_runs_again_on_an_edit_made_during_the_creation() {
+            let model = scenarios::create(Variant::Steadfast).without(Rule::CreateOnce);
+            assert_violated(&model, "create succeeds at most once per object");
+        }
+
+        #[test]
         fn the_finalizer_kept_fails_for_a_delete_handler_given_no_time() {
             // The engine gives up on a handler out of time before running it
             // (as kopf does): with no time at all, the delete handler never
@@ -341,6 +347,16 @@ mod vacuity {
             );
         }
 
+        /// Runs that stop as late as the claims' margin let a replica take
+        /// over a claim whose holder's run still goes on.
+        #[test]
+        fn no_overlap_fails_when_runs_stop_as_late_as_the_margin() {
+            assert_violated(
+                &scenarios::bounded_beyond(Variant::Steadfast),
+                "no two runs of the object's handlers overlap",
+            );
+        }
+
         #[test]
         fn deletion_releases_the_finalizer_fails_when_a_hung_run_is_waited_for() {
             let model = scenarios::hang(Variant::Steadfast).without(Rule::RunDeadline);
@@ -364,6 +380,7 @@ mod vacuity {
             a_sub_handler_fails_without_a_parent: "a sub-handler runs",
             a_delete_handler_fails_without_one: "a delete handler runs while the finalizer holds the object",
             a_failure_fails_without_errors: "a handler fails for good",
+            an_update_during_creation_fails_without_one: "an update handler runs on a change made during the creation",
             a_resume_handler_fails_without_one: "a resume handler runs",
             a_return_to_an_earlier_essence_fails_without_edits: "an edit brings the essence back to an earlier one",
             a_deletion_mid_run_fails_without_deletion: "a deletion is requested while a handler runs",
@@ -381,6 +398,7 @@ mod vacuity {
             a_failed_renewal_fails_without_long_runs: "a renewal of a running run's claim fails",
             a_successor_fails_without_stops: "a stopped operator's successor starts",
             a_takeover_fails_without_deaths: "a dead replica's claim is taken over",
+            a_live_takeover_fails_with_one_replica: "a live replica's claim is taken over",
             a_drifting_clock_fails_without_skew: "a replica's clock runs ahead while another's run is under way",
         }
 

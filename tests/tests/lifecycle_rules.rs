@@ -121,3 +121,21 @@ fn a_runs_claim_must_be_renewed_while_it_runs() {
         "a run is cut before its timeout only if its claim could not be renewed",
     );
 }
+
+#[test]
+fn a_create_handler_that_succeeded_must_not_run_again() {
+    assert_needed(
+        Rule::CreateOnce,
+        scenarios::create,
+        "create succeeds at most once per object",
+    );
+}
+
+#[test]
+fn a_claim_must_be_kept_while_a_cancelled_run_may_go_on() {
+    assert_needed(
+        Rule::KeepClaimPastCancel,
+        scenarios::bounded,
+        "no two runs of the object's handlers overlap",
+    );
+}

@@ -1521,3 +1521,97 @@ async fn a_run_longer_than_its_claim_should_finish_once_with_a_second_replica_wa
     );
     replayed_and_finished(target, &traces).await;
 }
+
+/// The sizes handlers saw: the handler, the object, the size.
+type Sizes = Arc<Mutex<Vec<(&'static str, String, i64)>>>;
+
+/// A handler `id` that logs the size it sees into `seen` when it starts,
+/// then works for `work`.
+fn size_logger(id: &'static str, seen: &Sizes, work: Duration) -> Handler<Ticker> {
+    let seen = seen.clone();
+    Handler::new(move |ctx: Context<Ticker>| {
+        let size = ctx.new_value("spec.size").and_then(|v| v.as_i64());
+        let name = ctx.object().metadata.name.clone().unwrap_or_default();
+        seen.lock()
+            .unwrap()
+            .push((id, name, size.expect("a ticker has a size")));
+        async move {
+            tokio::time::sleep(work).await;
+            Ok::<(), HandlerError>(())
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_edited_during_their_creation_should_be_created_once_and_updated_to_the_edit() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let seen: Sizes = Arc::default();
+    let mut replicas = Vec::new();
+    for (incarnation, name) in [(1, "a"), (2, "b")] {
+        let api = Api::namespaced(target.another_client().await, &target.namespace);
+        let operator = Operator::new(api)
+            .identity(name)
+            .incarnation(incarnation)
+            .trace(traces.path())
+            .on_create(
+                "make",
+                size_logger("make", &seen, Duration::from_millis(400)),
+            )
+            .on_update("follow", size_logger("follow", &seen, Duration::ZERO));
+        replicas.push(tokio::spawn(operator.run()));
+    }
+    let names: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+    for name in &names {
+        create(&api, name).await;
+    }
+    // Each object is edited while its create handler runs.
+    for name in &names {
+        let started = async {
+            while !seen.lock().unwrap().iter().any(|(_, n, _)| n == name) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), started)
+            .await
+            .unwrap_or_else(|_| panic!("{name}'s create handler does not start"));
+        let edit = json!({"spec": {"size": 2}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&edit))
+            .await
+            .unwrap();
+    }
+    for name in &names {
+        handled_in_full(&api, name, "its creation and its edit are handled").await;
+    }
+    for replica in replicas {
+        replica.abort();
+    }
+    let seen = seen.lock().unwrap().clone();
+    eprintln!("runs: {seen:?}");
+    for name in &names {
+        let runs = |id: &str| -> Vec<i64> {
+            seen.iter()
+                .filter(|(h, n, _)| *h == id && n == name)
+                .map(|(_, _, size)| *size)
+                .collect()
+        };
+        assert_eq!(
+            runs("make"),
+            [1],
+            "{name}: created once, on the size it was made with"
+        );
+        assert_eq!(
+            runs("follow").last(),
+            Some(&2),
+            "{name}: the update handler saw the edit"
+        );
+        let object = api.get(name).await.unwrap();
+        let base = &object.metadata.annotations.unwrap()["steadfast.dev/diff-base"];
+        let base: serde_json::Value = serde_json::from_str(base).unwrap();
+        assert_eq!(
+            base["spec"]["size"], 2,
+            "{name}: handled on its final essence"
+        );
+    }
+    replayed_and_finished(target, &traces).await;
+}

@@ -127,6 +127,9 @@ pub(crate) struct Driver<K> {
     gone: bool,
     wake: Option<u64>,
     runs: Vec<Running>,
+    /// Runs cancelled whose tasks have not ended yet: the engine is told
+    /// when each does ([`Input::Stopped`]).
+    cancelled: Vec<(tokio::task::Id, RunId)>,
     recorder: Option<Recorder>,
     tasks: JoinSet<Done<K>>,
 }
@@ -169,6 +172,7 @@ where
             gone: false,
             wake: None,
             runs: Vec::new(),
+            cancelled: Vec::new(),
             recorder,
             tasks: JoinSet::new(),
         }
@@ -192,16 +196,27 @@ where
                     },
                     None => return key,
                 },
-                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
-                    Ok(Done::Input(input)) => input,
+                Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => match done {
+                    Ok((id, Done::Input(input))) => {
+                        // A cancelled run that returned all the same has
+                        // stopped too; the engine knows it by its run.
+                        self.cancelled.retain(|(task, _)| *task != id);
+                        input
+                    }
                     // A read object is taken in as a watched one is.
-                    Ok(Done::Read(Some(object))) => self.read(object).map_or_else(|e| *e, Input::Fetched),
-                    Ok(Done::Read(None)) => {
+                    Ok((_, Done::Read(Some(object)))) => self.read(object).map_or_else(|e| *e, Input::Fetched),
+                    Ok((_, Done::Read(None))) => {
                         self.latest = None;
                         Input::Gone
                     }
-                    // A run cancelled at its deadline.
-                    Err(error) if error.is_cancelled() => continue,
+                    // A run cancelled at its deadline has stopped.
+                    Err(error) if error.is_cancelled() => {
+                        let at = self.cancelled.iter().position(|(task, _)| *task == error.id());
+                        match at {
+                            Some(at) => Input::Stopped { run: self.cancelled.remove(at).1 },
+                            None => continue,
+                        }
+                    }
                     Err(error) => {
                         tracing::error!(%error, "a task of {} failed", self.name);
                         continue;
@@ -327,6 +342,7 @@ where
                     let running = self.runs.remove(at);
                     let _ = running.cancel.send(true);
                     running.task.abort();
+                    self.cancelled.push((running.task.id(), run));
                     tracing::warn!(
                         "a run of {} passed its deadline and is cancelled",
                         self.name

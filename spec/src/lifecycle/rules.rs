@@ -69,6 +69,20 @@ pub enum Rule {
     ///
     /// [`Claims::renew_before`]: super::handlers::Claims::renew_before
     RenewClaims,
+    /// A create handler that succeeded is not run again for the same
+    /// object: its record stands whatever changes after it, and a change
+    /// since it ran is handled by the update handlers (in the creation's
+    /// cycles too) and the field handlers. Without it, a create handler
+    /// runs again on every essence the object takes before its creation
+    /// is handled.
+    CreateOnce,
+    /// A claim under which a run was cancelled is not released until the
+    /// run is known to have stopped (it returned, or its task ended): a
+    /// cancel takes effect only at the run's next step, and a claim left
+    /// to end by itself keeps other replicas off for its margin. Without
+    /// it, the commit after a cancel releases the claim while the run may
+    /// still go on.
+    KeepClaimPastCancel,
 }
 
 impl crate::rule_set::Rule for Rule {
@@ -85,6 +99,8 @@ impl crate::rule_set::Rule for Rule {
         Rule::Claims,
         Rule::TakeOver,
         Rule::RenewClaims,
+        Rule::CreateOnce,
+        Rule::KeepClaimPastCancel,
     ];
 }
 

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 
+use super::domain::Domain;
 use super::engine::{ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
 use super::handlers::{Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
@@ -684,6 +685,7 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::FetchFailed { retry_after }),
         1 => (1u32..9).prop_map(|version| Input::Unreadable { version, message: Said::Failed }),
         1 => Just(Input::Stop),
+        1 => (0u32..3).prop_map(|seq| Input::Stopped { run: RunId { incarnation: 0, seq } }),
         1 => (0u8..12).prop_map(|now| Input::Tick { now }),
         1 => Just(Input::Gone),
     ];
@@ -959,5 +961,116 @@ fn a_running_runs_claim_should_be_renewed_and_the_run_cut_only_when_a_renewal_do
     assert_eq!(
         a.step(&config, Input::Tick { now: 5 })[0],
         Effect::Cancel { run }
+    );
+}
+
+/// The first invocation among `effects`: its handler and the diff-base it
+/// was shown as the old essence.
+fn invoked_with_old(effects: &[Effect<Small>]) -> Option<(Key, Option<Essence>)> {
+    effects.iter().find_map(|e| match e {
+        Effect::Invoke { handler, old, .. } => Some((*handler, *old)),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_create_handler_that_succeeded_should_not_run_again_and_the_update_handler_take_the_change() {
+    // A create handler (h0), a field handler on spec.size (h1) and an
+    // update handler (h2).
+    let config = scenarios::create(Variant::Steadfast).config;
+    let created = Essence([1, 0, 1]);
+    let edited = Essence([3, 0, 1]);
+    let mut engine = Engine::new(0, 0, 0);
+    let first = view(1, created);
+    let (run, key, _) = invoked(&engine.step(&config, Input::Listed(first.clone()))).unwrap();
+    assert_eq!(key, Key::handler(0), "create runs first");
+    // The object is edited while create runs: its patch is refused.
+    let second = View {
+        version: 2,
+        essence: edited,
+        ..first
+    };
+    assert_eq!(engine.step(&config, Input::Observed(second.clone())), []);
+    let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+    assert_eq!(patch(&effects).unwrap().expect, 1);
+    let effects = engine.step(&config, Input::PatchConflict);
+    assert_eq!(invoked(&effects), None, "create does not run again");
+    let p = patch(&effects).expect("create's success goes onto the edited version");
+    let record = p.records[0].1.clone().unwrap();
+    assert_eq!(
+        (p.records[0].0, record.outcome, record.seen),
+        (
+            Key::handler(0),
+            Some(Final::Success),
+            Some(Small::digest(&created, None))
+        ),
+        "recorded on the essence create saw"
+    );
+    // The field handler, then the update handler, run on the edit.
+    let mut current = applied(second, p);
+    let mut ran = Vec::new();
+    loop {
+        engine.step(
+            &config,
+            Input::PatchApplied {
+                version: current.version,
+            },
+        );
+        let effects = engine.step(&config, Input::Observed(current.clone()));
+        match invoked_with_old(&effects) {
+            Some((key, old)) => {
+                let (run, _, essence) = invoked(&effects).unwrap();
+                assert_eq!(essence, edited);
+                ran.push((key, old));
+                let effects = engine.step(&config, done(run, Outcome::Success, Vec::new()));
+                current = applied(current, patch(&effects).unwrap());
+            }
+            None => break,
+        }
+        if current.diff_base.is_some() {
+            break;
+        }
+    }
+    assert_eq!(
+        ran,
+        [(Key::handler(1), None), (Key::handler(2), None)],
+        "the field and update handlers take the edit; create never runs again"
+    );
+    assert_eq!(current.diff_base, Some(edited), "the creation is handled");
+    assert!(
+        current.progress.iter().next().is_none(),
+        "and its records purged"
+    );
+}
+
+#[test]
+fn a_claim_should_be_left_to_end_by_itself_while_a_cancelled_run_may_go_on() {
+    // seed641's handler, its episode given 2 ticks, under a claim of 3.
+    let mut config = scenarios::seed641(Variant::Steadfast).config;
+    config.handlers[0].timeout = 2;
+    let release_after_cancel = |config: &Config<Small>| {
+        let mut engine = Engine::new(0, 0, 0);
+        let first = unclaimed(1, Essence([0, 1, 0]));
+        let effects = engine.step(config, Input::Listed(first.clone()));
+        let claimed = applied(first, patch(&effects).expect("the claim is taken"));
+        engine.step(config, Input::PatchApplied { version: 2 });
+        let (run, ..) = invoked(&engine.step(config, Input::Observed(claimed))).unwrap();
+        let effects = engine.step(config, Input::Tick { now: 2 });
+        assert_eq!(effects.first(), Some(&Effect::Cancel { run }));
+        // The commit that gives the handler up.
+        let commit = patch(&effects).expect("the handler is given up").clone();
+        assert!(commit.diff_base.is_some(), "{commit:?}");
+        claim_of(&commit)
+    };
+    assert_eq!(
+        release_after_cancel(&config),
+        None,
+        "the claim is left to end by itself"
+    );
+    let without = without(&config, Rule::KeepClaimPastCancel);
+    assert_eq!(
+        release_after_cancel(&without),
+        Some(None),
+        "released at once"
     );
 }

@@ -26,6 +26,14 @@ pub(super) enum Standing<D: Domain> {
 }
 
 impl<D: Domain> Engine<D> {
+    /// `run` has stopped: if the engine cancelled it, its claim may be
+    /// released again.
+    pub(super) fn stopped_run(&mut self, run: super::RunId) {
+        if self.cancelled == Some(run) {
+            self.cancelled = None;
+        }
+    }
+
     /// Whether `view`'s claim, live or not, is the engine's own.
     pub(super) fn holds(&self, view: &ObjectView<D>) -> bool {
         view.claim
@@ -63,7 +71,8 @@ impl<D: Domain> Engine<D> {
 
     /// The change of the claim a patch of `view` makes ([`Rule::Claims`]):
     /// the engine's own from now for the claim's duration, or with
-    /// `release` none (if there is one to release).
+    /// `release` none (if there is one to release, and no run cancelled
+    /// under it may still go on: [`Rule::KeepClaimPastCancel`]).
     pub(super) fn claim(
         &self,
         config: &Config<D>,
@@ -74,6 +83,10 @@ impl<D: Domain> Engine<D> {
             return None;
         }
         if release {
+            if self.cancelled.is_some() && config.rules.has(Rule::KeepClaimPastCancel) {
+                // A cancelled run may still go on: the claim ends by itself.
+                return None;
+            }
             return view.claim.as_ref().map(|_| ClaimChange::Release);
         }
         Some(ClaimChange::Set(Claim {

@@ -1,6 +1,6 @@
 //! A processing cycle: which handler runs next on the newest version, and
 //! when a record counts as finished ([`Rule::DigestFinished`],
-//! [`Rule::PlanOnce`]).
+//! [`Rule::PlanOnce`], [`Rule::CreateOnce`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -76,12 +76,10 @@ impl<D: Domain> Engine<D> {
             // Deletion is under way and nothing of ours holds it.
             return Vec::new();
         }
-        if config.rules.has(Rule::Claims) && !self.holds(&view) {
-            // The runs whose outcomes the engine carries ran under its own
-            // claim; a version without it was written by another replica
-            // since, whose progress supersedes them.
-            self.carried.clear();
-        }
+        // An outcome carried is superseded once the object shows that
+        // someone else handled it since (a claim lapses under a slow
+        // holder, and another replica takes it over).
+        self.carried.retain(|c| c.current_on(&view));
         if let Standing::Theirs { over } = self.standing(config, &view) {
             // Another replica works on the object: nothing is done before
             // its claim is over.
@@ -110,14 +108,14 @@ impl<D: Domain> Engine<D> {
             Next::Run { handler, parent } => {
                 let spec = self.spec(config, &handler, parent.as_ref());
                 let digest = spec.digest(&essence);
-                self.renew_if_stale(config, &mut cycle.work, &handler, &digest);
-                let known = self
-                    .carried
-                    .iter()
-                    .position(|c| c.handler == handler && c.digest == digest);
+                self.renew_if_stale(config, spec, &mut cycle.work, &handler, &digest);
+                let known = self.carried.iter().position(|c| {
+                    c.handler == handler && (c.digest == digest || self.created_by(config, spec, c))
+                });
                 if let Some(at) = known {
-                    // Its outcome on this very digest is known: written
-                    // again instead of running it again.
+                    // Its outcome on this very digest is known (or a
+                    // create handler's success, on any): written again
+                    // instead of running it again.
                     let done = self.carried.remove(at);
                     return self.finish(config, parent, cycle, done);
                 }
@@ -145,7 +143,7 @@ impl<D: Domain> Engine<D> {
                     // Out of time or attempts before it could run (kopf
                     // checks both before each attempt; a parent it invokes
                     // again each cycle spends an attempt each time).
-                    let given_up = Carried::given_up(handler, digest);
+                    let given_up = Carried::given_up(&cycle.view, handler, digest);
                     return self.finish_telling(config, parent, cycle, given_up);
                 }
                 if config.rules.has(Rule::Claims) {
@@ -215,6 +213,15 @@ impl<D: Domain> Engine<D> {
         let base = view.diff_base.as_ref();
         let reason = Reason::of(view.deleting, base, essence, self.initial);
         let work = &mut cycle.work;
+        // Under [`Rule::CreateOnce`], a change since a create handler
+        // succeeded is the update handlers' to handle, in the creation's
+        // cycles too (there is no diff-base to show it yet).
+        let changed_since_created = reason == Reason::Create
+            && config.handlers.iter().any(|spec| {
+                work.get(&spec.id).is_some_and(|r| {
+                    self.created(config, spec, r) && r.seen != Some(spec.digest(essence))
+                })
+            });
         // kopf's default lifecycle, `asap`: the fewest retries first, ties
         // in registration order.
         let mut best: Option<(u8, D::Handler, Option<D::Handler>)> = None;
@@ -229,14 +236,15 @@ impl<D: Domain> Engine<D> {
             let unsettled = config.rules.has(Rule::DigestFinished)
                 && reason != Reason::Delete
                 && spec.on != On::Delete
-                && (work
-                    .get(id)
-                    .is_some_and(|r| r.outcome.is_none() || self.outdated(config, r, id, &digest))
-                    || self.ran_since(id, &digest));
-            if !spec.matches(reason, base, essence, self.initial) && !unsettled {
+                && (work.get(id).is_some_and(|r| {
+                    r.outcome.is_none() || self.outdated(config, spec, r, id, &digest)
+                }) || self.ran_since(id, &digest));
+            let updates_creation = changed_since_created && spec.on == On::Update;
+            if !spec.matches(reason, base, essence, self.initial) && !unsettled && !updates_creation
+            {
                 continue;
             }
-            if self.finished(config, work, id, &digest) {
+            if self.finished(config, spec, work, id, &digest) {
                 continue;
             }
             let record = work.get(id);
@@ -244,8 +252,9 @@ impl<D: Domain> Engine<D> {
             let runs_again = match record {
                 None => true,
                 Some(r) if r.subs.is_empty() => true,
+                Some(r) if self.created(config, spec, r) => false,
                 Some(r) if config.rules.has(Rule::PlanOnce) => {
-                    r.seen.as_ref() != Some(&digest) || self.outdated(config, r, id, &digest)
+                    r.seen.as_ref() != Some(&digest) || self.outdated(config, spec, r, id, &digest)
                 }
                 Some(_) => !cycle.planned.contains(id),
             };
@@ -254,7 +263,7 @@ impl<D: Domain> Engine<D> {
                 pending.push((id.clone(), None));
             } else {
                 for sub in &plan {
-                    if !self.finished(config, work, sub, &digest) {
+                    if !self.finished(config, spec, work, sub, &digest) {
                         pending.push((sub.clone(), Some(id.clone())));
                     }
                 }
@@ -279,9 +288,9 @@ impl<D: Domain> Engine<D> {
             }
             for (handler, parent) in pending {
                 // An outdated record counts as the new episode it will be.
-                let record = work
-                    .get(&handler)
-                    .filter(|r| r.seen.is_none() || !self.outdated(config, r, &handler, &digest));
+                let record = work.get(&handler).filter(|r| {
+                    r.seen.is_none() || !self.outdated(config, spec, r, &handler, &digest)
+                });
                 match record.and_then(|r| r.delayed_until) {
                     Some(due) if due > self.now => {
                         wake = Some(wake.map_or(due, |w| w.min(due)));
@@ -302,34 +311,67 @@ impl<D: Domain> Engine<D> {
         }
     }
 
-    /// Whether `id` is finished for `digest`: kopf asks only for a final
+    /// Whether `id`, governed by `spec` (its own registration or its
+    /// parent's), is finished for `digest`: kopf asks only for a final
     /// outcome; [`Rule::DigestFinished`] also asks that it was reached on
     /// this digest.
     pub(super) fn finished(
         &self,
         config: &Config<D>,
+        spec: &HandlerSpec<D>,
         work: &Progress<D>,
         id: &D::Handler,
         digest: &D::Digest,
     ) -> bool {
         work.get(id).is_some_and(|record| {
-            record.outcome.is_some() && !self.outdated(config, record, id, digest)
+            record.outcome.is_some() && !self.outdated(config, spec, record, id, digest)
         })
     }
 
     /// Whether `id`'s record tells of a run on another digest than
     /// `digest` ([`Rule::DigestFinished`]), or a refused patch's outcome
-    /// tells of a later run on another digest than the record's.
+    /// tells of a later run on another digest than the record's; a create
+    /// handler's success is never outdated ([`Rule::CreateOnce`]).
     pub(super) fn outdated(
         &self,
         config: &Config<D>,
+        spec: &HandlerSpec<D>,
         record: &Record<D>,
         id: &D::Handler,
         digest: &D::Digest,
     ) -> bool {
+        if self.created(config, spec, record) {
+            return false;
+        }
         let moved = config.rules.has(Rule::DigestFinished)
             && record.seen.as_ref().is_some_and(|seen| seen != digest);
         moved || self.ran_since(id, digest)
+    }
+
+    /// Whether `record`, of a handler `spec` governs, tells of a create
+    /// handler's success (a leaf's, a sub-handler's, or a parent's run
+    /// that declared its plan), which stands whatever changes after it
+    /// ([`Rule::CreateOnce`]): a create handler acts once per object.
+    pub(super) fn created(
+        &self,
+        config: &Config<D>,
+        spec: &HandlerSpec<D>,
+        record: &Record<D>,
+    ) -> bool {
+        creates_once(config, spec)
+            && record.seen.is_some()
+            && record.outcome != Some(Final::Failure)
+    }
+
+    /// Whether `carried` is a create handler's success, which is written
+    /// onto any digest rather than run again ([`Rule::CreateOnce`]).
+    pub(super) fn created_by(
+        &self,
+        config: &Config<D>,
+        spec: &HandlerSpec<D>,
+        carried: &Carried<D>,
+    ) -> bool {
+        creates_once(config, spec) && carried.outcome == super::Outcome::Success
     }
 
     /// Whether a refused patch's outcome tells of a run of `id` on another
@@ -347,6 +389,7 @@ impl<D: Domain> Engine<D> {
     pub(super) fn renew_if_stale(
         &self,
         config: &Config<D>,
+        spec: &HandlerSpec<D>,
         work: &mut Progress<D>,
         id: &D::Handler,
         digest: &D::Digest,
@@ -355,7 +398,7 @@ impl<D: Domain> Engine<D> {
             return;
         };
         let ended = record.seen.is_some() || self.ran_since(id, digest);
-        if ended && self.outdated(config, record, id, digest) {
+        if ended && self.outdated(config, spec, record, id, digest) {
             let renewed = Record {
                 subs: record.subs.clone(),
                 ..Record::fresh(self.now)
@@ -363,4 +406,10 @@ impl<D: Domain> Engine<D> {
             work.set(id, Some(renewed));
         }
     }
+}
+
+/// Whether `spec` registers a create handler whose success stands
+/// ([`Rule::CreateOnce`]).
+fn creates_once<D: Domain>(config: &Config<D>, spec: &HandlerSpec<D>) -> bool {
+    config.rules.has(Rule::CreateOnce) && spec.on == On::Create
 }

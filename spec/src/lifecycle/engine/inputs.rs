@@ -98,6 +98,14 @@ pub enum Input<D: Domain> {
     /// The renewal of a running run's claim did not apply, or may not have
     /// (a conflict, a refusal, a throttle, no answer): it is sent again.
     RenewFailed,
+    /// A run the engine cancelled has stopped (its task ended without
+    /// returning): its claim may be released
+    /// ([`Rule::KeepClaimPastCancel`](crate::lifecycle::rules::Rule::KeepClaimPastCancel)).
+    /// A cancelled run that returns says so too.
+    Stopped {
+        /// Which run.
+        run: RunId,
+    },
     /// The operator is stopping (a graceful shutdown, a rolling update):
     /// no new run starts; a run in flight returns and its outcome is
     /// written, as is any outcome owed. See [`Engine::stopped`].

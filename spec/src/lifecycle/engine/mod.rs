@@ -129,6 +129,9 @@ pub struct Engine<D: Domain> {
     pub unreadable: Option<D::Message>,
     /// Told to stop: no new run starts, and the engine's claim is released.
     pub stopping: bool,
+    /// A run the engine cancelled that is not known to have stopped: its
+    /// claim is not released meanwhile ([`Rule::KeepClaimPastCancel`]).
+    pub cancelled: Option<RunId>,
     /// The replica it belongs to, as its claims name it.
     pub identity: D::Holder,
     /// The time last told.
@@ -154,6 +157,7 @@ impl<D: Domain> Engine<D> {
             pause: None,
             unreadable: None,
             stopping: false,
+            cancelled: None,
             identity,
             now,
             incarnation,
@@ -252,24 +256,25 @@ impl<D: Domain> Engine<D> {
                     cycle,
                     ..
                 } if running == run => {
-                    let done = Carried {
-                        digest: self
-                            .spec(config, &handler, parent.as_ref())
-                            .digest(&cycle.view.essence),
-                        handler,
-                        outcome,
-                        subs,
-                        write,
-                    };
+                    let digest = self
+                        .spec(config, &handler, parent.as_ref())
+                        .digest(&cycle.view.essence);
+                    let done = Carried::ran(&cycle.view, handler, digest, outcome, subs, write);
                     self.finish_telling(config, parent, cycle, done)
                 }
                 other => {
-                    // Not the run this engine waits for: one it abandoned,
-                    // or one from before a restart.
+                    // Not the run this engine waits for: one it abandoned
+                    // (which has stopped, then), or one from before a
+                    // restart.
                     self.phase = other;
+                    self.stopped_run(run);
                     Vec::new()
                 }
             },
+            Input::Stopped { run } => {
+                self.stopped_run(run);
+                Vec::new()
+            }
             Input::PatchApplied { version } => {
                 let Phase::Patching { seen, .. } = std::mem::replace(&mut self.phase, Phase::Idle)
                 else {
@@ -506,10 +511,13 @@ impl<D: Domain> Engine<D> {
         }
     }
 
-    /// Calls `f` on the name of the run the engine waits for (for a model
-    /// that renames runs).
+    /// Calls `f` on the name of every run the engine keeps: the one it
+    /// waits for, and one it cancelled (for a model that renames runs).
     pub fn visit_runs(&mut self, f: &mut impl FnMut(&mut RunId)) {
         if let Phase::Running { run, .. } = &mut self.phase {
+            f(run);
+        }
+        if let Some(run) = &mut self.cancelled {
             f(run);
         }
     }

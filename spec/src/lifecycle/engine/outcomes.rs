@@ -8,7 +8,7 @@ use super::cycle::{Cycle, Next};
 use super::{Effect, Engine, Outcome, Phase, Verdict};
 use crate::lifecycle::domain::Domain;
 use crate::lifecycle::handlers::Config;
-use crate::lifecycle::object::{Final, Record};
+use crate::lifecycle::object::{Final, ObjectView, Record};
 use crate::lifecycle::rules::Rule;
 
 /// The outcome of a run, kept while its patch is in flight so that it can
@@ -27,19 +27,46 @@ pub struct Carried<D: Domain> {
     pub subs: Vec<D::Handler>,
     /// What it wrote.
     pub write: Option<D::Write>,
+    /// The diff-base of the version it ran on.
+    pub base: Option<D::Essence>,
+    /// Its handler's record on the version it ran on.
+    pub record: Option<Record<D>>,
 }
 
 impl<D: Domain> Carried<D> {
-    /// A run of `handler` on `digest` given up (out of time or attempts):
-    /// a permanent failure that declared and wrote nothing.
-    pub(super) fn given_up(handler: D::Handler, digest: D::Digest) -> Self {
+    /// A run of `handler` on `digest` of `view`, that ended with
+    /// `outcome`, declaring `subs` and writing `write`.
+    pub(super) fn ran(
+        view: &ObjectView<D>,
+        handler: D::Handler,
+        digest: D::Digest,
+        outcome: Outcome<D>,
+        subs: Vec<D::Handler>,
+        write: Option<D::Write>,
+    ) -> Self {
         Carried {
+            base: view.diff_base.clone(),
+            record: view.progress.get(&handler).cloned(),
             handler,
             digest,
-            outcome: Outcome::GivenUp,
-            subs: Vec::new(),
-            write: None,
+            outcome,
+            subs,
+            write,
         }
+    }
+
+    /// A run of `handler` on `digest` of `view` given up (out of time or
+    /// attempts): a permanent failure that declared and wrote nothing.
+    pub(super) fn given_up(view: &ObjectView<D>, handler: D::Handler, digest: D::Digest) -> Self {
+        Carried::ran(view, handler, digest, Outcome::GivenUp, Vec::new(), None)
+    }
+
+    /// Whether `view` shows what the run's outcome was taken against: the
+    /// same diff-base, and the same record of its handler. Otherwise
+    /// someone (another replica, whose claim outlived this engine's) has
+    /// handled the object since, and the outcome is superseded.
+    pub(super) fn current_on(&self, view: &ObjectView<D>) -> bool {
+        view.diff_base == self.base && view.progress.get(&self.handler) == self.record.as_ref()
     }
 }
 
@@ -60,13 +87,10 @@ impl<D: Domain> Engine<D> {
         let digest = self
             .spec(config, &handler, parent.as_ref())
             .digest(&cycle.view.essence);
+        self.cancelled = Some(run);
+        let given_up = Carried::given_up(&cycle.view, handler, digest);
         let mut effects = vec![Effect::Cancel { run }];
-        effects.extend(self.finish_telling(
-            config,
-            parent,
-            cycle,
-            Carried::given_up(handler, digest),
-        ));
+        effects.extend(self.finish_telling(config, parent, cycle, given_up));
         effects
     }
 
@@ -137,6 +161,14 @@ impl<D: Domain> Engine<D> {
         } else {
             ran_on.clone()
         };
+        // A create handler's success carried from a run on another digest
+        // ([`Rule::CreateOnce`]) is recorded on the digest it ran on, so
+        // that the change since is the update handlers' to handle.
+        let seen = if done.digest == spec.digest(&ran_on) {
+            spec.digest(&judged)
+        } else {
+            done.digest.clone()
+        };
         let mut record = cycle
             .work
             .get(&done.handler)
@@ -163,7 +195,7 @@ impl<D: Domain> Engine<D> {
                         .retain(|c| plans.iter().all(|plan| !plan.contains(&c.handler)));
                 }
                 record.subs = done.subs.clone();
-                record.seen = Some(spec.digest(&judged));
+                record.seen = Some(seen);
                 if done.subs.is_empty() {
                     record.outcome = Some(Final::Success);
                 } else {
@@ -174,7 +206,7 @@ impl<D: Domain> Engine<D> {
             }
             Outcome::Success => {
                 record.outcome = Some(Final::Success);
-                record.seen = Some(spec.digest(&judged));
+                record.seen = Some(seen);
             }
             _ if wait.is_some() && !spec.out_of_attempts(record.retries) => {
                 record.delayed_until = wait.map(|wait| D::after(self.now, wait));

@@ -19,12 +19,15 @@ pub struct Ghost {
     /// essence it saw, its own write included.
     pub last: Vec<(Key, Essence)>,
     /// Runs that returned for good (or hung) whose outcome no applied
-    /// patch has recorded yet, the latest per handler, with the essence
+    /// patch of their start has recorded yet, the latest per handler and
+    /// start, with the essence
     /// each saw and the plan it declared. They count once a patch records
     /// them; an operator that crashes loses them, and they count as never
     /// having happened (their side effects stay, which no engine can see;
     /// see README).
-    pub pending: Vec<(Run, Essence, Vec<Key>)>,
+    pub pending: Vec<Pending>,
+    /// Create handlers whose success an applied patch recorded.
+    pub created: Vec<u8>,
     /// Each parent's last plan, with the digest of the run that declared it.
     pub plans: Vec<(Key, Digest, Vec<Key>)>,
     /// Sub-handlers of a parent's last plan that have not returned for good
@@ -50,6 +53,9 @@ pub struct Ghost {
     /// A handler once ran again on a digest it had succeeded on, in one
     /// start, without running on another digest in between.
     pub rerun: bool,
+    /// A create handler once succeeded again after a success of it that
+    /// was on record, or returned to a start still alive.
+    pub created_twice: bool,
     /// The finalizer was once removed before every delete handler returned.
     pub early_release: bool,
     /// A run was once cut before its timeout while its replica still held
@@ -77,6 +83,8 @@ pub struct Ghost {
     pub died: bool,
     /// A claim of a replica start that is no more was once taken over.
     pub taken_over: bool,
+    /// A claim of a live replica start was once taken over by another.
+    pub taken_from_live: bool,
     /// A list once served a version older than the object's.
     pub stale_listed: bool,
     /// The watch once expired.
@@ -87,6 +95,33 @@ pub struct Ghost {
     pub returned_to_earlier: bool,
     /// A deletion was once requested while a handler ran.
     pub deleted_while_running: bool,
+}
+
+/// A run that returned for good, whose outcome no applied patch recorded
+/// yet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pending {
+    /// The run.
+    pub run: Run,
+    /// The essence it saw, its own write included.
+    pub seen: Essence,
+    /// The plan it declared.
+    pub plan: Vec<Key>,
+    /// Whether it succeeded.
+    pub success: bool,
+}
+
+impl Pending {
+    /// `run`, hung or given up: it failed for good, and declared and wrote
+    /// nothing.
+    pub fn failed(run: Run) -> Self {
+        Pending {
+            run,
+            seen: run.essence,
+            plan: Vec::new(),
+            success: false,
+        }
+    }
 }
 
 impl Ghost {
@@ -133,28 +168,57 @@ impl Ghost {
         self.last.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
     }
 
-    /// `run` of this operator's returned for good (or hung), having seen
-    /// `seen` and declared `plan`: it counts once a patch records it.
-    pub fn pend(&mut self, run: Run, seen: Essence, plan: Vec<Key>) {
-        self.pending.retain(|(r, ..)| r.key != run.key);
-        self.pending.push((run, seen, plan));
-        self.pending.sort_by_key(|(r, ..)| r.key);
+    /// A run of this operator's returned for good (or hung): it counts
+    /// once a patch records it.
+    pub fn pend(&mut self, m: &LifecycleModel, returned: Pending) {
+        if returned.success && creates(m, returned.run.key) {
+            let known = self.created.contains(&returned.run.key.handler)
+                || self
+                    .pending
+                    .iter()
+                    .any(|p| p.success && p.run.key == returned.run.key);
+            self.created_twice |= known;
+        }
+        let (key, start) = (returned.run.key, returned.run.id.incarnation);
+        self.pending
+            .retain(|p| p.run.key != key || p.run.id.incarnation != start);
+        self.pending.push(returned);
+        self.pending.sort_by_key(|p| p.run.key);
     }
 
-    /// `patch` is applied: the runs whose records it writes count, and
-    /// all of them if it `purged` every record (a commit).
-    pub fn record(&mut self, m: &LifecycleModel, patch: &Patch<super::Small>, purged: bool) {
-        let commits = purged && !self.pending.is_empty();
+    /// `patch`, of operator start `author`, is applied: that start's runs
+    /// whose records it writes count, and all of them if it `purged` every
+    /// record (a commit).
+    pub fn record(
+        &mut self,
+        m: &LifecycleModel,
+        patch: &Patch<super::Small>,
+        purged: bool,
+        author: u32,
+    ) {
         let (written, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
             .into_iter()
-            .partition(|(run, ..)| commits || patch.records.iter().any(|(k, _)| *k == run.key));
+            .partition(|p| {
+                p.run.id.incarnation == author
+                    && (purged || patch.records.iter().any(|(k, _)| *k == p.run.key))
+            });
         self.pending = rest;
-        for (run, seen, plan) in written {
+        for Pending {
+            run,
+            seen,
+            plan,
+            success,
+        } in written
+        {
             self.finished(m, run, seen);
             if run.key.sub.is_none() {
                 // A parent's last run says what its plan is: a failed run
                 // leaves none.
                 self.planned(m, run, &plan);
+            }
+            if success && creates(m, run.key) && !self.created.contains(&run.key.handler) {
+                self.created.push(run.key.handler);
+                self.created.sort();
             }
         }
     }
@@ -236,8 +300,7 @@ impl Ghost {
     /// The operator start `incarnation` crashed or died: the outcomes it
     /// had not written are lost (another replica's are not).
     pub fn crashed(&mut self, incarnation: u32) {
-        self.pending
-            .retain(|(run, ..)| run.id.incarnation != incarnation);
+        self.pending.retain(|p| p.run.id.incarnation != incarnation);
     }
 
     /// `patch` is applied to the object at version `at`, making version
@@ -270,4 +333,9 @@ impl Ghost {
             f(version);
         }
     }
+}
+
+/// Whether `key` is a create handler (not one of its sub-handlers).
+fn creates(m: &LifecycleModel, key: Key) -> bool {
+    key.sub.is_none() && m.config.handlers[usize::from(key.handler)].on == On::Create
 }

@@ -20,7 +20,7 @@ mod small;
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
-pub use ghost::Ghost;
+pub use ghost::{Ghost, Pending};
 pub use replica::{Replica, Step};
 pub use small::{Digest, Essence, Field, Key, Said, Small};
 
@@ -159,6 +159,64 @@ pub struct Budget {
     pub modulo: Option<u8>,
     /// What may go wrong.
     pub faults: Faults,
+    /// What the world promises of time.
+    pub timing: Timing,
+}
+
+/// What the world promises of time: the safety properties that checked
+/// writes carry are checked without a promise ([`Timing::Free`]); the
+/// one that needs bounds, under them ([`Timing::Bounded`]); liveness under
+/// the timing assumption ([`Timing::Timely`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Timing {
+    /// Timely schedules (see `may_pass` in `replica.rs`): time does not
+    /// pass the end of a live holder's claim while it has a step to take,
+    /// a run's timer fires on time, a cancel stops its run at once, and a
+    /// run that outlives its start (a zombie, a late return) returns
+    /// before its deadline passes. Liveness is judged here.
+    #[default]
+    Timely,
+    /// No timing assumption but one bound: time passes at any moment, and
+    /// timers fire late on any replica; a run whose timer fired, or that
+    /// is cancelled (a cancel takes effect at the run's next step, so it
+    /// goes on, and may return with its side effect done), or whose start
+    /// crashed, stops at most `late` ticks after its deadline by its
+    /// replica's clock. Claims keep runs apart while their margin
+    /// ([`Claims::drift`]) covers `late` plus the clocks' drift.
+    ///
+    /// [`Claims::drift`]: crate::lifecycle::handlers::Claims::drift
+    Bounded {
+        /// The most, in ticks, by which a run outlasts its deadline.
+        late: u8,
+        /// The world's time stops here: the check covers every behaviour
+        /// up to it (with no timing assumption, replicas waiting on each
+        /// other's claims would let time grow without end).
+        horizon: u8,
+    },
+    /// No timing assumption at all: [`Timing::Bounded`] with no bound.
+    Free {
+        /// As [`Timing::Bounded`]'s.
+        horizon: u8,
+    },
+}
+
+impl Timing {
+    /// How late a run may stop after its deadline, unless timely.
+    pub fn lateness(self) -> Option<u8> {
+        match self {
+            Timing::Timely => None,
+            Timing::Bounded { late, .. } => Some(late),
+            Timing::Free { .. } => Some(u8::MAX),
+        }
+    }
+
+    /// The time the world's time stops at.
+    pub fn horizon(self) -> u8 {
+        match self {
+            Timing::Timely => u8::MAX,
+            Timing::Bounded { horizon, .. } | Timing::Free { horizon } => horizon,
+        }
+    }
 }
 
 /// The lifecycle of one object under one configuration and budget.
@@ -280,6 +338,7 @@ impl LifecycleModel {
     /// Steps replica `r`'s engine with `input` and carries out its effects.
     fn carry_out(&self, world: &mut World, r: usize, input: Input<Small>) {
         let replica = &mut world.replicas[r];
+        let mut cancelled = None;
         for effect in replica.engine.step(&self.config, input) {
             match effect {
                 Effect::Invoke {
@@ -302,9 +361,20 @@ impl LifecycleModel {
                 }
                 // A cancelled run stops; one whose return is on its way
                 // already ([`Step::HandlerOverrun`]) cannot be stopped.
+                // Without timely schedules, a cancel takes effect at the
+                // run's next step: it goes on as a late run (one at a time;
+                // a second stops at once), which may return with its side
+                // effect done.
                 Effect::Cancel { run } => {
                     replica.hung = replica.hung.filter(|r| r.id != run);
-                    replica.running = replica.running.filter(|r| r.id != run);
+                    if let Some(run) = replica.running.filter(|r| r.id == run) {
+                        replica.running = None;
+                        cancelled = Some(run);
+                        let untimed = self.budget.timing != Timing::Timely;
+                        if untimed && replica.late.is_none() {
+                            replica.late = Some(run);
+                        }
+                    }
                 }
                 Effect::Patch(patch) => replica.patch = Some(patch),
                 Effect::Renew(patch) => replica.renewal = Some(patch),
@@ -322,6 +392,15 @@ impl LifecycleModel {
                 // Nothing in the world answers what the engine tells people.
                 Effect::Tell(_) => {}
             }
+        }
+        if let Some(run) = cancelled {
+            // The engine has given the run up: the ghost counts it as
+            // failed for good, as a hung one (what it does after, late, is
+            // counted when it returns).
+            world
+                .ghost
+                .returned(run, self.digest(run.key, run.essence), false);
+            world.ghost.pend(self, Pending::failed(run));
         }
     }
 
@@ -373,9 +452,10 @@ impl LifecycleModel {
         }
     }
 
-    /// Applies `patch` at the API server if its precondition holds, and
-    /// says whether it did.
-    fn apply(&self, world: &mut World, patch: &Patch<Small>) -> bool {
+    /// Applies `patch`, replica `r`'s, at the API server if its
+    /// precondition holds, and says whether it did.
+    fn apply(&self, world: &mut World, r: usize, patch: &Patch<Small>) -> bool {
+        let author = world.replicas[r].engine.incarnation;
         let Some(object) = &mut world.object else {
             return false;
         };
@@ -389,7 +469,8 @@ impl LifecycleModel {
         for (key, record) in &patch.records {
             object.progress.set(key, record.clone());
         }
-        world.ghost.record(self, patch, object.progress.is_empty());
+        let purged = object.progress.is_empty();
+        world.ghost.record(self, patch, purged, author);
         for (field, value) in &patch.writes {
             object.essence = object.essence.with(*field, *value);
         }
@@ -402,6 +483,10 @@ impl LifecycleModel {
                 .claim
                 .is_some_and(|c| !live_holder(&world.replicas, c.holder));
             world.ghost.taken_over |= orphaned && claim.is_some();
+            let from_live = object
+                .claim
+                .is_some_and(|c| c.holder != author && live_holder(&world.replicas, c.holder));
+            world.ghost.taken_from_live |= from_live && claim.is_some();
             object.claim = claim;
         }
         match patch.finalizer {
@@ -600,13 +685,13 @@ impl Model for LifecycleModel {
                 "a handler succeeds once per digest per start",
                 |_, w: &World| !w.ghost.rerun,
             ),
-            // □(|{r ∈ replicas : r runs a handler of the object}| ≤ 1): at
-            // most one replica runs the object's handlers at a time (a hung
-            // run counts until it is cancelled).
-            Property::always(
-                "no two runs of the object's handlers overlap",
-                |_, w: &World| w.replicas.iter().filter(|r| r.busy()).count() <= 1,
-            ),
+            // □(a create handler's run of a live start returns success ⇒
+            // no success of it is on record, or returned to a live start):
+            // a create handler acts once per object, but for a success
+            // lost with the start it returned to.
+            Property::always("create succeeds at most once per object", |_, w: &World| {
+                !w.ghost.created_twice
+            }),
             // □(a run of replica i is cut at time t < its episode's end ⇒
             // the object's claim is not i's, or a renewal of i's claim
             // during the run failed or went unanswered, or was due no
@@ -622,6 +707,18 @@ impl Model for LifecycleModel {
                 |_, w: &World| !w.ghost.early_release,
             ),
         ];
+        if !matches!(self.budget.timing, Timing::Free { .. }) {
+            // □(|{r ∈ replicas : a run of the object's handlers goes on at
+            // r}| ≤ 1): runs of two replicas never overlap; a hung run
+            // counts until it is cancelled, a zombie or a late run until it
+            // returns. It needs bounds on time (no lease keeps apart a run
+            // that goes on past its claim), so it is not checked with time
+            // free.
+            properties.push(Property::always(
+                "no two runs of the object's handlers overlap",
+                |_, w: &World| w.replicas.iter().filter(|r| r.busy()).count() <= 1,
+            ));
+        }
         properties.extend(reachable::sometimes(self, self.every_sometimes));
         properties
     }
@@ -682,8 +779,13 @@ impl LifecycleModel {
         );
         w.ghost.exhausted |= current && last_attempt && for_now;
         if current && ends {
-            let seen = write.map_or(run.essence, |(f, v)| run.essence.with(f, v));
-            w.ghost.pend(run, seen, subs.clone());
+            let pending = Pending {
+                run,
+                seen: write.map_or(run.essence, |(f, v)| run.essence.with(f, v)),
+                plan: subs.clone(),
+                success: outcome == Outcome::Success,
+            };
+            w.ghost.pend(self, pending);
         }
         (subs, write)
     }
@@ -782,7 +884,12 @@ impl TemporalModel for LifecycleModel {
             .collect()
     }
 
+    /// Judged under timely schedules only: without them, no run need
+    /// ever end before its claim does.
     fn liveness(&self) -> Vec<Liveness<Self>> {
+        if self.budget.timing != Timing::Timely {
+            return Vec::new();
+        }
         vec![
             // ◇□settled: once the object stops changing, the diff-base comes
             // to equal its final essence, every handler and sub-handler it

@@ -9,7 +9,7 @@
 
 use stateright::Property;
 
-use super::{LifecycleModel, SubPlan, World};
+use super::{LifecycleModel, SubPlan, Timing, World};
 use crate::lifecycle::engine::{Phase, Renewal};
 use crate::lifecycle::handlers::On;
 use crate::lifecycle::object::Final;
@@ -31,7 +31,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 23] = [
+const REACHABLE: [Reachable; 25] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -71,6 +71,25 @@ const REACHABLE: [Reachable; 23] = [
         expected: |m| registers(m, On::Create),
         condition: |m, w| {
             running(w).any(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Create)
+        },
+    },
+    // Without it, "create succeeds at most once per object" could hold for
+    // want of an edit during the creation.
+    Reachable {
+        name: "an update handler runs on a change made during the creation",
+        expected: |m| {
+            m.budget.faults.edits > 0
+                && registers(m, On::Create)
+                && registers(m, On::Update)
+                && m.config
+                    .rules
+                    .has(crate::lifecycle::rules::Rule::CreateOnce)
+        },
+        condition: |m, w| {
+            let creating = w.object.as_ref().is_some_and(|o| o.diff_base.is_none());
+            creating
+                && running(w)
+                    .any(|r| m.config.handlers[usize::from(r.key.handler)].on == On::Update)
         },
     },
     Reachable {
@@ -120,7 +139,7 @@ const REACHABLE: [Reachable; 23] = [
     },
     Reachable {
         name: "a run returns after its deadline",
-        expected: |m| m.budget.faults.overruns > 0,
+        expected: |m| m.budget.faults.overruns > 0 || m.budget.timing != Timing::Timely,
         condition: |_, w| w.ghost.late_returned,
     },
     // Without it, the exemption of a refused object from "handled on the
@@ -186,6 +205,13 @@ const REACHABLE: [Reachable; 23] = [
                 && m.config.rules.has(crate::lifecycle::rules::Rule::TakeOver)
         },
         condition: |_, w| w.ghost.taken_over && w.ghost.died,
+    },
+    // Without it, "no two runs of the object's handlers overlap" could
+    // hold in `bounded` for want of a claim lapsing under a live holder.
+    Reachable {
+        name: "a live replica's claim is taken over",
+        expected: |m| m.replicas > 1 && m.budget.timing != Timing::Timely,
+        condition: |_, w| w.ghost.taken_from_live,
     },
     Reachable {
         name: "a replica's clock runs ahead while another's run is under way",

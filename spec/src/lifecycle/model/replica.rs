@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LifecycleModel, Run, Said, View, World};
+use super::{LifecycleModel, Pending, Run, Said, Timing, View, World};
 use crate::lifecycle::domain::Domain;
 use crate::lifecycle::engine::{Engine, Input, Outcome, Patch, Phase, Renewal};
 use crate::lifecycle::model::small::Small;
@@ -78,10 +78,18 @@ impl Replica {
         self.running.or(self.hung).map(|r| r.deadline)
     }
 
-    /// Whether it runs one of the object's handlers (or a hung run of one
-    /// is not cancelled yet).
+    /// Whether a run of the object's handlers goes on at it: one it runs,
+    /// a hung one not cancelled yet, a crashed start's zombie, or one that
+    /// passed its deadline and has yet to stop.
     pub(super) fn busy(&self) -> bool {
-        self.running.is_some() || self.hung.is_some()
+        self.runs().next().is_some()
+    }
+
+    /// The runs that go on at it, of its current start or an earlier one.
+    fn runs(&self) -> impl Iterator<Item = &Run> {
+        [&self.running, &self.hung, &self.zombie, &self.late]
+            .into_iter()
+            .flatten()
     }
 
     /// Whether nothing of it is in flight at the API server or in a run.
@@ -198,7 +206,10 @@ impl Step {
     }
 
     pub(super) fn is_handler(&self) -> bool {
-        matches!(self, Step::HandlerReturn(_))
+        matches!(
+            self,
+            Step::HandlerReturn(_) | Step::ZombieReturn | Step::LateReturn
+        )
     }
 
     pub(super) fn is_api(&self) -> bool {
@@ -226,11 +237,34 @@ impl Step {
 /// holder is woken for it.
 ///
 /// [`Faults::long_runs`]: super::Faults::long_runs
+///
+/// Without timely schedules ([`Timing`]), time may pass at any moment but
+/// never past a run's deadline plus the bound on lateness, by its
+/// replica's clock; with them, a run that outlives its start or its
+/// deadline (a zombie, a late return) returns before its deadline passes.
 fn may_pass(m: &LifecycleModel, w: &World, replica: &Replica, at: u8) -> bool {
+    let to = w.now.max(at.saturating_sub(replica.ahead));
+    if to > m.budget.timing.horizon() {
+        return false;
+    }
+    let lateness = m.budget.timing.lateness();
+    let runs_stop = w.replicas.iter().all(|q| {
+        let clock = q.clock(to);
+        let stopped = |run: &Run, late: u8| clock <= run.deadline.saturating_add(late);
+        match lateness {
+            Some(late) => q.runs().all(|run| stopped(run, late)),
+            None => [&q.zombie, &q.late]
+                .into_iter()
+                .flatten()
+                .all(|run| stopped(run, 0)),
+        }
+    });
+    if lateness.is_some() || !runs_stop {
+        return runs_stop;
+    }
     let Some(claim) = w.object.as_ref().and_then(|o| o.claim) else {
         return true;
     };
-    let to = w.now.max(at.saturating_sub(replica.ahead));
     let renewal = Small::before(claim.until, m.config.claims.renew_before);
     w.replicas
         .iter()
@@ -322,7 +356,8 @@ impl LifecycleModel {
                 steps.push(Step::HandlerHang);
             }
         }
-        if replica.hung.is_some() || (replica.running.is_some() && l.long_runs) {
+        let untimed = self.budget.timing != Timing::Timely;
+        if replica.hung.is_some() || (replica.running.is_some() && (l.long_runs || untimed)) {
             steps.push(Step::ClockDeadline);
         }
         if replica.zombie.is_some() {
@@ -450,11 +485,15 @@ impl LifecycleModel {
                 // as failed for good.
                 w.ghost
                     .returned(run, self.digest(run.key, run.essence), false);
-                w.ghost.pend(run, run.essence, Vec::new());
+                w.ghost.pend(self, Pending::failed(run));
                 w.replicas[r].hung = Some(run);
             }
             Step::ClockDeadline => {
                 let deadline = w.replicas[r].deadline()?;
+                let ahead = w.replicas[r].ahead;
+                if deadline.saturating_sub(ahead) > self.budget.timing.horizon() {
+                    return None;
+                }
                 w.ghost.deadline_passed |= w.replicas[r].hung.is_some();
                 self.advance(w, r, deadline);
             }
@@ -472,7 +511,7 @@ impl LifecycleModel {
                 if !w.replicas[r].engine.awaits(run.id) {
                     // Given up at its deadline: the ghost counts it as
                     // failed for good, as a hung run.
-                    w.ghost.pend(run, run.essence, Vec::new());
+                    w.ghost.pend(self, Pending::failed(run));
                 }
             }
             Step::LateReturn => {
@@ -482,7 +521,7 @@ impl LifecycleModel {
             }
             Step::ApiPatch => {
                 let patch = w.replicas[r].patch.take()?;
-                if self.apply(w, &patch) {
+                if self.apply(w, r, &patch) {
                     let version = w.version;
                     self.feed(w, r, Input::PatchApplied { version });
                 } else {
@@ -494,7 +533,7 @@ impl LifecycleModel {
             // classes them.
             Step::ApiRenew => {
                 let patch = w.replicas[r].renewal.take()?;
-                let answer = if self.apply(w, &patch) {
+                let answer = if self.apply(w, r, &patch) {
                     Input::PatchApplied { version: w.version }
                 } else {
                     Input::PatchConflict
@@ -505,7 +544,7 @@ impl LifecycleModel {
                 let patch = w.replicas[r].renewal.take()?;
                 w.left.lost_replies -= 1;
                 if applied {
-                    self.apply(w, &patch);
+                    self.apply(w, r, &patch);
                 }
                 self.feed(w, r, Input::PatchUnknown.of_renewal());
             }
@@ -513,7 +552,7 @@ impl LifecycleModel {
                 let patch = w.replicas[r].patch.take()?;
                 w.left.lost_replies -= 1;
                 if applied {
-                    self.apply(w, &patch);
+                    self.apply(w, r, &patch);
                 }
                 self.feed(w, r, Input::PatchUnknown);
             }
@@ -529,7 +568,7 @@ impl LifecycleModel {
                 w.left.throttles -= 1;
                 w.ghost.throttled = true;
                 if applied {
-                    self.apply(w, &patch);
+                    self.apply(w, r, &patch);
                 }
                 let retry_after = None;
                 self.feed(w, r, Input::PatchThrottled { retry_after });
@@ -604,12 +643,16 @@ impl LifecycleModel {
     }
 
     /// Time passes until replica `r`'s clock reads `at` (if it reads less),
-    /// and `r` is told. The deadline of every other replica's run that the
-    /// new time passes fires too: its timer ends the run there.
+    /// and `r` is told. Under timely schedules, the deadline of every other
+    /// replica's run that the new time passes fires too: its timer ends
+    /// the run there (otherwise, it fires by a step of its own, late).
     fn advance(&self, w: &mut World, r: usize, at: u8) {
         let ahead = w.replicas[r].ahead;
         w.now = w.now.max(at.saturating_sub(ahead));
         self.tick(w, r);
+        if self.budget.timing != Timing::Timely {
+            return;
+        }
         for q in 0..w.replicas.len() {
             let now = w.replicas[q].clock(w.now);
             if q != r && w.replicas[q].deadline().is_some_and(|d| d <= now) {
@@ -618,12 +661,11 @@ impl LifecycleModel {
         }
     }
 
-    /// Replica `r` is told the time by its clock. A run it cancels then (at
-    /// its deadline, or its claim's end) has done all it will: the ghost
-    /// counts it as failed for good, as a hung one.
+    /// Replica `r` is told the time by its clock (a run it cancels then,
+    /// at its deadline or its claim's end, the ghost counts as failed for
+    /// good: see `carry_out`).
     fn tick(&self, w: &mut World, r: usize) {
         let now = w.replicas[r].clock(w.now);
-        let running = w.replicas[r].running;
         // The run the engine waits for: when its time is up, and whether
         // its claim could not be renewed by now: a renewal went unapplied,
         // or is due no earlier than now (its timer was late).
@@ -654,11 +696,6 @@ impl LifecycleModel {
                 .is_some_and(|o| o.claim.is_some_and(|c| c.holder == holder));
             w.ghost.cut_short |= cut && now < limit && held && !unrenewed;
         }
-        if let Some(run) = running.filter(|_| w.replicas[r].running.is_none()) {
-            w.ghost
-                .returned(run, self.digest(run.key, run.essence), false);
-            w.ghost.pend(run, run.essence, Vec::new());
-        }
     }
 
     /// The writes replica `r` has in flight reach the API server as it
@@ -673,7 +710,7 @@ impl LifecycleModel {
             .chain(replica.renewal.take())
             .collect();
         for patch in &writes {
-            self.apply(w, patch);
+            self.apply(w, r, patch);
         }
     }
 

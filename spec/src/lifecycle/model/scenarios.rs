@@ -3,7 +3,7 @@
 //! server that a rule of the steadfast variant answers.
 
 use super::small::{Essence, Field, Key, Small};
-use super::{Budget, Code, Faults, LifecycleModel, SubPlan, Writes};
+use super::{Budget, Code, Faults, LifecycleModel, SubPlan, Timing, Writes};
 use crate::lifecycle::handlers::{Backoff, Claims, Config, HandlerSpec, On};
 use crate::lifecycle::rules::{Rules, Variant};
 
@@ -62,6 +62,7 @@ fn edits_of_spec(faults: Faults) -> Budget {
         edited: Field::Spec,
         modulo: None,
         faults,
+        timing: Timing::Timely,
     }
 }
 
@@ -86,6 +87,7 @@ pub fn seed641(variant: Variant) -> LifecycleModel {
             edits: 2,
             ..Faults::default()
         },
+        timing: Timing::Timely,
     };
     model(variant, vec![(On::Field(Field::Tick), tick)], budget)
 }
@@ -217,6 +219,22 @@ pub fn stamp(variant: Variant) -> LifecycleModel {
         variant,
         vec![(On::Create, stamp)],
         edits_of_spec(Faults::default()),
+    )
+}
+
+/// A create handler, a field handler and an update handler, with two
+/// edits that may land while the object's creation is handled: the create
+/// handler acts once, and the update and field handlers handle what
+/// changed since it ran.
+pub fn create(variant: Variant) -> LifecycleModel {
+    let budget = edits_of_spec(Faults {
+        edits: 2,
+        ..Faults::default()
+    });
+    model(
+        variant,
+        vec![(On::Create, Code::PLAIN), sync(), (On::Update, Code::PLAIN)],
+        budget,
     )
 }
 
@@ -407,5 +425,61 @@ pub fn long(variant: Variant) -> LifecycleModel {
 pub fn drift_beyond(variant: Variant) -> LifecycleModel {
     let mut model = drift(variant);
     model.budget.faults.skew = CLAIMS.drift + 1;
+    model
+}
+
+/// Where time stops in the scenarios without timing assumption: room for
+/// a claim, its take-over, and the next episode's claim.
+const HORIZON: u8 = 8;
+
+/// Two replicas of a field handler under `timing`, through an edit and a
+/// crash (a zombie); a run's timer is its claim's end (no renewal), so
+/// that a run's lateness is measured from it.
+fn untimed(variant: Variant, timing: Timing) -> LifecycleModel {
+    let faults = Faults {
+        edits: 1,
+        crashes: 1,
+        ..Faults::default()
+    };
+    let mut model = two_replicas(variant, vec![sync()], faults);
+    model.budget.timing = timing;
+    model.config.claims.renew_before = 0;
+    model
+}
+
+/// [`untimed`] with no timing assumption ([`Timing::Free`]): time passes
+/// at any moment, timers fire late, a cancelled run goes on to its next
+/// step, a crashed start's run goes on as a zombie, and claims lapse under
+/// slow holders. The properties that checked writes carry hold; runs may
+/// overlap, so that one is not checked, nor liveness.
+pub fn free(variant: Variant) -> LifecycleModel {
+    untimed(variant, Timing::Free { horizon: HORIZON })
+}
+
+/// How late a run stops after its deadline in [`bounded`].
+const LATE: u8 = 1;
+
+/// [`untimed`] with runs that stop at most [`LATE`] ticks after their
+/// deadline ([`Timing::Bounded`]): the claims' margin (two ticks) exceeds
+/// that lateness plus the clocks' drift (none), so no two runs overlap.
+pub fn bounded(variant: Variant) -> LifecycleModel {
+    let timing = Timing::Bounded {
+        late: LATE,
+        horizon: HORIZON,
+    };
+    let mut model = untimed(variant, timing);
+    model.config.claims.drift = LATE + 1;
+    model
+}
+
+/// [`bounded`] with runs that stop as late as the claims' margin: a
+/// replica takes over a claim whose holder's run still goes on, and two
+/// runs overlap. It shows the bound, and is not checked by default.
+pub fn bounded_beyond(variant: Variant) -> LifecycleModel {
+    let mut model = bounded(variant);
+    model.budget.timing = Timing::Bounded {
+        late: LATE + 1,
+        horizon: HORIZON,
+    };
     model
 }
