@@ -290,6 +290,14 @@ mod vacuity {
             assert_violated(&model, "create succeeds at most once per object");
         }
 
+        /// Two replicas that take the claim from the same version with
+        /// patches that do not carry it both land: two takers of one epoch.
+        #[test]
+        fn growing_epochs_fail_without_checked_patches_and_two_replicas() {
+            let model = scenarios::replicas(Variant::Steadfast).without(Rule::CheckedPatches);
+            assert_violated(&model, "claims taken have growing epochs");
+        }
+
         #[test]
         fn the_finalizer_kept_fails_for_a_delete_handler_given_no_time() {
             // The engine gives up on a handler out of time before running it

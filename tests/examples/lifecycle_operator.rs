@@ -21,7 +21,7 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config, CustomResourceExt};
+use kube::{Config, CustomResourceExt};
 use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator};
 use steadfast::metrics::MetricsEndpoint;
@@ -110,7 +110,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let endpoint = MetricsEndpoint::bind(address).await?;
         println!("metrics and probes on {}", endpoint.local_addr());
-        let client = Client::try_default().await?;
+        let client = steadfast::lifecycle::client(Config::infer().await?)?;
         operator(Api::all(client))
             .metrics(endpoint)
             .shutdown_on(steadfast::lifecycle::terminated())
@@ -122,14 +122,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         [] => {
             let server = TestServer::start().await?;
             println!("the Kubernetes API test server listens on {}", server.url());
-            let client = Client::try_from(Config::new(server.url().parse()?))?;
+            let client = steadfast::lifecycle::client(Config::new(server.url().parse()?))?;
             (client, Some(server))
         }
         [flag, path] if flag == "--kubeconfig" => {
             let kubeconfig = Kubeconfig::read_from(path)?;
             let config =
                 Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-            (Client::try_from(config)?, None)
+            (steadfast::lifecycle::client(config)?, None)
         }
         _ => return Err("usage: lifecycle_operator [--kubeconfig PATH | --serve [ADDR]]".into()),
     };

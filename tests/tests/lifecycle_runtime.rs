@@ -3,6 +3,7 @@
 //! mid-handler, injected faults; every engine's trace replayed through the
 //! spec with no divergence.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,6 +59,8 @@ struct Run {
     name: String,
     /// The tick it saw.
     tick: i64,
+    /// The fencing epoch of the claim it ran under.
+    epoch: u32,
     /// When it started and returned.
     span: (Instant, Instant),
 }
@@ -109,6 +112,7 @@ fn tick_handler(
                 object: ctx.object().metadata.name.clone().unwrap_or_default(),
                 name,
                 tick,
+                epoch: ctx.epoch(),
                 span: (start, Instant::now()),
             });
             Ok(())
@@ -197,19 +201,34 @@ async fn replayed_and_finished(target: KubeTarget, traces: &tempfile::TempDir) {
 /// Waits (at most 10 s) until `name` has a diff-base: handled in full once;
 /// `what` says what that shows, should it not come.
 async fn handled_in_full(api: &Api<Ticker>, name: &str, what: &str) {
-    let handled = async {
+    let what = format!("handled in full ({what})");
+    annotations_once(api, name, &what, |a| {
+        a.contains_key("steadfast.dev/diff-base")
+    })
+    .await;
+}
+
+/// The annotations of `name`, once `ready` holds of them (at most 10 s);
+/// `what` says what that shows, should it not come.
+async fn annotations_once(
+    api: &Api<Ticker>,
+    name: &str,
+    what: &str,
+    ready: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let found = async {
         loop {
             let object = api.get(name).await.unwrap();
             let annotations = object.metadata.annotations.unwrap_or_default();
-            if annotations.contains_key("steadfast.dev/diff-base") {
-                return;
+            if ready(&annotations) {
+                return annotations;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), handled)
+    tokio::time::timeout(Duration::from_secs(10), found)
         .await
-        .unwrap_or_else(|_| panic!("{name} is not handled in 10 s: {what}"));
+        .unwrap_or_else(|_| panic!("{name}: not {what} within 10 s"))
 }
 
 /// Runs #641's story under `variant`: the tick moves from 1 to 2 to 3
@@ -987,12 +1006,14 @@ async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
     let Some(server) = target.server("a burst of 429") else {
         return;
     };
-    // A client that sees the server's first answer: kube-rs's own retry
-    // layer would otherwise wait out the 429s before the engine hears.
-    let mut config = kube::Config::new(server.url().parse().unwrap());
-    config.default_retry = false;
-    let quiet: Api<Ticker> =
-        Api::namespaced(kube::Client::try_from(config).unwrap(), &target.namespace);
+    // The operator's client, which hands the server's first answer and its
+    // Retry-After header to the engine: kube-rs's default one would wait
+    // out the 429s by itself before the engine hears.
+    let config = kube::Config::new(server.url().parse().unwrap());
+    let quiet: Api<Ticker> = Api::namespaced(
+        steadfast::lifecycle::client(config).unwrap(),
+        &target.namespace,
+    );
     let traces = tempfile::tempdir().unwrap();
     let started = Arc::new(Notify::new());
     let release = Arc::new(Notify::new());
@@ -1129,6 +1150,57 @@ async fn an_object_deleted_while_the_watch_was_away_should_end_its_driver() {
     tokio::time::timeout(Duration::from_secs(10), ended)
         .await
         .expect("the relist, which misses the object, ends its driver");
+    // The engine was told of the relist and read the object before it gave
+    // the object up.
+    assert!(!inputs_of(traces.path(), "Unlisted").is_empty());
+    running.abort();
+    replayed_and_finished(target, &traces).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_annotations_should_be_marked_and_the_mark_cleared_once_fixed() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs = Arc::new(Mutex::new(0));
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "sync",
+        counted(&runs, |_| Ok(())),
+    );
+    // Made with an annotation under steadfast's prefix that no version of
+    // it writes: nothing may run on a guess of its progress.
+    let mut ticker = Ticker::new("u", TickerSpec { size: 1 });
+    ticker.metadata.annotations =
+        Some([("steadfast.dev/surprise".to_owned(), "x".to_owned())].into());
+    api.create(&PostParams::default(), &ticker).await.unwrap();
+    let running = tokio::spawn(operator.run());
+    let marked = annotations_once(&api, "u", "marked", |a| {
+        a.contains_key("steadfast.dev/error")
+    })
+    .await;
+    assert!(
+        marked["steadfast.dev/error"].contains("steadfast.dev/surprise"),
+        "{marked:?}"
+    );
+    assert_eq!(
+        *runs.lock().unwrap(),
+        0,
+        "nothing runs on unreadable progress"
+    );
+    // Fixed by its user: handled, and the mark cleared by the engine.
+    api.patch(
+        "u",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "annotations": { "steadfast.dev/surprise": null } } })),
+    )
+    .await
+    .unwrap();
+    handled_in_full(&api, "u", "handled once readable").await;
+    annotations_once(&api, "u", "the mark cleared", |a| {
+        !a.contains_key("steadfast.dev/error")
+    })
+    .await;
+    assert_eq!(*runs.lock().unwrap(), 1);
     running.abort();
     replayed_and_finished(target, &traces).await;
 }
@@ -1217,6 +1289,22 @@ async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_rep
 
 /// Asserts that no two logged runs of one object overlap in time, whichever
 /// replicas ran them (from the handlers' own logs).
+/// Runs of an object ran under claims whose epochs never go back, in the
+/// order they started: a store fencing on them takes every run's writes.
+fn assert_fenced(runs: &Runs) {
+    let mut spans = runs.lock().unwrap().clone();
+    spans.sort_by_key(|r| (r.object.clone(), r.span.0));
+    for pair in spans.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(a.epoch >= 1, "a run under a claim has an epoch: {a:?}");
+        assert!(
+            a.object != b.object || a.epoch <= b.epoch,
+            "a later run of {} has a smaller epoch: {a:?} then {b:?}",
+            a.object
+        );
+    }
+}
+
 fn assert_no_overlap(runs: &Runs) {
     let mut spans = runs.lock().unwrap().clone();
     spans.sort_by_key(|r| (r.object.clone(), r.span.0));
@@ -1291,19 +1379,19 @@ async fn two_replicas_should_run_every_subhandler_once_on_the_final_tick_and_nev
         .collect();
     assert_eq!(last_ticks(&runs), finals);
     assert_no_overlap(&runs);
+    assert_fenced(&runs);
     replayed_and_finished(target, &traces).await;
 }
 
-/// The holder of the claim on `name`, as its annotation says.
-async fn claim_holder(api: &Api<Ticker>, name: &str) -> Option<String> {
+/// The holder of the claim on `name` and its fencing epoch, as the
+/// annotations say.
+async fn claim_holder(api: &Api<Ticker>, name: &str) -> Option<(String, u32)> {
     let object = api.get(name).await.unwrap();
-    let claim = object
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .remove("steadfast.dev/claim")?;
+    let mut annotations = object.metadata.annotations.unwrap_or_default();
+    let claim = annotations.remove("steadfast.dev/claim")?;
     let claim: serde_json::Value = serde_json::from_str(&claim).unwrap();
-    claim["holder"].as_str().map(str::to_owned)
+    let epoch = annotations.remove("steadfast.dev/epoch")?.parse().unwrap();
+    Some((claim["holder"].as_str()?.to_owned(), epoch))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1320,7 +1408,7 @@ async fn a_replica_killed_mid_run_should_have_its_object_taken_over_within_the_c
     create(&api, "k").await;
     // The first sub-handler runs under its replica's claim: kill that one.
     started.notified().await;
-    let holder = claim_holder(&api, "k").await.expect("the run's claim");
+    let (holder, killed_epoch) = claim_holder(&api, "k").await.expect("the run's claim");
     let at = replicas
         .iter()
         .position(|(name, _)| *name == holder)
@@ -1351,6 +1439,14 @@ async fn a_replica_killed_mid_run_should_have_its_object_taken_over_within_the_c
     sorted.sort();
     assert_eq!(sorted, ["sub0", "sub1", "sub2"], "{names:?}");
     assert_no_overlap(&runs);
+    // The take-over took a new epoch: the killed run's writes, tagged
+    // with its own, would be fenced off.
+    let epochs: Vec<u32> = runs.lock().unwrap().iter().map(|r| r.epoch).collect();
+    assert!(
+        epochs.iter().all(|&e| e > killed_epoch),
+        "{killed_epoch} then {epochs:?}"
+    );
+    assert_fenced(&runs);
     replayed_and_finished(target, &traces).await;
 }
 

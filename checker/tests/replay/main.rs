@@ -252,6 +252,8 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
         progress: Default::default(),
         diff_base: None,
         claim: None,
+        epoch: 0,
+        marked: false,
     };
     let mut engine = Engine::new("op-0".into(), 1, 0);
     let mut invented = !invent;
@@ -286,6 +288,7 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
                     view.diff_base = patch.diff_base.or(view.diff_base.take());
                     if let Some(change) = patch.claim {
                         view.claim = change.after();
+                        view.epoch = view.claim.as_ref().map_or(view.epoch, |c| c.epoch);
                     }
                     view.version = (view.version.parse::<u32>().unwrap() + 1).to_string();
                     // Last in, first out: the reply, then the watch event.
@@ -303,6 +306,7 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
                 | Effect::Tell(_)
                 | Effect::Cancel { .. }
                 | Effect::Renew(_)
+                | Effect::Mark { .. }
                 | Effect::Remind { .. } => {}
             }
         }

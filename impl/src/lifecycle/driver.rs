@@ -29,10 +29,11 @@ use steadfast_spec::trace::{Header, Record};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
+use super::client::Refused;
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
-use super::object::{error_patch, merge_patch_of, seen, split_status, unreadable};
+use super::object::{mark_patch, merge_patch_of, seen, split_status, unreadable};
 pub(crate) use crate::clock::now_ms;
 use crate::trace::Recorder;
 
@@ -44,6 +45,8 @@ pub(crate) enum Event<K> {
     Listed(K),
     /// It is gone.
     Gone,
+    /// A list (the watch's, restarted) did not show it.
+    Unlisted,
     /// The operator is stopping gracefully.
     Stop,
 }
@@ -87,23 +90,30 @@ struct Running {
 }
 
 /// A request the API server did not serve, as the engine is told of it:
-/// the code, the server's words and its `Retry-After` (ms), or silence.
+/// the code, the server's words and its `Retry-After` (ms: the header's,
+/// read by [`client`](super::client), else the `Status`'s), or silence.
 fn failure(error: &kube::Error) -> Failure<Named> {
-    let kube::Error::Api(status) = error else {
-        return Failure::NoAnswer;
+    let (status, header) = match error {
+        kube::Error::Api(status) => (status, None),
+        kube::Error::Service(error) => match error.downcast_ref::<Refused>() {
+            Some(refused) => (&refused.status, Some(refused.retry_after_ms)),
+            None => return Failure::NoAnswer,
+        },
+        _ => return Failure::NoAnswer,
     };
+    let said = status
+        .details
+        .as_ref()
+        .map(|d| d.retry_after_seconds)
+        .filter(|&seconds| seconds > 0)
+        .map(|seconds| u64::from(seconds) * 1000);
     Failure::Status {
         code: status.code,
         message: bounded(&format!(
             "{} {}: {}",
             status.code, status.reason, status.message
         )),
-        retry_after: status
-            .details
-            .as_ref()
-            .map(|d| d.retry_after_seconds)
-            .filter(|&seconds| seconds > 0)
-            .map(|seconds| u64::from(seconds) * 1000),
+        retry_after: header.filter(|&ms| ms > 0).or(said),
     }
 }
 
@@ -269,6 +279,7 @@ where
                 return Some(Input::Gone);
             }
             Event::Stop => return Some(Input::Stop),
+            Event::Unlisted => return Some(Input::Unlisted),
             Event::Observed(object) => (object, false),
             Event::Listed(object) => (object, true),
         };
@@ -369,6 +380,19 @@ where
                     }
                 });
             }
+            Effect::Mark { expect, message } => {
+                // For people: nothing answers it (the engine sets or clears
+                // the mark again on the next version that needs it).
+                let api = self.shared.api.clone();
+                let name = self.name.clone();
+                let body = mark_patch(&expect, message.as_deref());
+                tokio::spawn(async move {
+                    let params = PatchParams::default();
+                    if let Err(error) = api.patch(&name, &params, &KubePatch::Merge(&body)).await {
+                        tracing::warn!(%error, "the error mark of {name} was not written");
+                    }
+                });
+            }
             Effect::WakeAt(at) => {
                 self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
             }
@@ -452,16 +476,6 @@ where
             }
             Verdict::Unreadable { message } => {
                 tracing::error!(%message, "object {} is not handled: its steadfast.dev/ annotations cannot be read", self.name);
-                // Recorded on the object too, for people; nothing answers it.
-                let api = self.shared.api.clone();
-                let name = self.name.clone();
-                let body = error_patch(&message);
-                tokio::spawn(async move {
-                    let params = PatchParams::default();
-                    if let Err(error) = api.patch(&name, &params, &KubePatch::Merge(&body)).await {
-                        tracing::warn!(%error, "the error annotation of {name} was not written");
-                    }
-                });
                 Notice::Unreadable { message }
             }
         };
@@ -481,6 +495,7 @@ where
             essence,
             old,
             retry,
+            epoch,
             deadline,
         } = invoke
         else {
@@ -523,6 +538,7 @@ where
             essence: serde_json::from_str(&essence).unwrap_or(Value::Null),
             old: old.and_then(|o| serde_json::from_str(&o).ok()),
             retry,
+            epoch,
             out: out.clone(),
             cancel: cancelled,
         };

@@ -185,6 +185,7 @@ pub struct Context<K> {
     pub(crate) essence: Value,
     pub(crate) old: Option<Value>,
     pub(crate) retry: u8,
+    pub(crate) epoch: u32,
     pub(crate) out: Arc<Mutex<RunOutput>>,
     /// Becomes `true` when the engine cancels the run at its deadline.
     pub(crate) cancel: tokio::sync::watch::Receiver<bool>,
@@ -199,6 +200,7 @@ impl<K> Clone for Context<K> {
             essence: self.essence.clone(),
             old: self.old.clone(),
             retry: self.retry,
+            epoch: self.epoch,
             out: self.out.clone(),
             cancel: self.cancel.clone(),
         }
@@ -305,6 +307,38 @@ impl<K> Context<K> {
         self.retry
     }
 
+    /// The fencing epoch of the claim the run works under: it grows with
+    /// every claim taken on the object, by any replica, and stays the same
+    /// while this replica renews its claim. A run that goes on after its
+    /// claim was taken over (a paused pod, a cancel not yet heard) has a
+    /// smaller epoch than every run after the take-over: tag the
+    /// handler's own writes elsewhere with it, and have the store refuse a
+    /// write whose epoch is below the greatest it has seen, so that such a
+    /// run's late writes cannot land after its successor's. 0 without
+    /// claims (the `Kopf` variant).
+    ///
+    /// ```no_run
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use steadfast::lifecycle::{Context, Handler, HandlerError};
+    /// // A store that keeps, per object, the greatest epoch it has seen.
+    /// async fn put_if_current(key: &str, epoch: u32, value: &str) -> Result<(), String> {
+    ///     # let _ = (key, epoch, value);
+    ///     // e.g. UPDATE backups SET value = $3, epoch = $2
+    ///     //      WHERE key = $1 AND epoch <= $2
+    ///     Ok(())
+    /// }
+    ///
+    /// let handler = Handler::new(|ctx: Context<ConfigMap>| async move {
+    ///     put_if_current("backup/demo", ctx.epoch(), "started")
+    ///         .await
+    ///         .map_err(HandlerError::permanent)
+    /// });
+    /// # let _ = handler;
+    /// ```
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
     /// Resolves when the run is cancelled: its episode's deadline passed
     /// and the engine gave it up. The run's own future is dropped at that
     /// moment too, so this matters only to work the handler started
@@ -355,6 +389,7 @@ mod tests {
             essence: json!({"spec": {"size": 2, "image": "a"}, "metadata": {"labels": {"x": "1"}}}),
             old: Some(json!({"spec": {"size": 1, "image": "a", "gone": true}})),
             retry: 0,
+            epoch: 0,
             out: Arc::default(),
             cancel: tokio::sync::watch::channel(false).1,
         };

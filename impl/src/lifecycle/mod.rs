@@ -6,7 +6,8 @@
 //! proves, so that an object that stops changing is handled on its final
 //! state (kopf #641).
 //!
-//! - [`Operator`]: register handlers, then run.
+//! - [`Operator`]: register handlers, then run; give it a [`client`], so
+//!   that its engine alone decides when to ask the API server again.
 //! - [`Handler`], [`Context`], [`HandlerError`]: what a handler is, gets
 //!   and returns.
 //!
@@ -16,6 +17,7 @@
 //! a restarted operator runs the rest of the plan without running the
 //! parent again.
 
+mod client;
 mod driver;
 mod events;
 mod handler;
@@ -23,6 +25,7 @@ mod metrics;
 mod object;
 mod operator;
 
+pub use client::client;
 pub use handler::{Context, Handler, HandlerError, DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use object::FINALIZER;
 pub use operator::{

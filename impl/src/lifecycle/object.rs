@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 use steadfast_spec::lifecycle::annotations::{
     self, claim_value, error_annotation, progress_key, AnnotationError, ClaimRecord,
-    ProgressRecord, CLAIM, DIFF_BASE, ERROR, PREFIX,
+    ProgressRecord, CLAIM, DIFF_BASE, EPOCH, ERROR, PREFIX,
 };
 use steadfast_spec::lifecycle::named::{canonical, compose, essence_of, Named};
 use steadfast_spec::lifecycle::{Claim, ObjectView, Patch, Progress, Record};
@@ -81,7 +81,10 @@ pub(crate) fn seen(object: &Value, watched: &[String]) -> Result<Seen, Vec<Annot
         claim: progress.claim.map(|c| Claim {
             holder: c.holder,
             until: c.until,
+            epoch: progress.epoch,
         }),
+        epoch: progress.epoch,
+        marked: ours.contains_key(ERROR),
     };
     Ok(Seen { view, finalizers })
 }
@@ -125,13 +128,18 @@ pub(crate) fn merge_patch_of(
         annotations.insert(DIFF_BASE.to_owned(), Value::String(base.clone()));
     }
     if let Some(change) = &patch.claim {
-        let value = change.after().map_or(Value::Null, |c| {
+        let claim = change.after();
+        let value = claim.as_ref().map_or(Value::Null, |c| {
             Value::String(claim_value(&ClaimRecord {
                 holder: c.holder.clone(),
                 until: c.until,
             }))
         });
         annotations.insert(CLAIM.to_owned(), value);
+        // A released claim's epoch stays, so that the next one is greater.
+        if let Some(claim) = claim {
+            annotations.insert(EPOCH.to_owned(), Value::String(claim.epoch.to_string()));
+        }
     }
     // Set, not merged: a `null` here removes an annotation at the API
     // server, and must reach it.
@@ -184,10 +192,14 @@ pub(crate) fn unreadable(errors: &[AnnotationError]) -> String {
     error_annotation(errors).1
 }
 
-/// The merge patch that records what is wrong with unreadable annotations
-/// on the object for people (`steadfast.dev/error`).
-pub(crate) fn error_patch(message: &str) -> Value {
-    json!({ "metadata": { "annotations": { ERROR: message } } })
+/// The merge patch of an engine's [`Effect::Mark`]: what is wrong with
+/// unreadable annotations, recorded on the object for people
+/// (`steadfast.dev/error`), or (`None`) the record removed; checked against
+/// `expect`.
+///
+/// [`Effect::Mark`]: steadfast_spec::lifecycle::Effect::Mark
+pub(crate) fn mark_patch(expect: &str, message: Option<&str>) -> Value {
+    json!({ "metadata": { "resourceVersion": expect, "annotations": { ERROR: message } } })
 }
 
 #[cfg(test)]
@@ -232,14 +244,36 @@ mod tests {
                 .unwrap();
         assert_eq!(b.seen.as_deref(), Some("00000000000000aa"));
         assert_eq!(annotations[DIFF_BASE], r#"{"spec":{"size":2}}"#);
-        // A released claim is removed.
+        // A released claim is removed; its epoch stays.
         assert_eq!(annotations.get(CLAIM), Some(&Value::Null));
+        assert_eq!(annotations.get(EPOCH), None);
         assert_eq!(
             body["metadata"]["labels"],
             json!({"size": "2", "old": null})
         );
         assert_eq!(body["metadata"]["finalizers"], json!(["other.io/keep"]));
         assert_eq!(body["metadata"]["resourceVersion"], "41");
+    }
+
+    #[test]
+    fn a_claim_taken_should_be_written_with_its_epoch() {
+        let patch = Patch {
+            claim: Some(ClaimChange::Set(Claim {
+                holder: "op-1".into(),
+                until: 7000,
+                epoch: 5,
+            })),
+            expect: "3".into(),
+            checked: true,
+            records: Vec::new(),
+            diff_base: None,
+            writes: Vec::new(),
+            finalizer: None,
+        };
+        let body = merge_patch_of(&patch, &[]).unwrap();
+        let annotations = &body["metadata"]["annotations"];
+        assert_eq!(annotations[CLAIM], r#"{"holder":"op-1","until":7000}"#);
+        assert_eq!(annotations[EPOCH], "5");
     }
 
     #[test]
@@ -271,6 +305,7 @@ mod tests {
                 "annotations": {
                     "steadfast.dev/diff-base": r#"{"spec":{"size":1}}"#,
                     "steadfast.dev/claim": r#"{"holder":"op-0","until":9000}"#,
+                    "steadfast.dev/epoch": "4",
                 },
             },
             "spec": {"size": 2},
@@ -287,11 +322,29 @@ mod tests {
             seen.view.claim,
             Some(Claim {
                 holder: "op-0".into(),
-                until: 9000
+                until: 9000,
+                epoch: 4,
             })
         );
+        assert_eq!(seen.view.epoch, 4);
+        assert!(!seen.view.marked);
+        let mut marked = object.clone();
+        marked["metadata"]["annotations"][ERROR] = json!("steadfast.dev/x: unknown");
+        assert!(super::seen(&marked, &[]).unwrap().view.marked);
         let mut corrupt = object.clone();
         corrupt["metadata"]["annotations"]["steadfast.dev/surprise"] = json!("x");
         assert!(super::seen(&corrupt, &[]).is_err());
+    }
+
+    #[test]
+    fn a_mark_should_be_set_and_cleared_under_its_version() {
+        assert_eq!(
+            mark_patch("7", Some("bad")),
+            json!({ "metadata": { "resourceVersion": "7", "annotations": { ERROR: "bad" } } })
+        );
+        assert_eq!(
+            mark_patch("8", None),
+            json!({ "metadata": { "resourceVersion": "8", "annotations": { ERROR: null } } })
+        );
     }
 }

@@ -118,13 +118,18 @@ pub enum OperatorError {
 /// An operator for resource `K`: register handlers by cause, then
 /// [`Operator::run`].
 ///
+/// Give it an [`Api`] on a client made by [`client`](super::client): the
+/// engine decides when to ask the API server again after a 429 or a 5xx,
+/// and a client that retries by itself (kube-rs's default one does, up to
+/// 15 times) keeps those answers from it and from the traces.
+///
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kube::{Api, Client};
-/// use steadfast::lifecycle::{Context, Handler, HandlerError, Operator};
+/// use kube::{Api, Config};
+/// use steadfast::lifecycle::{client, Context, Handler, HandlerError, Operator};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = Client::try_default().await?;
+/// let client = client(Config::infer().await?)?;
 /// Operator::new(Api::<ConfigMap>::default_namespaced(client))
 ///     .on_field("data.size", "resize", Handler::new(|ctx: Context<ConfigMap>| async move {
 ///         println!("size is now {:?}", ctx.new_value("data.size"));
@@ -215,9 +220,9 @@ pub async fn terminated() {
 pub const DEFAULT_REPORTER: &str = "steadfast-operator";
 
 /// The engine's wait (ms) after a throttled or failed request when the API
-/// server gave no `Retry-After`: 200 ms, doubling to 30 s. (kube-rs's own
-/// client retries 429, 503 and 504 first, honouring `Retry-After`, unless
-/// its `Config::default_retry` is off.)
+/// server gave no `Retry-After`: 200 ms, doubling to 30 s. (A client that
+/// retries by itself, as kube-rs's default one does, waits first: see
+/// [`client`](super::client).)
 const BACKOFF: Backoff<steadfast_spec::lifecycle::named::Named> = Backoff {
     first: 200,
     most: 30_000,
@@ -229,7 +234,8 @@ where
     K::DynamicType: Default,
 {
     /// An operator of the objects `api` reaches, following steadfast's
-    /// rules, recording no traces.
+    /// rules, recording no traces. `api`'s client is best made by
+    /// [`client`](super::client), whose own retries are off.
     pub fn new(api: Api<K>) -> Self {
         Operator {
             api,
@@ -496,7 +502,8 @@ where
         let shared = Arc::new(shared);
         let mut drivers: HashMap<String, Route<K>> = HashMap::new();
         // The objects a list (re)started by the watch has shown so far: one
-        // it does not show is gone (deleted while the watch was away).
+        // it does not show may be gone (deleted while the watch was away),
+        // which its engine decides (Input::Unlisted).
         let mut listed: Option<HashSet<String>> = None;
         let mut tasks = JoinSet::new();
         let stream = watcher(shared.api.clone(), watcher::Config::default()).default_backoff();
@@ -561,9 +568,7 @@ where
                     let listed = listed.take().unwrap_or_default();
                     for (key, route) in &drivers {
                         if !listed.contains(key) {
-                            // Gone while the watch was away: no event of
-                            // its deletion will come.
-                            let _ = route.sender.send(Event::Gone);
+                            let _ = route.sender.send(Event::Unlisted);
                         }
                     }
                     readiness.set(None);

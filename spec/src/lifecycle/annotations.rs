@@ -11,6 +11,9 @@
 //!   full, so that what is read back is never a guess.
 //! - `steadfast.dev/claim`: the replica working on the object and until
 //!   when, a [`ClaimRecord`]; absent when no replica works on it.
+//! - `steadfast.dev/epoch`: the fencing epoch of the last claim taken on
+//!   the object, a decimal number that grows by one with every claim taken
+//!   and stays when the claim is released; absent before the first (0).
 //! - `steadfast.dev/error`: written by the runtime, for people, when the
 //!   annotations cannot be read; [`decode`] skips it.
 //!
@@ -47,6 +50,7 @@
 //!         holder: "backup-operator-7d9f-x2x9p".into(),
 //!         until: 1_764_590_430_000,
 //!     }),
+//!     epoch: 3,
 //! };
 //! let annotations: BTreeMap<String, String> = encode(&progress).unwrap();
 //! assert!(annotations.contains_key("steadfast.dev/diff-base"));
@@ -68,6 +72,8 @@ pub const DIFF_BASE: &str = "steadfast.dev/diff-base";
 pub const ERROR: &str = "steadfast.dev/error";
 /// The claim annotation.
 pub const CLAIM: &str = "steadfast.dev/claim";
+/// The fencing epoch annotation.
+pub const EPOCH: &str = "steadfast.dev/epoch";
 /// What every progress annotation's key starts with.
 pub const PROGRESS: &str = "steadfast.dev/progress.";
 
@@ -118,6 +124,8 @@ pub struct Progress {
     pub records: Vec<ProgressRecord>,
     /// The claim on the object, if a replica holds one.
     pub claim: Option<ClaimRecord>,
+    /// The fencing epoch of the last claim taken (0: none ever was).
+    pub epoch: u32,
 }
 
 /// An annotation that cannot be read, or progress that cannot be written.
@@ -204,6 +212,9 @@ pub fn encode(progress: &Progress) -> Result<BTreeMap<String, String>, Annotatio
     if let Some(claim) = &progress.claim {
         annotations.insert(CLAIM.to_owned(), claim_value(claim));
     }
+    if progress.epoch > 0 {
+        annotations.insert(EPOCH.to_owned(), progress.epoch.to_string());
+    }
     let mut owners: BTreeMap<String, &str> = BTreeMap::new();
     for record in &progress.records {
         let key = progress_key(&record.handler)?;
@@ -255,6 +266,13 @@ pub fn decode(annotations: &BTreeMap<String, String>) -> Result<Progress, Vec<An
             match serde_json::from_str(value) {
                 Ok(claim) => progress.claim = Some(claim),
                 Err(error) => errors.push(corrupt(key, format!("not a claim: {error}"))),
+            }
+            continue;
+        }
+        if key == EPOCH {
+            match value.parse() {
+                Ok(epoch) => progress.epoch = epoch,
+                Err(error) => errors.push(corrupt(key, format!("not an epoch: {error}"))),
             }
             continue;
         }
@@ -383,6 +401,7 @@ mod tests {
             records in prop::collection::btree_map(handler_id(), progress_record(), 0..6),
             base in prop::option::of(any::<u8>()),
             claim in prop::option::of((handler_id(), any::<u64>())),
+            epoch in any::<u32>(),
         ) {
             let records: Vec<ProgressRecord> = records
                 .into_iter()
@@ -392,10 +411,15 @@ mod tests {
                 diff_base: base.map(|size| serde_json::json!({"spec": {"size": size}})),
                 records,
                 claim: claim.map(|(holder, until)| ClaimRecord { holder, until }),
+                epoch,
             };
             let mut annotations = encode(&progress).unwrap();
             for key in annotations.keys() {
-                prop_assert!(key == DIFF_BASE || key == CLAIM || valid_key(key), "{}", key);
+                prop_assert!(
+                    key == DIFF_BASE || key == CLAIM || key == EPOCH || valid_key(key),
+                    "{}",
+                    key
+                );
             }
             // Annotations that are not steadfast's are left alone.
             annotations.insert("kopf.zalando.org/last-handled-configuration".into(), "{".into());
@@ -411,6 +435,7 @@ mod tests {
             diff_base: None,
             records: vec![record("create_fn"), record("create_fn/child")],
             claim: None,
+            epoch: 0,
         };
         let mut annotations = encode(&progress).unwrap();
         let key = progress_key("create_fn").unwrap();
@@ -455,6 +480,7 @@ mod tests {
             diff_base: None,
             records: vec![record("update_fn")],
             claim: None,
+            epoch: 0,
         })
         .unwrap();
         annotations.insert("steadfast.dev/finalizer-note".into(), "hi".into());

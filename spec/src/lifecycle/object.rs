@@ -106,6 +106,11 @@ pub struct Claim<D: Domain> {
     /// ended only once its own clock passes `until` plus the drift budget
     /// ([`super::handlers::Claims`]).
     pub until: D::Time,
+    /// Its fencing epoch: one more than the epoch of the claim taken before
+    /// it on the object, kept while its holder renews it. A handler's own
+    /// writes elsewhere, tagged with it, can be refused once a greater one
+    /// was seen (`Context::epoch` in the runtime).
+    pub epoch: u32,
 }
 
 /// The object as one watch event, list or read shows it.
@@ -126,4 +131,16 @@ pub struct ObjectView<D: Domain> {
     pub diff_base: Option<D::Essence>,
     /// The claim annotation: which replica works on the object, until when.
     pub claim: Option<Claim<D>>,
+    /// The epoch of the last claim taken on the object (0 if none ever
+    /// was), kept after it is released, so that the next one taken is
+    /// greater.
+    #[serde(default)]
+    pub epoch: u32,
+    /// Whether it carries the mark that says, for people, that its
+    /// annotations could not be read ([`Effect::Mark`]); a version that can
+    /// be read has it cleared.
+    ///
+    /// [`Effect::Mark`]: super::engine::Effect::Mark
+    #[serde(default)]
+    pub marked: bool,
 }

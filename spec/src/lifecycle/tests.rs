@@ -21,7 +21,9 @@ fn view(version: u32, essence: Essence) -> View {
         claim: Some(Claim {
             holder: 0,
             until: u8::MAX,
+            epoch: 1,
         }),
+        epoch: 1,
         ..unclaimed(version, essence)
     }
 }
@@ -36,6 +38,8 @@ fn unclaimed(version: u32, essence: Essence) -> View {
         progress: Progress::default(),
         diff_base: None,
         claim: None,
+        epoch: 0,
+        marked: false,
     }
 }
 
@@ -78,6 +82,7 @@ fn applied(mut v: View, p: &Patch<Small>) -> View {
     }
     if let Some(claim) = &p.claim {
         v.claim = claim.after();
+        v.epoch = v.claim.as_ref().map_or(v.epoch, |c| c.epoch);
     }
     v.version += 1;
     v
@@ -301,21 +306,63 @@ fn a_throttled_patch_should_wait_as_told_then_read_and_write_again() {
 }
 
 #[test]
-fn unreadable_annotations_should_be_told_once_and_nothing_run_until_readable() {
+fn unreadable_annotations_should_be_told_and_marked_once_and_nothing_run_until_readable() {
     let config = seed641();
     let mut engine = Engine::new(0, 0, 0);
     let unreadable = |version| Input::Unreadable {
         version,
         message: Said::Failed,
     };
-    let told = [Effect::Tell(Verdict::Unreadable {
-        message: Said::Failed,
-    })];
+    let told = [
+        Effect::Mark {
+            expect: 1,
+            message: Some(Said::Failed),
+        },
+        Effect::Tell(Verdict::Unreadable {
+            message: Said::Failed,
+        }),
+    ];
     assert_eq!(engine.step(&config, unreadable(1)), told);
+    // The version the mark made says the same: nothing more is written.
     assert_eq!(engine.step(&config, unreadable(2)), [], "told once");
     assert_eq!(engine.step(&config, Input::Tick { now: 3 }), []);
-    let effects = engine.step(&config, Input::Observed(view(3, Essence([0, 1, 0]))));
+    // Fixed, and still marked: the mark is cleared, once per version.
+    let fixed = ObjectView {
+        marked: true,
+        ..view(3, Essence([0, 1, 0]))
+    };
+    let effects = engine.step(&config, Input::Observed(fixed.clone()));
     assert!(invoked(&effects).is_some(), "{effects:?}");
+    let unmark = Effect::Mark {
+        expect: 3,
+        message: None,
+    };
+    assert!(effects.contains(&unmark), "{effects:?}");
+    let again = engine.step(&config, Input::Tick { now: 4 });
+    assert!(!again.contains(&unmark), "asked once: {again:?}");
+}
+
+#[test]
+fn an_object_a_relist_does_not_show_should_be_read_before_it_is_given_up() {
+    let config = seed641();
+    let mut engine = Engine::new(0, 0, 0);
+    let effects = engine.step(&config, Input::Listed(view(1, Essence([0, 1, 0]))));
+    let (run, _, _) = invoked(&effects).unwrap();
+    // The run goes on; the read is asked once it has returned and its
+    // outcome is written (without the relist, the engine would wait for
+    // the watch to show its write).
+    assert_eq!(engine.step(&config, Input::Unlisted), []);
+    let effects = engine.step(&config, done(run, Outcome::Success, vec![]));
+    assert!(patch(&effects).is_some(), "{effects:?}");
+    let effects = engine.step(&config, Input::PatchApplied { version: 2 });
+    assert_eq!(effects, [Effect::Fetch]);
+    // The list was older than the object: it goes on.
+    let mut older = engine.clone();
+    older.step(&config, Input::Fetched(view(2, Essence([0, 1, 0]))));
+    assert_eq!(older.view.map(|v| v.version), Some(2));
+    // Gone indeed: the read says so.
+    engine.step(&config, Input::Gone);
+    assert_eq!(engine.view, None);
 }
 
 #[test]
@@ -564,7 +611,8 @@ fn a_reply_after_the_watch_showed_the_own_write_and_a_newer_one_should_process_t
         claim_of(taking),
         Some(Some(Claim {
             holder: 0,
-            until: 3
+            until: 3,
+            epoch: 2,
         }))
     );
 }
@@ -634,9 +682,10 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         any::<bool>(),
         any::<bool>(),
         prop::option::of(essence),
+        any::<bool>(),
     )
         .prop_map(
-            |(version, essence, deleting, finalizer, diff_base)| ObjectView {
+            |(version, essence, deleting, finalizer, diff_base, marked)| ObjectView {
                 version,
                 essence,
                 deleting,
@@ -644,6 +693,8 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
                 progress: Progress::default(),
                 diff_base,
                 claim: None,
+                epoch: 0,
+                marked,
             },
         );
     let outcome = prop_oneof![
@@ -688,6 +739,7 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         1 => (0u32..3).prop_map(|seq| Input::Stopped { run: RunId { incarnation: 0, seq } }),
         1 => (0u8..12).prop_map(|now| Input::Tick { now }),
         1 => Just(Input::Gone),
+        1 => Just(Input::Unlisted),
     ];
     prop::collection::vec(input, 0..40)
 }
@@ -787,6 +839,7 @@ fn a_replica_should_run_only_under_its_own_claim_and_take_over_one_that_is_over(
     let mine = Claim {
         holder: 0,
         until: 3,
+        epoch: 1,
     };
     assert_eq!(claim_of(&taking), Some(Some(mine)));
     let claimed = applied(first, &taking);
@@ -819,7 +872,8 @@ fn a_replica_should_run_only_under_its_own_claim_and_take_over_one_that_is_over(
         claim_of(taken),
         Some(Some(Claim {
             holder: 1,
-            until: 7
+            until: 7,
+            epoch: 2,
         }))
     );
     // Without the rule to take over, a claim that is over is waited on
@@ -931,7 +985,8 @@ fn a_running_runs_claim_should_be_renewed_and_the_run_cut_only_when_a_renewal_do
         claim_of(renewal),
         Some(Some(Claim {
             holder: 0,
-            until: 5
+            until: 5,
+            epoch: 1,
         }))
     );
     assert_eq!(

@@ -89,9 +89,17 @@ impl<D: Domain> Engine<D> {
             }
             return view.claim.as_ref().map(|_| ClaimChange::Release);
         }
+        // A claim of its own still live is renewed under its epoch; any
+        // other is a new one, taken under the next epoch (the checked patch
+        // that takes it makes sure no other was taken meanwhile).
+        let epoch = match (self.standing(config, view), &view.claim) {
+            (Standing::Mine { .. }, Some(claim)) => claim.epoch,
+            _ => view.epoch.wrapping_add(1),
+        };
         Some(ClaimChange::Set(Claim {
             holder: self.identity.clone(),
             until: D::after(self.now, config.claims.duration),
+            epoch,
         }))
     }
 }

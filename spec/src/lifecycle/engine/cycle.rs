@@ -174,6 +174,7 @@ impl<D: Domain> Engine<D> {
                     essence,
                     old: cycle.view.diff_base.clone(),
                     retry: record.retries,
+                    epoch: cycle.view.claim.as_ref().map_or(0, |c| c.epoch),
                     // A claim that is renewed does not end the run: the
                     // engine is told the time when the renewal is due.
                     deadline: match &renewal {

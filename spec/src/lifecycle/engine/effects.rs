@@ -96,6 +96,11 @@ pub enum Effect<D: Domain> {
         old: Option<D::Essence>,
         /// Attempts before this one in the episode.
         retry: u8,
+        /// The fencing epoch of the claim it runs under ([`Claim::epoch`];
+        /// 0 without claims).
+        ///
+        /// [`Claim::epoch`]: crate::lifecycle::object::Claim::epoch
+        epoch: u32,
         /// When the engine is to be told the time if the run has not
         /// returned: the episode's end, the claim's, or (under
         /// [`Rule::RenewClaims`]) when the claim is due for renewal; moved
@@ -131,6 +136,19 @@ pub enum Effect<D: Domain> {
     ///
     /// [`Rule::RenewClaims`]: crate::lifecycle::rules::Rule::RenewClaims
     Renew(Patch<D>),
+    /// Set the mark that says, for people, that the object's annotations
+    /// cannot be read (`message`, what is wrong with them), or clear it
+    /// (`None`), by a patch of the mark alone checked against `expect`, so
+    /// that it never lands on another version. Nothing answers it: a mark
+    /// that did not land is set or cleared on the next version that needs
+    /// it. It is the one write made without a claim, and it carries
+    /// nothing the engine acts on.
+    Mark {
+        /// The version the mark is about.
+        expect: D::Version,
+        /// What is wrong, or `None` to clear the mark.
+        message: Option<D::Message>,
+    },
     /// Read the object consistently (a GET without a resourceVersion) and
     /// report [`Input::Fetched`], [`Input::Gone`] or [`Input::FetchFailed`].
     Fetch,

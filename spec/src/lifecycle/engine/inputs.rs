@@ -35,6 +35,11 @@ pub enum Input<D: Domain> {
     Fetched(ObjectView<D>),
     /// The object no longer exists.
     Gone,
+    /// A list (the watch's, restarted) did not show the object: it may be
+    /// gone, deleted while the watch was away, or the list may be older
+    /// than the object (served from a cache). A consistent read, once the
+    /// run in flight has returned and been written, tells which.
+    Unlisted,
     /// A run has returned.
     HandlerDone {
         /// Which run.

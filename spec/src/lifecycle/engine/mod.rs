@@ -127,6 +127,9 @@ pub struct Engine<D: Domain> {
     /// What was told of the last version whose annotations could not be
     /// read, until one can be read (so that it is told once).
     pub unreadable: Option<D::Message>,
+    /// The version whose mark ([`Effect::Mark`]) the engine last asked to
+    /// clear, so that it asks once per version.
+    pub unmarked: Option<D::Version>,
     /// Told to stop: no new run starts, and the engine's claim is released.
     pub stopping: bool,
     /// A run the engine cancelled that is not known to have stopped: its
@@ -156,6 +159,7 @@ impl<D: Domain> Engine<D> {
             initial: true,
             pause: None,
             unreadable: None,
+            unmarked: None,
             stopping: false,
             cancelled: None,
             identity,
@@ -179,6 +183,27 @@ impl<D: Domain> Engine<D> {
 
     /// Feeds one input to the engine and returns what it asks for.
     pub fn step(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
+        let mut effects = self.take(config, input);
+        effects.extend(self.unmark());
+        effects
+    }
+
+    /// The newest version seen can be read and carries the mark that said
+    /// an older one could not: the mark is cleared, once per version.
+    fn unmark(&mut self) -> Option<Effect<D>> {
+        let view = self.view.as_ref().filter(|v| v.marked)?;
+        if self.unmarked.as_ref() == Some(&view.version) {
+            return None;
+        }
+        self.unmarked = Some(view.version.clone());
+        Some(Effect::Mark {
+            expect: view.version.clone(),
+            message: None,
+        })
+    }
+
+    /// What the engine does with `input`.
+    fn take(&mut self, config: &Config<D>, input: Input<D>) -> Vec<Effect<D>> {
         let waits = config.rules.has(Rule::WaitForOwnWrite);
         if input.served() {
             // The API server serves again: the waits after throttled
@@ -242,6 +267,17 @@ impl<D: Domain> Engine<D> {
                         Vec::new()
                     }
                 }
+            }
+            Input::Unlisted => {
+                // Gone, or the list is older than the object: only a
+                // consistent read can tell (it answers Gone or Fetched).
+                if !matches!(self.hold, Hold::Fetching { .. }) {
+                    self.hold = Hold::Fetching {
+                        seen: Vec::new(),
+                        asked: false,
+                    };
+                }
+                self.cycle(config)
             }
             Input::HandlerDone {
                 run,
@@ -334,15 +370,23 @@ impl<D: Domain> Engine<D> {
             }
             Input::Unreadable { version, message } => {
                 // Nothing of this version can be processed, nor of any
-                // version before it; the next readable one is.
-                self.shown = Some(version);
+                // version before it; the next readable one is. The mark
+                // is set once per message (its own write makes a version
+                // that says the same).
+                self.shown = Some(version.clone());
                 self.view = None;
                 self.hold = Hold::None;
                 if self.unreadable.as_ref() == Some(&message) {
                     return Vec::new();
                 }
                 self.unreadable = Some(message.clone());
-                vec![Effect::Tell(Verdict::Unreadable { message })]
+                vec![
+                    Effect::Mark {
+                        expect: version,
+                        message: Some(message.clone()),
+                    },
+                    Effect::Tell(Verdict::Unreadable { message }),
+                ]
             }
             Input::Stop => {
                 self.stopping = true;
@@ -481,6 +525,9 @@ impl<D: Domain> Engine<D> {
             f(&mut view.version);
         }
         if let Some(version) = &mut self.shown {
+            f(version);
+        }
+        if let Some(version) = &mut self.unmarked {
             f(version);
         }
         match &mut self.hold {

@@ -58,6 +58,12 @@ pub struct Ghost {
     pub created_twice: bool,
     /// The finalizer was once removed before every delete handler returned.
     pub early_release: bool,
+    /// The replica start that took the claim of the object's epoch (the
+    /// last one taken), if one was taken.
+    pub taker: Option<u32>,
+    /// A claim was once set with an epoch below the object's, or with the
+    /// object's by another replica start than the one that took it.
+    pub fence_broken: bool,
     /// A run was once cut before its timeout while its replica still held
     /// the object's claim, no renewal of it had failed, and one had been
     /// due before the cut.
@@ -301,6 +307,15 @@ impl Ghost {
     /// had not written are lost (another replica's are not).
     pub fn crashed(&mut self, incarnation: u32) {
         self.pending.retain(|p| p.run.id.incarnation != incarnation);
+    }
+
+    /// A claim of epoch `epoch` by `holder` is set on an object whose epoch
+    /// is `current`: a renewal keeps the epoch of its taker, a take goes
+    /// above it.
+    pub fn fence(&mut self, current: u32, epoch: u32, holder: u32) {
+        let renewal = epoch == current && self.taker == Some(holder);
+        self.fence_broken |= epoch < current || (epoch == current && !renewal);
+        self.taker = Some(holder);
     }
 
     /// `patch` is applied to the object at version `at`, making version

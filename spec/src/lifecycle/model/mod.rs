@@ -389,8 +389,9 @@ impl LifecycleModel {
                 Effect::WakeAt(at) => {
                     replica.wake = Some(replica.wake.map_or(at, |w| w.min(at)));
                 }
-                // Nothing in the world answers what the engine tells people.
-                Effect::Tell(_) => {}
+                // Nothing in the world answers what the engine tells people
+                // (no annotation of the model's is unreadable: no mark).
+                Effect::Tell(_) | Effect::Mark { .. } => {}
             }
         }
         if let Some(run) = cancelled {
@@ -438,6 +439,8 @@ impl LifecycleModel {
             progress: Default::default(),
             diff_base: None,
             claim: None,
+            epoch: 0,
+            marked: false,
         };
         World {
             replicas: (0..self.replicas)
@@ -487,6 +490,10 @@ impl LifecycleModel {
                 .claim
                 .is_some_and(|c| c.holder != author && live_holder(&world.replicas, c.holder));
             world.ghost.taken_from_live |= from_live && claim.is_some();
+            if let Some(claim) = &claim {
+                world.ghost.fence(object.epoch, claim.epoch, claim.holder);
+                object.epoch = claim.epoch;
+            }
             object.claim = claim;
         }
         match patch.finalizer {
@@ -701,6 +708,15 @@ impl Model for LifecycleModel {
                 "a run is cut before its timeout only if its claim could not be renewed",
                 |_, w: &World| !w.ghost.cut_short,
             ),
+            // □(∀ claim c set on the object: c.epoch > epoch ∨ (c.epoch =
+            // epoch ∧ c.holder = taker(epoch))): every claim taken has a
+            // greater epoch than every claim taken before it, and an epoch
+            // is its taker's alone, so a store that refuses writes tagged
+            // below the greatest epoch it has seen fences off a run whose
+            // claim was taken over. Checked writes carry it, with time free.
+            Property::always("claims taken have growing epochs", |_, w: &World| {
+                !w.ghost.fence_broken
+            }),
             // □(finalizer removed ⇒ ∀ delete handlers d: d ran to its end).
             Property::always(
                 "finalizer kept until delete handlers finish",

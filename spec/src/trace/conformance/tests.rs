@@ -619,6 +619,8 @@ fn view(version: &str) -> ObjectView<Kube> {
         progress: Default::default(),
         diff_base: None,
         claim: None,
+        epoch: 0,
+        marked: false,
     }
 }
 
@@ -741,6 +743,7 @@ fn overlapping_runs_of_two_replicas_should_break_one_replica_at_a_time() {
                     essence: "{}".into(),
                     old: None,
                     retry: 0,
+                    epoch: 0,
                     deadline: 60_000,
                 }],
             ),
