@@ -430,7 +430,7 @@ where
             });
             let answer = match &input {
                 Input::Renewed { .. } => "renewed",
-                Input::RenewFailed => "renewal failed",
+                Input::RenewFailed { .. } => "renewal failed",
                 Input::PatchApplied { .. } => "applied",
                 Input::PatchConflict => "conflict",
                 Input::PatchRefused { .. } => "refused",

@@ -4,8 +4,10 @@
 use proptest::prelude::*;
 
 use super::domain::Domain;
-use super::engine::{ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
-use super::handlers::{Config, On};
+use super::engine::{
+    ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, Phase, Renewal, RunId, Verdict,
+};
+use super::handlers::{Backoff, Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
 use super::object::{Claim, Final, ObjectView, Progress};
 use super::rules::{Rule, Variant};
@@ -734,6 +736,7 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         1 => Just(Input::PatchRefused { message: Said::Failed }),
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::PatchThrottled { retry_after }),
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::FetchFailed { retry_after }),
+        1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::RenewFailed { retry_after }),
         1 => (1u32..9).prop_map(|version| Input::Unreadable { version, message: Said::Failed }),
         1 => Just(Input::Stop),
         1 => (0u32..3).prop_map(|seq| Input::Stopped { run: RunId { incarnation: 0, seq } }),
@@ -954,8 +957,10 @@ fn a_stopping_engine_should_release_its_claim() {
 
 #[test]
 fn a_running_runs_claim_should_be_renewed_and_the_run_cut_only_when_a_renewal_does_not_land() {
-    // Claims last 3 ticks and are renewed with 1 left; the episode has 8.
-    let config = scenarios::replicas(Variant::Steadfast).config;
+    // Claims last 3 ticks and are renewed with 1 left; the episode has 8;
+    // waits double from 1 tick up to 4.
+    let mut config = scenarios::replicas(Variant::Steadfast).config;
+    config.backoff = Backoff { first: 1, most: 4 };
     let mut a = Engine::new(0, 0, 0);
     let first = unclaimed(1, Essence([1, 0, 1]));
     let taking = patch(&a.step(&config, Input::Observed(first.clone())))
@@ -1009,10 +1014,34 @@ fn a_running_runs_claim_should_be_renewed_and_the_run_cut_only_when_a_renewal_do
     // and the run is cut at the claim's end if none lands by then.
     let effects = a.step(&config, Input::Tick { now: 4 });
     assert!(matches!(effects[0], Effect::Renew(_)), "{effects:?}");
+    let failed_after = |engine: &Engine<Small>| match &engine.phase {
+        Phase::Running {
+            renewal: Some(Renewal::Failed { retry, wait, .. }),
+            ..
+        } => Some((*retry, *wait)),
+        _ => None,
+    };
+    // Throttled: sent again when the server said.
+    let mut throttled = a.clone();
+    let retry_after = Some(3);
+    throttled.step(&config, Input::RenewFailed { retry_after });
+    assert_eq!(failed_after(&throttled), Some((7, 3)));
     assert_eq!(
-        a.step(&config, Input::RenewFailed),
+        a.step(&config, Input::RenewFailed { retry_after: None }),
         [Effect::Remind { run, at: 5 }]
     );
+    assert_eq!(failed_after(&a), Some((5, 1)));
+    // Sent again at once on a newer version; failing again, it waits twice
+    // as long.
+    let mut again = a.clone();
+    let newer = View {
+        version: renewed.version + 1,
+        ..renewed.clone()
+    };
+    let effects = again.step(&config, Input::Observed(newer));
+    assert!(matches!(effects[0], Effect::Renew(_)), "{effects:?}");
+    again.step(&config, Input::RenewFailed { retry_after: None });
+    assert_eq!(failed_after(&again), Some((6, 2)));
     assert_eq!(
         a.step(&config, Input::Tick { now: 5 })[0],
         Effect::Cancel { run }

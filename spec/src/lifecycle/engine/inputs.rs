@@ -101,8 +101,13 @@ pub enum Input<D: Domain> {
         version: D::Version,
     },
     /// The renewal of a running run's claim did not apply, or may not have
-    /// (a conflict, a refusal, a throttle, no answer): it is sent again.
-    RenewFailed,
+    /// (a conflict, a refusal, a throttle, no answer): it is sent again, at
+    /// once on a newer version, else after a wait that doubles with each
+    /// failure in a row, or the one the server asked for.
+    RenewFailed {
+        /// How long the server asked the engine to wait (`Retry-After`).
+        retry_after: Option<D::Duration>,
+    },
     /// A run the engine cancelled has stopped (its task ended without
     /// returning): its claim may be released
     /// ([`Rule::KeepClaimPastCancel`](crate::lifecycle::rules::Rule::KeepClaimPastCancel)).
@@ -164,7 +169,8 @@ impl<D: Domain> Input<D> {
     pub fn of_renewal(self) -> Input<D> {
         match self {
             Input::PatchApplied { version } => Input::Renewed { version },
-            _ => Input::RenewFailed,
+            Input::PatchThrottled { retry_after } => Input::RenewFailed { retry_after },
+            _ => Input::RenewFailed { retry_after: None },
         }
     }
 }

@@ -416,7 +416,7 @@ impl<D: Domain> Engine<D> {
                 }
             }
             Input::Renewed { version } => self.renewed(config, version),
-            Input::RenewFailed => self.renewal_failed(config),
+            Input::RenewFailed { retry_after } => self.renewal_failed(config, retry_after),
         }
     }
 

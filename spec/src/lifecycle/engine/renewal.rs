@@ -9,7 +9,8 @@
 //! claim. Its answer ([`Input::Renewed`], [`Input::RenewFailed`]) is its
 //! own input, so that it never passes for the answer to a progress patch;
 //! a renewal that fails is sent again once a newer version is seen (the
-//! object moved on: a 409) or after the engine's first wait. A run whose
+//! object moved on: a 409) or after a wait: the server's `Retry-After`,
+//! else the engine's backoff, doubled with each failure in a row. A run whose
 //! claim was not renewed in time is cut at the claim's end, as without
 //! the rule.
 //!
@@ -40,6 +41,8 @@ pub enum Renewal<D: Domain> {
         claim: Claim<D>,
         /// The version it was computed from.
         expect: D::Version,
+        /// The wait after the failure it follows, if it follows one.
+        after: Option<D::Duration>,
     },
     /// Not applied (or not known to be): sent again once a version other
     /// than `on` is seen, or at `retry`.
@@ -48,6 +51,9 @@ pub enum Renewal<D: Domain> {
         on: D::Version,
         /// When it is sent again regardless.
         retry: D::Time,
+        /// How long that wait is (the next one, after another failure, is
+        /// twice as long).
+        wait: D::Duration,
     },
 }
 
@@ -93,15 +99,23 @@ impl<D: Domain> Engine<D> {
             // The run ends at the deadline its invocation was given.
             (None, _) => return effects,
             (Some(Renewal::Due { at }), Some(_)) if now < *at => Some(*at),
-            (Some(Renewal::Failed { on, retry }), Some((v, _))) if now < *retry && v == on => {
+            (Some(Renewal::Failed { on, retry, .. }), Some((v, _))) if now < *retry && v == on => {
                 Some(*retry)
             }
-            (Some(Renewal::Due { .. } | Renewal::Failed { .. }), Some((version, change))) => {
+            (
+                Some(sending @ (Renewal::Due { .. } | Renewal::Failed { .. })),
+                Some((version, change)),
+            ) => {
+                let after = match sending {
+                    Renewal::Failed { wait, .. } => Some(*wait),
+                    _ => None,
+                };
                 let mut patch = Patch::on(version.clone());
                 patch.checked = config.rules.has(Rule::CheckedPatches);
                 *renewal = change.after().map(|claim| Renewal::Sent {
                     claim,
                     expect: version.clone(),
+                    after,
                 });
                 patch.claim = Some(change.clone());
                 effects.push(Effect::Renew(patch));
@@ -131,7 +145,7 @@ impl<D: Domain> Engine<D> {
         else {
             return Vec::new();
         };
-        let Some(Renewal::Sent { claim, expect }) = renewal.take() else {
+        let Some(Renewal::Sent { claim, expect, .. }) = renewal.take() else {
             return Vec::new();
         };
         *deadline = (*limit).min(claim.until);
@@ -145,18 +159,25 @@ impl<D: Domain> Engine<D> {
         self.renew_if_due(config)
     }
 
-    /// The renewal in flight did not apply, or may not have.
-    pub(super) fn renewal_failed(&mut self, config: &Config<D>) -> Vec<Effect<D>> {
+    /// The renewal in flight did not apply, or may not have; the server
+    /// asked for `retry_after` if it said.
+    pub(super) fn renewal_failed(
+        &mut self,
+        config: &Config<D>,
+        retry_after: Option<D::Duration>,
+    ) -> Vec<Effect<D>> {
         let now = self.now;
         let Phase::Running { renewal, .. } = &mut self.phase else {
             return Vec::new();
         };
-        let Some(Renewal::Sent { expect, .. }) = renewal.take() else {
+        let Some(Renewal::Sent { expect, after, .. }) = renewal.take() else {
             return Vec::new();
         };
+        let wait = config.backoff.next(after, retry_after);
         *renewal = Some(Renewal::Failed {
             on: expect,
-            retry: D::after(now, config.backoff.first),
+            retry: D::after(now, wait),
+            wait,
         });
         self.renew_if_due(config)
     }
