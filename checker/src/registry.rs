@@ -321,7 +321,7 @@ static LIFECYCLE_VARIANTS: [Variant<lifecycle::Variant>; 2] = [
 
 type LifecycleScenario = fn(lifecycle::Variant) -> LifecycleModel;
 
-static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 24] = [
+static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 25] = [
     Scenario {
         name: "seed641",
         about:
@@ -391,6 +391,13 @@ static LIFECYCLE_SCENARIOS: [Scenario<LifecycleScenario>; 24] = [
         about: "two requests throttled or failed (429, 5xx; a patch applied or not, or a read)",
         by_default: true,
         value: scenarios::throttled,
+    },
+    Scenario {
+        name: "split",
+        about: "a status subresource: a handler's status write goes first, alone, and the rest \
+                of its patch after it (a crash or a lost reply between), around an edit",
+        by_default: true,
+        value: scenarios::split,
     },
     Scenario {
         name: "late",

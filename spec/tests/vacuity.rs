@@ -398,6 +398,7 @@ mod vacuity {
             a_stale_list_fails_without_one: "a stale list is served",
             an_expiry_fails_without_one: "the watch expires and the operator lists again",
             a_lost_reply_fails_without_one: "a patch's reply is lost",
+            a_status_alone_fails_without_a_status_subresource: "a status write lands without the rest of its patch",
             a_late_return_fails_without_overruns: "a run returns after its deadline",
             a_refusal_fails_without_one: "a patch is refused for good",
             a_throttle_fails_without_one: "a throttled request is asked again after the wait",

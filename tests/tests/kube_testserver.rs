@@ -805,6 +805,7 @@ async fn controller_should_reconcile_through_conflicts() {
             namespace: Some(h.namespace.clone()),
             name: "c".into(),
             count: 2,
+            spare_status: false,
         };
         server.inject(fault).unwrap();
     }
@@ -907,6 +908,7 @@ async fn faults_should_answer_as_injected() {
             namespace: Some("default".into()),
             name: "x".into(),
             count: 2,
+            spare_status: false,
         })
         .unwrap();
     assert_eq!(refusal(api.patch("x", &pp, &touch("1")).await).0, 409);
@@ -1028,6 +1030,7 @@ async fn faults_should_answer_as_injected() {
         namespace: None,
         name: "x".into(),
         count: 1,
+        spare_status: false,
     };
     let error = server.inject(unplaced).unwrap_err();
     assert!(
@@ -1039,6 +1042,7 @@ async fn faults_should_answer_as_injected() {
         namespace: None,
         name: "x".into(),
         count: 1,
+        spare_status: false,
     };
     assert!(server
         .inject(unknown)

@@ -11,7 +11,7 @@ use steadfast_tests::{assert_all_hold, run, verdict};
 type Scenario = fn(Variant) -> LifecycleModel;
 
 /// Every scenario `steadfast check lifecycle` checks by default.
-const SCENARIOS: [(&str, Scenario); 20] = [
+const SCENARIOS: [(&str, Scenario); 21] = [
     ("seed641", scenarios::seed641),
     ("general", scenarios::general),
     ("foreign", scenarios::foreign),
@@ -23,6 +23,7 @@ const SCENARIOS: [(&str, Scenario); 20] = [
     ("create", scenarios::create),
     ("refused", scenarios::refused),
     ("throttled", scenarios::throttled),
+    ("split", scenarios::split),
     ("late", scenarios::late),
     ("exhausted", scenarios::exhausted),
     ("rolling", scenarios::rolling),

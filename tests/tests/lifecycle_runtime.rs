@@ -546,6 +546,7 @@ async fn a_storm_of_conflicts_should_neither_lose_nor_repeat_a_run() {
         namespace: Some(bed.target.namespace.clone()),
         name: "c".into(),
         count: 6,
+        spare_status: false,
     };
     server.inject(conflicts).unwrap();
     bed.rested("c").await;
@@ -1236,6 +1237,87 @@ async fn a_status_write_should_land_through_the_status_subresource() {
         Some("yes"),
         "the rest of the write lands on the main resource"
     );
+    running.abort();
+    replayed_and_finished(target, &traces).await;
+}
+
+/// How many patches were refused with 409 after a run returned, in the
+/// traces in `dir` (each of one engine, in order).
+fn conflicts_after_the_run(dir: &Path) -> usize {
+    let mut conflicts = 0;
+    for path in steadfast_tests::traces_in(dir) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let inputs = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|record| record["input"].clone());
+        conflicts += inputs
+            .skip_while(|input| input.get("HandlerDone").is_none())
+            .filter(|input| input == "PatchConflict")
+            .count();
+    }
+    conflicts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_between_the_status_write_and_the_rest_should_write_the_outcome_again_not_run_it()
+{
+    let (target, api) = tickers().await;
+    let Some(server) = target.server("a failure between the status write and the rest") else {
+        return;
+    };
+    let traces = tempfile::tempdir().unwrap();
+    let runs = Arc::new(Mutex::new(0));
+    let (began, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_field(
+        "spec.size",
+        "report",
+        Handler::new({
+            let (runs, began, go) = (runs.clone(), began.clone(), go.clone());
+            move |ctx: Context<Ticker>| {
+                *runs.lock().unwrap() += 1;
+                let (began, go) = (began.clone(), go.clone());
+                async move {
+                    began.notify_one();
+                    go.notified().await;
+                    ctx.patch(json!({
+                        "status": { "tick": 42 },
+                        "metadata": { "labels": { "seen": "yes" } }
+                    }));
+                    Ok::<(), HandlerError>(())
+                }
+            }
+        }),
+    );
+    // Created (its status set) before the operator starts, so that no
+    // write of the test's comes between the engine's.
+    create(&api, "s").await;
+    let running = tokio::spawn(operator.run());
+    began.notified().await;
+    // The claim was taken before the run. The next write of the object
+    // itself is refused, its status subresource's served: the run's patch
+    // lands its status, and its rest (the record) is refused.
+    server
+        .inject(Fault::Conflicts {
+            resource: TICKERS.into(),
+            namespace: Some(target.namespace.clone()),
+            name: "s".into(),
+            count: 1,
+            spare_status: true,
+        })
+        .unwrap();
+    go.notify_one();
+    handled_in_full(&api, "s", "the outcome written again").await;
+    let object = api.get("s").await.unwrap();
+    assert_eq!(object.status.map(|s| s.tick), Some(42));
+    let labels = object.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("seen").map(String::as_str), Some("yes"));
+    assert_eq!(
+        conflicts_after_the_run(traces.path()),
+        1,
+        "the rest refused once"
+    );
+    assert_eq!(*runs.lock().unwrap(), 1, "the handler is not run again");
     running.abort();
     replayed_and_finished(target, &traces).await;
 }

@@ -236,6 +236,7 @@ fn engine_trace(variant: lifecycle::Variant, invent: bool) -> String {
             drift: 2_000,
             renew_before: 30_000,
         },
+        status_subresource: false,
     };
     let header = Header::Engine(lifecycle::trace::EngineHeader {
         object: "default/t".into(),

@@ -33,7 +33,7 @@ use super::client::Refused;
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
-use super::object::{mark_patch, merge_patch_of, seen, split_status, unreadable};
+use super::object::{mark_patch, merge_patch_of, seen, unreadable};
 pub(crate) use crate::clock::now_ms;
 use crate::trace::Recorder;
 
@@ -66,9 +66,6 @@ pub(crate) struct Shared<K> {
     pub(crate) handlers: HashMap<String, Handler<K>>,
     /// Status fields the field handlers watch.
     pub(crate) watched: Vec<String>,
-    /// Whether the resource has a status subresource: handlers' status
-    /// writes then go through `/status`.
-    pub(crate) status_subresource: bool,
     pub(crate) incarnation: u32,
     /// The replica's name in its claims.
     pub(crate) identity: String,
@@ -412,7 +409,7 @@ where
         let api = self.shared.api.clone();
         let name = self.name.clone();
         let body = merge_patch_of(patch, &self.finalizers);
-        let status_subresource = self.shared.status_subresource;
+        let to_status = patch.to_status;
         self.tasks.spawn(async move {
             let body = match body {
                 Ok(body) => body,
@@ -421,7 +418,7 @@ where
                     return Done::Input(class(Input::PatchRefused { message }));
                 }
             };
-            let result = patch_object(&api, &name, body, status_subresource).await;
+            let result = patch_object(&api, &name, &body, to_status).await;
             let input = class(match &result {
                 Ok(object) => Input::PatchApplied {
                     version: object.meta().resource_version.clone().unwrap_or_default(),
@@ -606,37 +603,26 @@ where
     }
 }
 
-/// Sends an engine's patch `body`. With a status subresource, the
-/// handlers' status writes go first through `/status` (under the patch's
-/// precondition), then the rest under the version that made (so that
-/// nothing lands if another writer came between). The answer is the last
-/// request's: a failure of the status write is the patch's, with nothing
-/// applied; a failure after it leaves the status written, which the engine
-/// meets as a patch that may have applied (it writes the same again).
+/// Sends an engine's patch `body`, through the status subresource if
+/// `to_status` (the engine's [`Patch::to_status`]).
+///
+/// [`Patch::to_status`]: steadfast_spec::lifecycle::Patch::to_status
 async fn patch_object<K>(
     api: &Api<K>,
     name: &str,
-    body: Value,
-    status_subresource: bool,
+    body: &Value,
+    to_status: bool,
 ) -> Result<K, kube::Error>
 where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
     let params = PatchParams::default();
-    let (mut body, status) = if status_subresource {
-        split_status(body)
+    let patch = KubePatch::Merge(body);
+    if to_status {
+        api.patch_status(name, &params, &patch).await
     } else {
-        (body, None)
-    };
-    if let Some(status) = status {
-        let written = api
-            .patch_status(name, &params, &KubePatch::Merge(&status))
-            .await?;
-        if body["metadata"].get("resourceVersion").is_some() {
-            body["metadata"]["resourceVersion"] = written.meta().resource_version.clone().into();
-        }
+        api.patch(name, &params, &patch).await
     }
-    api.patch(name, &params, &KubePatch::Merge(&body)).await
 }
 
 /// What a panic said: its message if it was a string (as `panic!` makes

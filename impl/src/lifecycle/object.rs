@@ -173,20 +173,6 @@ pub(crate) fn merge_patch_of(
     Ok(body)
 }
 
-/// Splits an engine's merge patch for a resource with a status
-/// subresource: the main resource's part, and the status part (with the
-/// same resourceVersion precondition, if any), if the handlers wrote status.
-pub(crate) fn split_status(mut body: Value) -> (Value, Option<Value>) {
-    let Some(status) = body.as_object_mut().and_then(|b| b.remove("status")) else {
-        return (body, None);
-    };
-    let mut part = json!({ "status": status });
-    if let Some(version) = body["metadata"].get("resourceVersion") {
-        part["metadata"] = json!({ "resourceVersion": version });
-    }
-    (body, Some(part))
-}
-
 /// What is wrong with unreadable annotations, one line per error.
 pub(crate) fn unreadable(errors: &[AnnotationError]) -> String {
     error_annotation(errors).1
@@ -230,6 +216,7 @@ mod tests {
             writes: vec![r#"{"metadata":{"labels":{"size":"2","old":null}}}"#.into()],
             finalizer: Some(false),
             claim: Some(ClaimChange::Release),
+            to_status: false,
         };
         let finalizers = vec!["other.io/keep".to_owned(), FINALIZER.to_owned()];
         let body = merge_patch_of(&patch, &finalizers).unwrap();
@@ -269,30 +256,12 @@ mod tests {
             diff_base: None,
             writes: Vec::new(),
             finalizer: None,
+            to_status: false,
         };
         let body = merge_patch_of(&patch, &[]).unwrap();
         let annotations = &body["metadata"]["annotations"];
         assert_eq!(annotations[CLAIM], r#"{"holder":"op-1","until":7000}"#);
         assert_eq!(annotations[EPOCH], "5");
-    }
-
-    #[test]
-    fn a_status_write_should_be_split_off_under_the_same_precondition() {
-        let body = json!({
-            "metadata": { "resourceVersion": "9", "annotations": { "a": "1" } },
-            "status": { "phase": "Ready" },
-        });
-        let (main, status) = split_status(body);
-        assert_eq!(
-            main,
-            json!({ "metadata": { "resourceVersion": "9", "annotations": { "a": "1" } } })
-        );
-        assert_eq!(
-            status,
-            Some(json!({ "metadata": { "resourceVersion": "9" }, "status": { "phase": "Ready" } }))
-        );
-        let (_, none) = split_status(json!({ "metadata": {} }));
-        assert_eq!(none, None);
     }
 
     #[test]

@@ -468,11 +468,12 @@ where
                     // to land, and to be tried again.
                     renew_before: millis(duration / 2),
                 },
+                // Found out by `run`, from the API server's discovery.
+                status_subresource: false,
             },
             identity,
             handlers,
             watched,
-            status_subresource: false,
             incarnation: self.incarnation,
             traces: self.traces,
             events,
@@ -498,7 +499,7 @@ where
         let mut shutdown = self.shutdown.take();
         let grace = self.grace;
         let mut shared = self.shared(metrics)?;
-        shared.status_subresource = status_subresource::<K>(client).await?;
+        shared.config.status_subresource = status_subresource::<K>(client).await?;
         let shared = Arc::new(shared);
         let mut drivers: HashMap<String, Route<K>> = HashMap::new();
         // The objects a list (re)started by the watch has shown so far: one

@@ -80,6 +80,12 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     /// The essence after `write`.
     fn apply(essence: &Self::Essence, write: &Self::Write) -> Self::Essence;
 
+    /// `write` split into its part for the status subresource and the
+    /// rest, each `None` if empty: a resource with a status subresource
+    /// takes the first only through it, and ignores it elsewhere
+    /// ([`super::handlers::Config::status_subresource`]).
+    fn split_status(write: &Self::Write) -> (Option<Self::Write>, Option<Self::Write>);
+
     /// `time + span`, saturating.
     fn after(time: Self::Time, span: Self::Duration) -> Self::Time;
 

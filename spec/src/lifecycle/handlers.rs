@@ -52,6 +52,11 @@ pub struct Config<D: Domain> {
     pub backoff: Backoff<D>,
     /// How replicas share the object ([`super::rules::Rule::Claims`]).
     pub claims: Claims<D>,
+    /// Whether the resource has a status subresource: the handlers' status
+    /// writes then go through it, in a write of their own before the rest
+    /// of a patch ([`Domain::split_status`]).
+    #[serde(default)]
+    pub status_subresource: bool,
 }
 
 /// How long a replica's claim on an object lasts, how far replicas'

@@ -47,6 +47,15 @@ impl Domain for Named {
         canonical(&value)
     }
 
+    /// The merge patch's `status` key, and the rest of it.
+    fn split_status(write: &String) -> (Option<String>, Option<String>) {
+        let mut rest = parse(write);
+        let status = rest.as_object_mut().and_then(|w| w.remove("status"));
+        let status = status.map(|s| canonical(&serde_json::json!({ "status": s })));
+        let empty = rest.as_object().is_some_and(serde_json::Map::is_empty);
+        (status, (!empty).then(|| canonical(&rest)))
+    }
+
     fn after(time: u64, span: u64) -> u64 {
         time.saturating_add(span)
     }
@@ -307,6 +316,23 @@ mod tests {
             Named::digest(&a, missing.as_ref()),
             format!("{:016x}", fnv1a("null"))
         );
+    }
+
+    #[test]
+    fn a_write_should_split_into_its_status_and_the_rest() {
+        let text = |v: serde_json::Value| canonical(&v);
+        let both = text(json!({"status": {"phase": "Ready"}, "metadata": {"labels": {"a": "1"}}}));
+        assert_eq!(
+            Named::split_status(&both),
+            (
+                Some(text(json!({"status": {"phase": "Ready"}}))),
+                Some(text(json!({"metadata": {"labels": {"a": "1"}}})))
+            )
+        );
+        let status = text(json!({"status": null}));
+        assert_eq!(Named::split_status(&status), (Some(status.clone()), None));
+        let rest = text(json!({"spec": {"size": 2}}));
+        assert_eq!(Named::split_status(&rest), (None, Some(rest.clone())));
     }
 
     #[test]

@@ -169,6 +169,52 @@ fn a_patch_whose_outcome_is_unknown_should_be_checked_by_a_read_and_written_agai
 }
 
 #[test]
+fn a_status_write_should_go_first_alone_and_the_rest_on_the_version_it_made() {
+    let config = scenarios::split(Variant::Steadfast).config;
+    let mut engine = Engine::new(0, 0, 0);
+    let first = view(1, Essence([1, 0, 1]));
+    let effects = engine.step(&config, Input::Listed(first.clone()));
+    let (run, key, _) = invoked(&effects).expect("the copy runs");
+    assert_eq!(key, Key::handler(0));
+    let copied = Input::HandlerDone {
+        run,
+        outcome: Outcome::Success,
+        subs: Vec::new(),
+        write: Some((Field::Tick, 1)),
+    };
+    let effects = engine.step(&config, copied);
+    let status = patch(&effects).expect("the status goes first").clone();
+    assert!(status.to_status && status.checked);
+    assert_eq!(
+        (status.expect, status.writes.clone()),
+        (1, vec![(Field::Tick, 1)])
+    );
+    assert!(status.records.is_empty() && status.claim.is_none());
+    let effects = engine.step(&config, Input::PatchApplied { version: 2 });
+    let rest = patch(&effects).expect("the rest follows").clone();
+    assert!(!rest.to_status && rest.writes.is_empty());
+    assert_eq!(rest.expect, 2, "on the version the status write made");
+    assert_eq!(rest.records[0].0, Key::handler(0));
+    // The rest fails (another writer came between) before the watch shows
+    // the status written: the object is read, and the outcome written
+    // again, its status write first again.
+    assert_eq!(engine.step(&config, Input::PatchConflict), [Effect::Fetch]);
+    let written = View {
+        version: 3,
+        essence: Essence([1, 1, 1]),
+        ..first
+    };
+    let effects = engine.step(&config, Input::Fetched(written));
+    assert_eq!(invoked(&effects), None, "the copy does not run again");
+    let again = patch(&effects).expect("the outcome is written again");
+    assert!(again.to_status);
+    assert_eq!(
+        (again.expect, again.writes.clone()),
+        (3, vec![(Field::Tick, 1)])
+    );
+}
+
+#[test]
 fn a_hung_run_should_fail_for_good_at_its_deadline_and_its_late_return_be_ignored() {
     let config = seed641();
     let mut engine = Engine::new(0, 0, 0);

@@ -31,6 +31,12 @@ pub enum Fault {
         name: String,
         /// How many writes to refuse.
         count: u32,
+        /// Whether writes through the `status` subresource are spared:
+        /// only writes of the object itself are refused, so that a client
+        /// that writes the status first and the rest after fails between
+        /// the two.
+        #[serde(default)]
+        spare_status: bool,
     },
     /// End every open watch with an `ERROR` event carrying a 410 Expired
     /// `Status`, and forget the event history, so that a client must relist.
@@ -140,6 +146,15 @@ mod tests {
         );
         let round = serde_json::to_value(&fault).unwrap();
         assert_eq!(serde_json::from_value::<Fault>(round).unwrap(), fault);
+        let conflicts = json!({
+            "fault": "conflicts", "resource": "configmaps", "name": "c", "count": 1
+        });
+        let spared =
+            |fault: Fault| matches!(fault, Fault::Conflicts { spare_status, .. } if spare_status);
+        assert!(!spared(serde_json::from_value(conflicts.clone()).unwrap()));
+        let mut main_only = conflicts;
+        main_only["spareStatus"] = json!(true);
+        assert!(spared(serde_json::from_value(main_only).unwrap()));
         let typo = serde_json::from_value::<Fault>(json!({ "fault": "serverErrors", "cont": 1 }));
         assert!(typo.unwrap_err().to_string().contains("cont"));
     }

@@ -144,9 +144,10 @@ impl Shared {
                 namespace,
                 name,
                 count,
+                spare_status,
             } => self.write(|store| {
                 let scope = store.scope_of(&resource, namespace)?;
-                store.refuse_writes(scope.key(&name), count);
+                store.refuse_writes(scope.key(&name), count, spare_status);
                 Ok(json!({}))
             }),
             Fault::ExpireWatches => {

@@ -269,6 +269,9 @@ pub struct Store {
     compacted: u64,
     /// Injected faults: how many more writes of each object to refuse with 409.
     conflicts: HashMap<ObjectKey, u32>,
+    /// Likewise, of writes of the object itself only (its `status`
+    /// subresource's are served).
+    main_conflicts: HashMap<ObjectKey, u32>,
 }
 
 impl Store {
@@ -283,6 +286,7 @@ impl Store {
             history_limit: history_limit.max(1),
             compacted: 0,
             conflicts: HashMap::new(),
+            main_conflicts: HashMap::new(),
         };
         let namespaces = store
             .scope_of("namespaces", None)
@@ -667,7 +671,7 @@ impl Store {
             }
         }
         let key = scope.key(name);
-        if self.take_conflict(&key) {
+        if self.take_conflict(&key, Subresource::Main) {
             return Err(ApiError::conflict(scope.plural(), scope.group(), name));
         }
         if !old["metadata"]["deletionTimestamp"].is_null() {
@@ -698,9 +702,15 @@ impl Store {
         }
     }
 
-    /// Makes the next `count` writes of an object fail with 409 Conflict.
-    pub fn refuse_writes(&mut self, key: ObjectKey, count: u32) {
-        *self.conflicts.entry(key).or_default() += count;
+    /// Makes the next `count` writes of an object fail with 409 Conflict;
+    /// if `spare_status`, writes of the object itself only.
+    pub fn refuse_writes(&mut self, key: ObjectKey, count: u32, spare_status: bool) {
+        let counts = if spare_status {
+            &mut self.main_conflicts
+        } else {
+            &mut self.conflicts
+        };
+        *counts.entry(key).or_default() += count;
     }
 
     /// Forgets every event: a watch from any revision before now gets 410 Gone.
@@ -767,14 +777,18 @@ impl Store {
             .take_while(move |(key, _)| scope.contains(key))
     }
 
-    fn take_conflict(&mut self, key: &ObjectKey) -> bool {
-        match self.conflicts.get_mut(key) {
+    /// Whether an injected conflict refuses this write of an object, by
+    /// `subresource` (a deletion is the object's own).
+    fn take_conflict(&mut self, key: &ObjectKey, subresource: Subresource) -> bool {
+        let take = |counts: &mut HashMap<ObjectKey, u32>| match counts.get_mut(key) {
             Some(left) if *left > 0 => {
                 *left -= 1;
                 true
             }
             _ => false,
-        }
+        };
+        take(&mut self.conflicts)
+            || (subresource == Subresource::Main && take(&mut self.main_conflicts))
     }
 
     /// Checks and commits `candidate` as the new state of `old`.
@@ -819,7 +833,7 @@ impl Store {
     ) -> ApiResult<Option<Value>> {
         check_name(&candidate, name)?;
         validation::check_types(&scope.resource.kind, &scope.version, &candidate)?;
-        if subresource.is_some() {
+        if let Some(subresource) = subresource {
             for field in ["resourceVersion", "uid"] {
                 match (
                     candidate["metadata"][field].as_str(),
@@ -835,7 +849,7 @@ impl Store {
                     _ => {}
                 }
             }
-            if self.take_conflict(&scope.key(name)) {
+            if self.take_conflict(&scope.key(name), subresource) {
                 return Err(ApiError::conflict(scope.plural(), scope.group(), name));
             }
         }

@@ -110,7 +110,7 @@ impl<D: Domain> Engine<D> {
                 let digest = spec.digest(&essence);
                 self.renew_if_stale(config, spec, &mut cycle.work, &handler, &digest);
                 let known = self.carried.iter().position(|c| {
-                    c.handler == handler && (c.digest == digest || self.created_by(config, spec, c))
+                    c.handler == handler && (c.digest == digest || created_by(config, spec, c))
                 });
                 if let Some(at) = known {
                     // Its outcome on this very digest is known (or a
@@ -220,7 +220,7 @@ impl<D: Domain> Engine<D> {
         let changed_since_created = reason == Reason::Create
             && config.handlers.iter().any(|spec| {
                 work.get(&spec.id).is_some_and(|r| {
-                    self.created(config, spec, r) && r.seen != Some(spec.digest(essence))
+                    created(config, spec, r) && r.seen != Some(spec.digest(essence))
                 })
             });
         // kopf's default lifecycle, `asap`: the fewest retries first, ties
@@ -253,7 +253,7 @@ impl<D: Domain> Engine<D> {
             let runs_again = match record {
                 None => true,
                 Some(r) if r.subs.is_empty() => true,
-                Some(r) if self.created(config, spec, r) => false,
+                Some(r) if created(config, spec, r) => false,
                 Some(r) if config.rules.has(Rule::PlanOnce) => {
                     r.seen.as_ref() != Some(&digest) || self.outdated(config, spec, r, id, &digest)
                 }
@@ -341,38 +341,12 @@ impl<D: Domain> Engine<D> {
         id: &D::Handler,
         digest: &D::Digest,
     ) -> bool {
-        if self.created(config, spec, record) {
+        if created(config, spec, record) {
             return false;
         }
         let moved = config.rules.has(Rule::DigestFinished)
             && record.seen.as_ref().is_some_and(|seen| seen != digest);
         moved || self.ran_since(id, digest)
-    }
-
-    /// Whether `record`, of a handler `spec` governs, tells of a create
-    /// handler's success (a leaf's, a sub-handler's, or a parent's run
-    /// that declared its plan), which stands whatever changes after it
-    /// ([`Rule::CreateOnce`]): a create handler acts once per object.
-    pub(super) fn created(
-        &self,
-        config: &Config<D>,
-        spec: &HandlerSpec<D>,
-        record: &Record<D>,
-    ) -> bool {
-        creates_once(config, spec)
-            && record.seen.is_some()
-            && record.outcome != Some(Final::Failure)
-    }
-
-    /// Whether `carried` is a create handler's success, which is written
-    /// onto any digest rather than run again ([`Rule::CreateOnce`]).
-    pub(super) fn created_by(
-        &self,
-        config: &Config<D>,
-        spec: &HandlerSpec<D>,
-        carried: &Carried<D>,
-    ) -> bool {
-        creates_once(config, spec) && carried.outcome == super::Outcome::Success
     }
 
     /// Whether a refused patch's outcome tells of a run of `id` on another
@@ -413,4 +387,18 @@ impl<D: Domain> Engine<D> {
 /// ([`Rule::CreateOnce`]).
 fn creates_once<D: Domain>(config: &Config<D>, spec: &HandlerSpec<D>) -> bool {
     config.rules.has(Rule::CreateOnce) && spec.on == On::Create
+}
+
+/// Whether `record`, of a handler `spec` governs, tells of a create
+/// handler's success (a leaf's, a sub-handler's, or a parent's run
+/// that declared its plan), which stands whatever changes after it
+/// ([`Rule::CreateOnce`]): a create handler acts once per object.
+fn created<D: Domain>(config: &Config<D>, spec: &HandlerSpec<D>, record: &Record<D>) -> bool {
+    creates_once(config, spec) && record.seen.is_some() && record.outcome != Some(Final::Failure)
+}
+
+/// Whether `carried` is a create handler's success, which is written
+/// onto any digest rather than run again ([`Rule::CreateOnce`]).
+fn created_by<D: Domain>(config: &Config<D>, spec: &HandlerSpec<D>, carried: &Carried<D>) -> bool {
+    creates_once(config, spec) && carried.outcome == super::Outcome::Success
 }

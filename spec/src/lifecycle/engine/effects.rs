@@ -28,6 +28,12 @@ pub struct Patch<D: Domain> {
     /// What it does to the claim on the object ([`Rule::Claims`]); `None`
     /// leaves the claim as it is.
     pub claim: Option<ClaimChange<D>>,
+    /// Whether it goes through the status subresource: it then holds the
+    /// handlers' status writes alone ([`Config::status_subresource`]).
+    ///
+    /// [`Config::status_subresource`]: crate::lifecycle::handlers::Config::status_subresource
+    #[serde(default)]
+    pub to_status: bool,
 }
 
 impl<D: Domain> Patch<D> {
@@ -40,7 +46,27 @@ impl<D: Domain> Patch<D> {
             writes: Vec::new(),
             finalizer: None,
             claim: None,
+            to_status: false,
         }
+    }
+
+    /// The patch split for a status subresource: the handlers' status
+    /// writes alone, to go through it, and the rest (`None` if empty); or
+    /// the patch as it is, if it writes no status.
+    pub(super) fn split_status(mut self) -> (Patch<D>, Option<Patch<D>>) {
+        let (status, rest): (Vec<_>, Vec<_>) = self.writes.iter().map(D::split_status).unzip();
+        let status: Vec<_> = status.into_iter().flatten().collect();
+        if status.is_empty() {
+            return (self, None);
+        }
+        self.writes = rest.into_iter().flatten().collect();
+        let first = Patch {
+            checked: self.checked,
+            writes: status,
+            to_status: true,
+            ..Patch::on(self.expect.clone())
+        };
+        (first, (!self.is_empty()).then_some(self))
     }
 
     /// Whether it changes nothing.

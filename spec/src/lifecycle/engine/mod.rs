@@ -67,8 +67,13 @@ pub enum Phase<D: Domain> {
     },
     /// A patch is in flight.
     Patching {
-        /// The patch.
+        /// The patch, on the version it was computed from (a split patch's
+        /// rest is sent on the version its status part made).
         patch: Patch<D>,
+        /// What follows it, sent once it applied: the rest of a patch whose
+        /// status went first through the status subresource
+        /// ([`Config::status_subresource`]).
+        rest: Option<Patch<D>>,
         /// The outcome of the run it records, if it records one.
         carried: Option<Carried<D>>,
         /// The versions the watch showed since it was sent: one of them
@@ -98,6 +103,16 @@ pub enum Hold<D: Domain> {
     /// Until the object changes from this version: a patch computed from
     /// it was refused for good, and would be again.
     Refused(D::Version),
+}
+
+impl<D: Domain> Hold<D> {
+    /// Until a consistent read answers, which is yet to be asked for.
+    fn fetching() -> Self {
+        Hold::Fetching {
+            seen: Vec::new(),
+            asked: false,
+        }
+    }
 }
 
 /// The engine's memory of one object. It is lost on a restart; everything
@@ -227,10 +242,7 @@ impl<D: Domain> Engine<D> {
                     // A list may be served from a cache: a version other
                     // than the newest seen may be older than it, or newer.
                     // Only a consistent read can tell.
-                    self.hold = Hold::Fetching {
-                        seen: Vec::new(),
-                        asked: false,
-                    };
+                    self.hold = Hold::fetching();
                     self.see(view, false);
                     return self.cycle(config);
                 }
@@ -272,10 +284,7 @@ impl<D: Domain> Engine<D> {
                 // Gone, or the list is older than the object: only a
                 // consistent read can tell (it answers Gone or Fetched).
                 if !matches!(self.hold, Hold::Fetching { .. }) {
-                    self.hold = Hold::Fetching {
-                        seen: Vec::new(),
-                        asked: false,
-                    };
+                    self.hold = Hold::fetching();
                 }
                 self.cycle(config)
             }
@@ -312,6 +321,9 @@ impl<D: Domain> Engine<D> {
                 Vec::new()
             }
             Input::PatchApplied { version } => {
+                if let Some(effects) = self.send_rest(&version) {
+                    return effects;
+                }
                 let Phase::Patching { seen, .. } = std::mem::replace(&mut self.phase, Phase::Idle)
                 else {
                     return Vec::new();
@@ -550,8 +562,13 @@ impl<D: Domain> Engine<D> {
                     Some(Renewal::Due { .. }) | None => {}
                 }
             }
-            Phase::Patching { patch, seen, .. } => {
+            Phase::Patching {
+                patch, rest, seen, ..
+            } => {
                 f(&mut patch.expect);
+                if let Some(rest) = rest {
+                    f(&mut rest.expect);
+                }
                 seen.iter_mut().for_each(|v| f(&mut v.version));
             }
             Phase::Idle => {}

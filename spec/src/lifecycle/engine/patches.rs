@@ -68,10 +68,7 @@ impl<D: Domain> Engine<D> {
         if self.unapplied(config).is_some() {
             // The object moved on from the newest version seen (or the
             // refusal was spurious): read it rather than wait for the watch.
-            self.hold = Hold::Fetching {
-                seen: Vec::new(),
-                asked: false,
-            };
+            self.hold = Hold::fetching();
         }
         self.cycle(config)
     }
@@ -175,6 +172,14 @@ impl<D: Domain> Engine<D> {
     }
 
     /// Sends `patch`, with the precondition if the rules ask for it.
+    ///
+    /// With a status subresource, which takes nothing but the status (and
+    /// the main resource ignores it), the handlers' status writes go first,
+    /// alone, through it; the rest follows once they applied
+    /// ([`Engine::send_rest`]). A failure between them leaves the status
+    /// written and the rest not: the engine meets it as any patch that did
+    /// not apply, and writes the run's outcome (its status write with it)
+    /// again.
     pub(super) fn send(
         &mut self,
         config: &Config<D>,
@@ -182,11 +187,34 @@ impl<D: Domain> Engine<D> {
         carried: Option<Carried<D>>,
     ) -> Vec<Effect<D>> {
         patch.checked = config.rules.has(Rule::CheckedPatches);
+        let (patch, rest) = if config.status_subresource {
+            patch.split_status()
+        } else {
+            (patch, None)
+        };
         self.phase = Phase::Patching {
             patch: patch.clone(),
+            rest,
             carried,
             seen: Vec::new(),
         };
         vec![Effect::Patch(patch)]
+    }
+
+    /// The status part of a split patch applied and made `version`: the
+    /// rest is sent, on that version (so that it applies only if no other
+    /// writer came between). `None` if no rest is waiting. The engine keeps
+    /// the version the patch was computed from: if the rest does not apply,
+    /// a version seen since is newer, and if none is, the object is read.
+    pub(super) fn send_rest(&mut self, version: &D::Version) -> Option<Vec<Effect<D>>> {
+        let Phase::Patching { patch, rest, .. } = &mut self.phase else {
+            return None;
+        };
+        *patch = rest.take()?;
+        let sent = Patch {
+            expect: version.clone(),
+            ..patch.clone()
+        };
+        Some(vec![Effect::Patch(sent)])
     }
 }

@@ -101,6 +101,9 @@ pub struct Ghost {
     pub returned_to_earlier: bool,
     /// A deletion was once requested while a handler ran.
     pub deleted_while_running: bool,
+    /// The last patch applied was a status part, sent through the status
+    /// subresource ahead of the rest of its patch.
+    pub status_first: bool,
 }
 
 /// A run that returned for good, whose outcome no applied patch recorded

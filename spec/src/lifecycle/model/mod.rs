@@ -24,6 +24,7 @@ pub use ghost::{Ghost, Pending};
 pub use replica::{Replica, Step};
 pub use small::{Digest, Essence, Field, Key, Said, Small};
 
+use super::domain::Domain;
 use super::engine::{Effect, Input, Outcome, Patch, RunId};
 use super::handlers::Config;
 use super::object::ObjectView;
@@ -466,6 +467,17 @@ impl LifecycleModel {
             return false;
         }
         let before = object.clone();
+        world.ghost.status_first = patch.to_status;
+        if patch.to_status {
+            // The status subresource takes the status alone.
+            for write in &patch.writes {
+                if let (Some((field, value)), _) = Small::split_status(write) {
+                    object.essence = object.essence.with(field, value);
+                }
+            }
+            Self::publish(world, &before);
+            return true;
+        }
         world
             .ghost
             .overwrite_check(patch, object.version, world.version + 1);
@@ -474,8 +486,16 @@ impl LifecycleModel {
         }
         let purged = object.progress.is_empty();
         world.ghost.record(self, patch, purged, author);
-        for (field, value) in &patch.writes {
-            object.essence = object.essence.with(*field, *value);
+        for write in &patch.writes {
+            // With a status subresource, the main resource ignores status.
+            let part = if self.config.status_subresource {
+                Small::split_status(write).1
+            } else {
+                Some(*write)
+            };
+            if let Some((field, value)) = part {
+                object.essence = object.essence.with(field, value);
+            }
         }
         if let Some(base) = patch.diff_base {
             world.ghost.early_commit |= !world.ghost.handled(self, base);

@@ -31,7 +31,7 @@ fn registers(m: &LifecycleModel, on: On<super::Field>) -> bool {
     m.config.handlers.iter().any(|h| h.on == on)
 }
 
-const REACHABLE: [Reachable; 25] = [
+const REACHABLE: [Reachable; 26] = [
     Reachable {
         name: "a sub-handler runs",
         expected: |m| m.code.iter().any(|c| c.subs != SubPlan::None),
@@ -96,6 +96,21 @@ const REACHABLE: [Reachable; 25] = [
         name: "a handler's own write changes the essence",
         expected: |m| m.code.iter().any(|c| c.writes.is_some()),
         condition: |_, w| w.ghost.wrote,
+    },
+    // Without it, the properties could hold with a status subresource only
+    // because its two writes always land together.
+    Reachable {
+        name: "a status write lands without the rest of its patch",
+        expected: |m| {
+            let between = m.budget.faults.crashes > 0 || m.budget.faults.lost_replies > 0;
+            m.config.status_subresource && between
+        },
+        condition: |_, w| {
+            let rest_in_flight = w.replicas.iter().any(
+                |r| matches!(&r.engine.phase, Phase::Patching { patch, .. } if !patch.to_status),
+            );
+            w.ghost.status_first && !rest_in_flight
+        },
     },
     Reachable {
         name: "an edit brings the essence back to an earlier one",

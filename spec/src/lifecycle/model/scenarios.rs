@@ -47,6 +47,7 @@ fn model(variant: Variant, handlers: Vec<(On<Field>, Code)>, budget: Budget) -> 
             // change only how long, not whether, the engine asks again.
             backoff: Backoff { first: 1, most: 1 },
             claims: CLAIMS,
+            status_subresource: false,
         },
         code,
         budget,
@@ -260,6 +261,34 @@ pub fn throttled(variant: Variant) -> LifecycleModel {
         ..Faults::default()
     });
     model(variant, vec![sync()], budget)
+}
+
+/// The resource has a status subresource: a field handler on `spec.size`
+/// copies it into `status.tick`, which another field handler watches. The
+/// status goes first, alone, through the subresource, and the rest of the
+/// patch (the record) after it; a crash or a lost reply may come between,
+/// around an edit.
+pub fn split(variant: Variant) -> LifecycleModel {
+    let copy = Code {
+        subs: SubPlan::None,
+        writes: Some(Writes::Copy {
+            target: Field::Tick,
+            source: Field::Spec,
+        }),
+    };
+    let budget = edits_of_spec(Faults {
+        edits: 1,
+        crashes: 1,
+        lost_replies: 1,
+        ..Faults::default()
+    });
+    let handlers = vec![
+        (On::Field(Field::Spec), copy),
+        (On::Field(Field::Tick), Code::PLAIN),
+    ];
+    let mut model = model(variant, handlers, budget);
+    model.config.status_subresource = true;
+    model
 }
 
 /// A run returns just after its deadline passed (the engine cancels it at

@@ -35,6 +35,14 @@ impl Domain for Small {
         essence.with(field, value)
     }
 
+    /// A write of `status.tick` is the status subresource's.
+    fn split_status(&write: &(Field, u8)) -> (Option<(Field, u8)>, Option<(Field, u8)>) {
+        match write.0 {
+            Field::Tick => (Some(write), None),
+            Field::Spec | Field::Label => (None, Some(write)),
+        }
+    }
+
     fn after(time: u8, span: u8) -> u8 {
         time.saturating_add(span)
     }

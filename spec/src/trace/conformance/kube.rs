@@ -20,12 +20,15 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
     let mut made: BTreeMap<(&str, String), At> = BTreeMap::new();
     for (trace, header, records) in engines(traces) {
         let object = header.object.as_str();
+        // The version the last patch sent expected, if it may change nothing.
+        let mut expected = None;
         for (step, record) in records.iter().enumerate() {
             let at = At { trace, step };
             let version = match &record.input {
                 Input::Observed(view) | Input::Listed(view) | Input::Fetched(view) => {
                     Some(&view.version)
                 }
+                Input::PatchApplied { version } if expected == Some(version) => Some(version),
                 // A claim's renewal is a write too.
                 Input::PatchApplied { version } | Input::Renewed { version } => {
                     if let Some(first) = made.insert((object, version.clone()), at) {
@@ -42,6 +45,7 @@ pub(super) fn check(traces: &[&Trace], out: &mut Vec<Violation>) {
             if let Some(number) = version.and_then(|v| number(v)) {
                 versions.entry(object).or_default().push((number, at));
             }
+            expected = patch_sent(record).unwrap_or(expected);
         }
         one_engine(trace, object, records, out);
     }
@@ -58,6 +62,18 @@ fn number(version: &str) -> Option<u64> {
     version.parse().ok()
 }
 
+/// Whether `record` sent a patch, and if it may change nothing, the
+/// version it expected: a status part alone (`Patch::to_status`) merges
+/// again what a patch whose rest failed wrote, makes no new version, and is
+/// answered with the one it expected. Every other patch of the engine's
+/// changes a record, the diff-base or the claim.
+fn patch_sent(record: &EngineRecord) -> Option<Option<&String>> {
+    record.effects.iter().find_map(|e| match e {
+        Effect::Patch(patch) => Some(patch.to_status.then_some(&patch.expect)),
+        _ => None,
+    })
+}
+
 /// The rules one engine's trace shows alone: its writes make newer
 /// versions, the watch shows them, and the watch shows versions in order.
 fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Vec<Violation>) {
@@ -69,6 +85,8 @@ fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Ve
     let mut watched: Option<u64> = None;
     // A version a patch made that the watch has not shown yet, and where.
     let mut unshown: Option<(u64, At)> = None;
+    // The version the last patch sent expected, if it may change nothing.
+    let mut expected = None;
     for (step, record) in records.iter().enumerate() {
         let at = At { trace, step };
         let mut broken = |rule, places, what| {
@@ -81,7 +99,7 @@ fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Ve
         match &record.input {
             Input::PatchApplied { version } => {
                 if let (Some(v), Some((before, seen))) = (number(version), before_patch) {
-                    if v <= before {
+                    if v <= before && expected != Some(version) {
                         broken(
                             Rule::WriteMakesNewerVersion,
                             vec![seen, at],
@@ -152,8 +170,9 @@ fn one_engine(trace: usize, object: &str, records: &[EngineRecord], out: &mut Ve
                 newest = Some((v, at));
             }
         }
-        if record.effects.iter().any(|e| matches!(e, Effect::Patch(_))) {
+        if let Some(unchanged) = patch_sent(record) {
             before_patch = newest;
+            expected = unchanged;
         }
     }
 }

@@ -87,6 +87,7 @@ fn engine_trace(
                 drift: 2_000,
                 renew_before: 30_000,
             },
+            status_subresource: false,
         },
     };
     Trace::from(Run::Engine(header, records))
@@ -633,6 +634,7 @@ fn patch(expect: &str, checked: bool) -> lifecycle::Effect<Kube> {
         writes: Vec::new(),
         finalizer: None,
         claim: None,
+        to_status: false,
     })
 }
 
@@ -671,9 +673,24 @@ fn versions_a_write_or_the_watch_could_not_show_should_break_the_kube_rules() {
         []
     );
     assert_eq!(
+        broken(&[engine_trace("op-0", patches("2", &["4"]))]),
+        [Rule::WriteMakesNewerVersion]
+    );
+    assert_eq!(
         broken(&[engine_trace("op-0", patches("3", &["4"]))]),
         [Rule::WriteMakesNewerVersion]
     );
+    // A status part alone may change nothing: it is answered with the
+    // version it expected, and makes none.
+    let mut unchanged = patches("3", &["4"]);
+    for record in &mut unchanged {
+        for effect in &mut record.effects {
+            if let lifecycle::Effect::Patch(patch) = effect {
+                patch.to_status = true;
+            }
+        }
+    }
+    assert_eq!(broken(&[engine_trace("op-0", unchanged)]), []);
     assert_eq!(
         broken(&[engine_trace("op-0", patches("5", &["4", "6"]))]),
         [Rule::PatchedVersionShown]
