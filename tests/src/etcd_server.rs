@@ -60,6 +60,17 @@ pub enum EtcdError {
     Client(#[from] etcd_client::Error),
 }
 
+/// How many times a cluster is started on fresh ports when one it was
+/// given was taken first.
+const PORT_ATTEMPTS: u32 = 3;
+
+impl EtcdError {
+    /// Whether a member could not start because its port was taken.
+    fn port_taken(&self) -> bool {
+        matches!(self, EtcdError::NotReady { log, .. } if log.contains("address already in use"))
+    }
+}
+
 /// A free port on 127.0.0.1, found by binding to port 0.
 fn free_port() -> Result<u16, EtcdError> {
     TcpListener::bind("127.0.0.1:0")
@@ -306,8 +317,22 @@ impl EtcdCluster {
         Self::start_with(size, false).await
     }
 
-    /// Starts `size` members, with TLS on their client ports when `tls`.
+    /// Starts `size` members, with TLS on their client ports when `tls`. A
+    /// port found free may be taken (another test's connection takes
+    /// ports from the same range) before etcd binds it: the cluster is
+    /// then started afresh on other ports, a few times.
     async fn start_with(size: usize, tls: bool) -> Result<Self, EtcdError> {
+        let mut attempts = 1;
+        loop {
+            match Self::start_once(size, tls).await {
+                Err(error) if error.port_taken() && attempts < PORT_ATTEMPTS => attempts += 1,
+                result => return result,
+            }
+        }
+    }
+
+    /// One try of [`EtcdCluster::start_with`].
+    async fn start_once(size: usize, tls: bool) -> Result<Self, EtcdError> {
         let root = tempfile::tempdir().map_err(|source| EtcdError::Process {
             what: "make a data directory for",
             source,

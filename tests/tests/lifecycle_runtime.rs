@@ -1323,6 +1323,48 @@ async fn a_failure_between_the_status_write_and_the_rest_should_write_the_outcom
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_handler_that_writes_status_should_run_once_per_edit() {
+    let (target, api) = tickers().await;
+    let traces = tempfile::tempdir().unwrap();
+    let runs = Arc::new(Mutex::new(0));
+    let operator = Operator::new(api.clone()).trace(traces.path()).on_update(
+        "report",
+        Handler::new({
+            let runs = runs.clone();
+            move |ctx: Context<Ticker>| {
+                *runs.lock().unwrap() += 1;
+                // No field handler watches `status.tick`: it is not in the
+                // essence, and its write must not look like a change.
+                ctx.patch(json!({ "status": { "tick": 42 } }));
+                async { Ok::<(), HandlerError>(()) }
+            }
+        }),
+    );
+    create(&api, "u").await;
+    let running = tokio::spawn(operator.run());
+    handled_in_full(&api, "u", "created").await;
+    let edit = json!({ "spec": { "size": 2 } });
+    api.patch("u", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let annotations = annotations_once(&api, "u", "the edit handled", |a| {
+        a.get("steadfast.dev/diff-base")
+            .is_some_and(|base| base.contains(r#""size":2"#))
+    })
+    .await;
+    assert!(
+        !annotations["steadfast.dev/diff-base"].contains("status"),
+        "the diff-base is the essence, without the unwatched status"
+    );
+    // A handler that took its own write for a change would run on and on.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(*runs.lock().unwrap(), 1, "the update handler runs once");
+    assert_eq!(api.get("u").await.unwrap().status.map(|s| s.tick), Some(42));
+    running.abort();
+    replayed_and_finished(target, &traces).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_stop_should_finish_the_run_write_it_and_leave_nothing_to_repeat() {
     let (target, api, traces, runs, started) = story_bed().await;
     let operator = |runs: Runs, started: Arc<Notify>, incarnation| {

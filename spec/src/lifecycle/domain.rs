@@ -77,8 +77,14 @@ pub trait Domain: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static 
     /// The digest of `field` of `essence`, or of the whole essence.
     fn digest(essence: &Self::Essence, field: Option<&Self::Field>) -> Self::Digest;
 
-    /// The essence after `write`.
-    fn apply(essence: &Self::Essence, write: &Self::Write) -> Self::Essence;
+    /// The essence after `write`, as the object's will read: only what an
+    /// essence holds of the write counts (of `status`, the fields that
+    /// `watched`, the field handlers' fields, name).
+    fn apply(
+        essence: &Self::Essence,
+        write: &Self::Write,
+        watched: &[Self::Field],
+    ) -> Self::Essence;
 
     /// `write` split into its part for the status subresource and the
     /// rest, each `None` if empty: a resource with a status subresource

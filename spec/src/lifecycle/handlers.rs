@@ -59,6 +59,19 @@ pub struct Config<D: Domain> {
     pub status_subresource: bool,
 }
 
+impl<D: Domain> Config<D> {
+    /// The fields the field handlers watch.
+    pub fn watched(&self) -> Vec<D::Field> {
+        self.handlers
+            .iter()
+            .filter_map(|h| match &h.on {
+                On::Field(field) => Some(field.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// How long a replica's claim on an object lasts, how far replicas'
 /// clocks may drift apart, and when a run's claim is renewed.
 ///

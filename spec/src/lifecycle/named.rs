@@ -40,11 +40,14 @@ impl Domain for Named {
         format!("{:016x}", fnv1a(&canonical(&part)))
     }
 
-    /// The essence after the merge patch `write` (RFC 7386).
-    fn apply(essence: &String, write: &String) -> String {
+    /// The essence after the merge patch `write` (RFC 7386), taken again
+    /// ([`essence_of`]): a write of `status` fields no field handler
+    /// watches, or of metadata other than labels and annotations, changes
+    /// nothing in it.
+    fn apply(essence: &String, write: &String, watched: &[String]) -> String {
         let mut value = parse(essence);
         merge_patch(&mut value, &parse(write));
-        canonical(&value)
+        canonical(&essence_of(&value, watched))
     }
 
     /// The merge patch's `status` key, and the rest of it.
@@ -261,7 +264,11 @@ pub fn essence_of(object: &Value, watched: &[String]) -> Value {
         .collect();
     let metadata = object.get("metadata");
     let mut kept = serde_json::Map::new();
-    if let Some(labels) = metadata.and_then(|m| m.get("labels")) {
+    // Empty maps are left out, as the API server leaves them out.
+    if let Some(labels) = metadata
+        .and_then(|m| m.get("labels"))
+        .filter(|l| l.as_object().is_none_or(|l| !l.is_empty()))
+    {
         kept.insert("labels".into(), labels.clone());
     }
     if let Some(Value::Object(annotations)) = metadata.and_then(|m| m.get("annotations")) {
@@ -340,9 +347,29 @@ mod tests {
         let essence = canonical(&json!({"metadata": {"labels": {"a": "1", "b": "2"}}}));
         let write = canonical(&json!({"metadata": {"labels": {"a": null, "c": "3"}}}));
         assert_eq!(
-            Named::apply(&essence, &write),
+            Named::apply(&essence, &write, &[]),
             canonical(&json!({"metadata": {"labels": {"b": "2", "c": "3"}}}))
         );
+    }
+
+    #[test]
+    fn a_write_should_change_the_essence_only_in_what_an_essence_holds() {
+        let essence = canonical(&json!({"spec": {"size": 1}}));
+        let write = canonical(&json!({
+            "status": {"tick": 4, "phase": "Ready"},
+            "metadata": {"ownerReferences": [], "labels": {"a": "1"}}
+        }));
+        assert_eq!(
+            Named::apply(&essence, &write, &["status.tick".to_owned()]),
+            canonical(&json!({
+                "spec": {"size": 1},
+                "status": {"tick": 4},
+                "metadata": {"labels": {"a": "1"}}
+            }))
+        );
+        let labelled = canonical(&json!({"metadata": {"labels": {"a": "1"}}, "spec": {"size": 1}}));
+        let unlabel = canonical(&json!({"metadata": {"labels": {"a": null}}}));
+        assert_eq!(Named::apply(&labelled, &unlabel, &[]), essence);
     }
 
     #[test]

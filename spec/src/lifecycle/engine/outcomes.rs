@@ -151,7 +151,7 @@ impl<D: Domain> Engine<D> {
             done.subs.clear();
         }
         let written = match &done.write {
-            Some(write) => D::apply(&ran_on, write),
+            Some(write) => D::apply(&ran_on, write, &config.watched()),
             None => ran_on.clone(),
         };
         // With the rule, the handler's digest is taken after its own write,

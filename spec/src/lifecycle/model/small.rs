@@ -31,7 +31,9 @@ impl Domain for Small {
         }
     }
 
-    fn apply(essence: &Essence, &(field, value): &(Field, u8)) -> Essence {
+    /// Every field is the essence's (`status.tick` is watched wherever a
+    /// handler writes it).
+    fn apply(essence: &Essence, &(field, value): &(Field, u8), _: &[Field]) -> Essence {
         essence.with(field, value)
     }
 
