@@ -64,8 +64,6 @@ pub(crate) struct Shared<K> {
     pub(crate) api: Api<K>,
     pub(crate) config: Config<Named>,
     pub(crate) handlers: HashMap<String, Handler<K>>,
-    /// Status fields the field handlers watch.
-    pub(crate) watched: Vec<String>,
     pub(crate) incarnation: u32,
     /// The replica's name in its claims.
     pub(crate) identity: String,
@@ -301,7 +299,7 @@ where
         let json = serde_json::to_value(&object).unwrap_or(Value::Null);
         let object = Arc::new(object);
         self.latest = Some(object.clone());
-        let seen = seen(&json, &self.shared.watched).map_err(|errors| {
+        let seen = seen(&json, &self.shared.config.watched()).map_err(|errors| {
             Box::new(Input::Unreadable {
                 version: object.meta().resource_version.clone().unwrap_or_default(),
                 message: unreadable(&errors),

@@ -408,7 +408,6 @@ where
     fn shared(self, metrics: Metrics) -> Result<Shared<K>, OperatorError> {
         let mut handlers = HashMap::new();
         let mut specs = Vec::new();
-        let mut watched = Vec::new();
         for (spec, handler) in self.handlers {
             let bad = |reason: &str| OperatorError::BadId {
                 id: spec.id.clone(),
@@ -427,7 +426,6 @@ where
             }
             if let On::Field(field) = &spec.on {
                 field_keys(field)?;
-                watched.push(field.clone());
             }
             if handlers.insert(spec.id.clone(), handler).is_some() {
                 return Err(OperatorError::DuplicateId(spec.id));
@@ -473,7 +471,6 @@ where
             },
             identity,
             handlers,
-            watched,
             incarnation: self.incarnation,
             traces: self.traces,
             events,
