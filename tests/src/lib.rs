@@ -20,6 +20,12 @@ pub mod leasequeue_nodes;
 pub mod scrape;
 pub mod tcp_proxy;
 
+/// mimalloc, as in the `steadfast` command: the model checks of `cargo
+/// test` clone, hash and drop states by the million, and glibc's `malloc`
+/// and `free` take a large part of their time (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use steadfast_checker::{check, CheckOptions, CheckableState, Report, Verdict};
 use steadfast_spec::TemporalModel;
 

@@ -16,6 +16,7 @@ use serde_json::json;
 use steadfast::lifecycle::{Context, Handler, HandlerError, Operator, Variant};
 use steadfast_tests::kube_target::KubeTarget;
 use steadfast_tests::kube_testserver::Fault;
+use steadfast_tests::tcp_proxy::{Mode, TcpProxy};
 use tokio::sync::Notify;
 
 /// The custom resource of these tests: a spec size, and a status tick that
@@ -1001,6 +1002,21 @@ async fn a_patch_refused_for_good_should_be_told_and_not_sent_again_until_the_ob
     replayed_and_finished(target, &traces).await;
 }
 
+/// A handler that counts its runs in `runs`, tells `began` of each, and
+/// returns once `go` is notified.
+fn held(runs: &Arc<Mutex<u32>>, began: &Arc<Notify>, go: &Arc<Notify>) -> Handler<Ticker> {
+    let (runs, began, go) = (runs.clone(), began.clone(), go.clone());
+    Handler::new(move |_ctx: Context<Ticker>| {
+        let (runs, began, go) = (runs.clone(), began.clone(), go.clone());
+        async move {
+            *runs.lock().unwrap() += 1;
+            began.notify_one();
+            go.notified().await;
+            Ok::<(), HandlerError>(())
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
     let (target, api) = tickers().await;
@@ -1016,20 +1032,11 @@ async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
         &target.namespace,
     );
     let traces = tempfile::tempdir().unwrap();
-    let started = Arc::new(Notify::new());
-    let release = Arc::new(Notify::new());
-    let (began, go) = (started.clone(), release.clone());
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let operator = Operator::new(quiet).trace(traces.path()).on_field(
         "spec.size",
         "slow",
-        Handler::new(move |_ctx: Context<Ticker>| {
-            let (began, go) = (began.clone(), go.clone());
-            async move {
-                began.notify_one();
-                go.notified().await;
-                Ok::<(), HandlerError>(())
-            }
-        }),
+        held(&Arc::default(), &started, &release),
     );
     let running = tokio::spawn(operator.run());
     create(&api, "t").await;
@@ -1061,12 +1068,84 @@ async fn a_burst_of_429_should_be_waited_out_as_the_server_says() {
     throttled.extend(inputs_of(traces.path(), "FetchFailed"));
     assert!(!throttled.is_empty(), "the engine heard the 429");
     assert!(
-        throttled
-            .iter()
-            .all(|t| *t == json!({ "retry_after": 1000 })),
+        throttled.iter().all(|t| t["retry_after"] == json!(1000)),
         "{throttled:?}"
     );
     assert!(waited >= Duration::from_millis(950), "{waited:?}");
+    running.abort();
+    replayed_and_finished(target, &traces).await;
+}
+
+/// The network between the operator and the API server fails while a run
+/// is under way: the engine's patch, and the reads after it, get no answer.
+/// The engine hears each as the client's error, of its kind and in its
+/// words; it waits before each next request, and once the network is back
+/// the run's outcome is written, the handler having run once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_whose_connection_is_cut_should_be_heard_as_unanswered_and_written_once_back() {
+    let (target, api) = tickers().await;
+    let Some(server) = target.server("a cut connection") else {
+        return;
+    };
+    let proxy = TcpProxy::start(server.address()).await.unwrap();
+    let config = kube::Config::new(format!("http://{}", proxy.address()).parse().unwrap());
+    let cut: Api<Ticker> = Api::namespaced(
+        steadfast::lifecycle::client(config).unwrap(),
+        &target.namespace,
+    );
+    let traces = tempfile::tempdir().unwrap();
+    let runs = Arc::new(Mutex::new(0));
+    let (started, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let operator = Operator::new(cut).trace(traces.path()).on_field(
+        "spec.size",
+        "slow",
+        held(&runs, &started, &release),
+    );
+    let running = tokio::spawn(operator.run());
+    create(&api, "t").await;
+    started.notified().await;
+    proxy.set(Mode::Cut);
+    release.notify_one();
+    let unanswered = || inputs_of(traces.path(), "PatchUnanswered");
+    let heard = async {
+        while unanswered().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), heard)
+        .await
+        .expect("the engine hears that its patch got no answer");
+    // Two seconds without a network: the engine reads after a wait that
+    // doubles from 200 ms (at 0.2, 0.6 and 1.4 s; the next at 3 s), not at
+    // once (a read at once would make a fourth by 1.4 s) and not on and on.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let failed_reads = inputs_of(traces.path(), "FetchFailed");
+    proxy.set(Mode::Forward);
+    let heard = unanswered();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0]["error"], "NoAnswer", "{heard:?}");
+    assert!(
+        heard[0]["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "the client's words are kept: {heard:?}"
+    );
+    assert!(
+        (2..=3).contains(&failed_reads.len()),
+        "reads asked again after a wait: {failed_reads:?}"
+    );
+    assert!(
+        failed_reads
+            .iter()
+            .all(|read| read["retry_after"].is_null() && read["message"].is_string()),
+        "{failed_reads:?}"
+    );
+    handled_in_full(&api, "t", "written once the network is back").await;
+    assert_eq!(*runs.lock().unwrap(), 1, "the handler ran once");
+    eprintln!(
+        "a cut network: the patch heard as {} ({}), {} read(s) failed in 2 s, the outcome written once back",
+        heard[0]["error"],
+        heard[0]["message"],
+        failed_reads.len()
+    );
     running.abort();
     replayed_and_finished(target, &traces).await;
 }

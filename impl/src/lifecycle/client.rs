@@ -16,6 +16,7 @@ use http::{Request, Response};
 use http_body_util::BodyExt;
 use kube::client::{Body, ClientBuilder, DynBody};
 use kube::core::Status;
+use steadfast_spec::lifecycle::ClientError;
 use tower::{BoxError, Layer, Service};
 
 /// The client to give an [`Operator`](super::Operator): one of the API
@@ -41,6 +42,53 @@ pub fn client(mut config: kube::Config) -> Result<kube::Client, kube::Error> {
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&ReadRetryAfter)
         .build())
+}
+
+/// What kind of error the client met on a request that got no answer it
+/// could read, as the client tells it: one that could not be made or sent
+/// (building it, credentials, a connection or a TLS handshake that
+/// failed), an answer lost (a timeout, a connection closed or reset), or
+/// one that could not be decoded. What each means is the engine's to
+/// decide ([`Failure::of_patch`](steadfast_spec::lifecycle::Failure::of_patch)).
+pub(crate) fn client_error(error: &kube::Error) -> ClientError {
+    match error {
+        kube::Error::SerdeError(_)
+        | kube::Error::FromUtf8(_)
+        | kube::Error::LinesCodecMaxLineLengthExceeded => ClientError::Undecodable,
+        kube::Error::HyperError(_) | kube::Error::ReadEvents(_) => ClientError::NoAnswer,
+        kube::Error::Service(error) => {
+            // The connection pool says whether it could connect, under
+            // whatever layers wrap its error.
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+            while let Some(error) = source {
+                if let Some(pool) = error.downcast_ref::<hyper_util::client::legacy::Error>() {
+                    if pool.is_connect() {
+                        return ClientError::Unsent;
+                    }
+                }
+                source = error.source();
+            }
+            ClientError::NoAnswer
+        }
+        _ => ClientError::Unsent,
+    }
+}
+
+/// The client's words for `error`: its own, then those of each error under
+/// it that says more (kube-rs's "client error (SendRequest)" says little of
+/// the connection closed under it).
+pub(crate) fn words(error: &kube::Error) -> String {
+    let mut words = error.to_string();
+    let mut under = std::error::Error::source(error);
+    while let Some(cause) = under {
+        let said = cause.to_string();
+        if !words.contains(&said) {
+            words.push_str(": ");
+            words.push_str(&said);
+        }
+        under = cause.source();
+    }
+    words
 }
 
 /// A request the API server refused with a `Retry-After` header: its
@@ -186,5 +234,41 @@ mod tests {
         assert_eq!(through(429, &[], "{}").await.unwrap(), 429);
         let date = [("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")];
         assert_eq!(through(503, &date, "").await.unwrap(), 503);
+    }
+
+    /// A request to a port of loopback on which nothing listens.
+    async fn to_a_closed_port() -> kube::Error {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let config = kube::Config::new(format!("http://{address}").parse().unwrap());
+        let client = client(config).unwrap();
+        client
+            .apiserver_version()
+            .await
+            .expect_err("nothing listens there")
+    }
+
+    #[tokio::test]
+    async fn a_request_that_found_no_server_should_be_unsent_in_the_clients_words() {
+        let error = to_a_closed_port().await;
+        assert_eq!(client_error(&error), ClientError::Unsent, "{error:?}");
+        let said = words(&error);
+        // kube-rs's own words say only that the client failed; those of the
+        // errors under it say why.
+        assert!(said.len() > error.to_string().len(), "{said}");
+        assert!(said.to_lowercase().contains("refused"), "{said}");
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_decoded_should_be_undecodable() {
+        let bad = serde_json::from_str::<serde_json::Value>("<html>").unwrap_err();
+        let error = kube::Error::SerdeError(bad);
+        assert_eq!(client_error(&error), ClientError::Undecodable);
+        assert!(
+            words(&error).contains("expected value"),
+            "{}",
+            words(&error)
+        );
     }
 }

@@ -29,7 +29,7 @@ use steadfast_spec::trace::{Header, Record};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use super::client::Refused;
+use super::client::{client_error, words, Refused};
 use super::events::{bounded, Events, Notice};
 use super::handler::{Context, Handler, HandlerError, RunOutput};
 use super::metrics::Metrics;
@@ -86,15 +86,22 @@ struct Running {
 
 /// A request the API server did not serve, as the engine is told of it:
 /// the code, the server's words and its `Retry-After` (ms: the header's,
-/// read by [`client`](super::client), else the `Status`'s), or silence.
+/// read by [`client`](super::client), else the `Status`'s); or the
+/// client's own error, of the kind it is, in its own words.
 fn failure(error: &kube::Error) -> Failure<Named> {
-    let (status, header) = match error {
-        kube::Error::Api(status) => (status, None),
-        kube::Error::Service(error) => match error.downcast_ref::<Refused>() {
-            Some(refused) => (&refused.status, Some(refused.retry_after_ms)),
-            None => return Failure::NoAnswer,
-        },
-        _ => return Failure::NoAnswer,
+    let refused = match error {
+        kube::Error::Service(service) => service.downcast_ref::<Refused>(),
+        _ => None,
+    };
+    let (status, header) = match (error, refused) {
+        (_, Some(refused)) => (&refused.status, Some(refused.retry_after_ms)),
+        (kube::Error::Api(status), None) => (status, None),
+        _ => {
+            return Failure::Client {
+                error: client_error(error),
+                message: bounded(&words(error)),
+            }
+        }
     };
     let said = status
         .details
@@ -430,7 +437,7 @@ where
                 Input::PatchConflict => "conflict",
                 Input::PatchRefused { .. } => "refused",
                 Input::PatchThrottled { .. } => "throttled",
-                _ => "unknown",
+                _ => "unanswered",
             };
             if let Err(error) = &result {
                 tracing::warn!(%error, "a patch of {name} was answered {answer}");

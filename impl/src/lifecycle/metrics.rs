@@ -81,7 +81,7 @@ impl Metrics {
         );
         registry.register(
             "patches",
-            "The engine's patches, by the API server's answer (applied, conflict, refused, unknown)",
+            "The engine's patches, by the API server's answer (applied, conflict, refused, throttled, unanswered)",
             metrics.patches.clone(),
         );
         registry.register(

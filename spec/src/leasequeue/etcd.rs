@@ -167,7 +167,7 @@ impl Etcd {
     /// key, which no scheduler holds (the model leaves out a value put
     /// over a held key: its holder would not notice).
     pub fn put_foreign(&mut self, action: u8) {
-        debug_assert!(self.get(action).is_none(), "a held key is not overwritten");
+        assert!(self.get(action).is_none(), "a held key is not overwritten");
         self.rev += 1;
         self.foreign.retain(|f| f.action != action);
         let at = self.foreign.partition_point(|f| f.action < action);
@@ -186,7 +186,7 @@ impl Etcd {
     /// `action`'s endpoint key, which it does not hold (permissions are
     /// not in the key space: no revision, no watch event).
     pub fn deny(&mut self, scheduler: u8, action: u8) {
-        debug_assert!(
+        assert!(
             self.get(action).is_none_or(|k| k.owner != scheduler),
             "a held key is not denied to its holder"
         );

@@ -33,7 +33,9 @@ pub mod trace;
 mod tests;
 
 pub use domain::{Domain, Value};
-pub use engine::{ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict};
+pub use engine::{
+    ClaimChange, ClientError, Effect, Engine, Failure, Input, Outcome, Patch, RunId, Verdict,
+};
 pub use handlers::{Backoff, Claims, Config, HandlerSpec, On, Reason};
 pub use object::{Claim, Final, ObjectView, Progress, Record};
 pub use rules::{Rule, Rules, Variant};

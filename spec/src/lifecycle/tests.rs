@@ -5,7 +5,8 @@ use proptest::prelude::*;
 
 use super::domain::Domain;
 use super::engine::{
-    ClaimChange, Effect, Engine, Failure, Input, Outcome, Patch, Phase, Renewal, RunId, Verdict,
+    ClaimChange, ClientError, Effect, Engine, Failure, Input, Outcome, Patch, Phase, Renewal,
+    RunId, Verdict,
 };
 use super::handlers::{Backoff, Config, On};
 use super::model::{scenarios, Essence, Field, Key, Said, Small};
@@ -160,12 +161,34 @@ fn a_patch_whose_outcome_is_unknown_should_be_checked_by_a_read_and_written_agai
     let (run, _, _) = invoked(&effects).unwrap();
     let effects = engine.step(&config, done(run, Outcome::Success, vec![Key::sub(0, 0)]));
     let sent = patch(&effects).unwrap().clone();
-    assert_eq!(engine.step(&config, Input::PatchUnknown), [Effect::Fetch]);
-    // It had not applied: the same outcome goes onto the same version, and
-    // the parent does not run again.
+    // The engine waits its backoff before it asks the server again.
+    let lost = Input::PatchUnanswered {
+        error: ClientError::NoAnswer,
+        message: Said::Failed,
+    };
+    let wait = config.backoff.next(None, None);
+    assert_eq!(engine.step(&config, lost), [Effect::WakeAt(wait)]);
+    assert_eq!(
+        engine.step(&config, Input::Tick { now: wait }),
+        [Effect::Fetch]
+    );
+    // It had not applied: the same outcome goes onto the same version (its
+    // episode and claim starting at the time it is written), and the parent
+    // does not run again.
     let effects = engine.step(&config, Input::Fetched(first));
     assert_eq!(invoked(&effects), None);
-    assert_eq!(patch(&effects), Some(&sent));
+    let again = patch(&effects).unwrap();
+    assert_eq!(again.expect, sent.expect);
+    let plan = |p: &Patch<Small>| {
+        p.records
+            .iter()
+            .map(|(key, record)| {
+                let record = record.as_ref().unwrap();
+                (*key, record.outcome, record.subs.clone(), record.retries)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(plan(again), plan(&sent));
 }
 
 #[test]
@@ -331,7 +354,10 @@ fn a_throttled_patch_should_wait_as_told_then_read_and_write_again() {
         [Effect::Fetch]
     );
     // The read fails, unavailable: a wait of the engine's own, doubled.
-    let failed = Input::FetchFailed { retry_after: None };
+    let failed = Input::FetchFailed {
+        retry_after: None,
+        message: Said::Failed,
+    };
     let first_wait = config.backoff.next(Some(2), None);
     assert_eq!(
         engine.step(&config, failed),
@@ -449,7 +475,10 @@ fn api_answers_should_come_to_the_engine_by_class() {
             message: Said::Failed,
         };
         assert_eq!(status(code).of_patch(), refused);
-        let no_wait = Input::FetchFailed { retry_after: None };
+        let no_wait = Input::FetchFailed {
+            retry_after: None,
+            message: Said::Failed,
+        };
         assert_eq!(status(code).of_fetch(), no_wait);
     }
     for code in [429, 500, 503, 504, 401] {
@@ -459,10 +488,30 @@ fn api_answers_should_come_to_the_engine_by_class() {
         assert_eq!(status(code).of_patch(), throttled);
         let told = Input::FetchFailed {
             retry_after: Some(2),
+            message: Said::Failed,
         };
         assert_eq!(status(code).of_fetch(), told);
     }
-    assert_eq!(Failure::<Small>::NoAnswer.of_patch(), Input::PatchUnknown);
+    for error in [
+        ClientError::Unsent,
+        ClientError::NoAnswer,
+        ClientError::Undecodable,
+    ] {
+        let failure = Failure::<Small>::Client {
+            error,
+            message: Said::Failed,
+        };
+        let unanswered = Input::PatchUnanswered {
+            error,
+            message: Said::Failed,
+        };
+        assert_eq!(failure.clone().of_patch(), unanswered);
+        let no_wait = Input::FetchFailed {
+            retry_after: None,
+            message: Said::Failed,
+        };
+        assert_eq!(failure.of_fetch(), no_wait);
+    }
 }
 
 #[test]
@@ -778,10 +827,11 @@ fn inputs() -> impl Strategy<Value = Vec<Input<Small>>> {
         3 => done,
         1 => (1u32..9).prop_map(|version| Input::PatchApplied { version }),
         1 => Just(Input::PatchConflict),
-        1 => Just(Input::PatchUnknown),
+        1 => Just(Input::PatchUnanswered { error: ClientError::NoAnswer, message: Said::Failed }),
         1 => Just(Input::PatchRefused { message: Said::Failed }),
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::PatchThrottled { retry_after }),
-        1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::FetchFailed { retry_after }),
+        1 => prop::option::of(1u8..3)
+            .prop_map(|retry_after| Input::FetchFailed { retry_after, message: Said::Failed }),
         1 => prop::option::of(1u8..3).prop_map(|retry_after| Input::RenewFailed { retry_after }),
         1 => (1u32..9).prop_map(|version| Input::Unreadable { version, message: Said::Failed }),
         1 => Just(Input::Stop),
@@ -813,7 +863,7 @@ proptest! {
                 input,
                 Input::PatchApplied { .. }
                     | Input::PatchConflict
-                    | Input::PatchUnknown
+                    | Input::PatchUnanswered { .. }
                     | Input::PatchRefused { .. }
                     | Input::PatchThrottled { .. }
             );

@@ -716,7 +716,7 @@ impl LeaseQueueModel {
                     self.offer(w, message);
                 }
                 controller::Effect::CreateQueue { action, to } => {
-                    debug_assert_eq!(Some(to), place_on, "the world chose where to place");
+                    assert_eq!(Some(to), place_on, "the world chose where to place");
                     w.ghost.placed_member_missing |= self.member_missing(w, c);
                     self.send(w, Message::CreateQueue { to, action });
                 }

@@ -142,7 +142,7 @@ pub enum Effect<D: Domain> {
         run: RunId,
     },
     /// Send this patch, then report [`Input::PatchApplied`],
-    /// [`Input::PatchConflict`], [`Input::PatchUnknown`],
+    /// [`Input::PatchConflict`], [`Input::PatchUnanswered`],
     /// [`Input::PatchRefused`] or [`Input::PatchThrottled`].
     Patch(Patch<D>),
     /// Report [`Input::Tick`](super::Input::Tick) at `at`, instead of the

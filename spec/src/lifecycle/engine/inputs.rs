@@ -61,9 +61,16 @@ pub enum Input<D: Domain> {
     /// The last patch was refused: the resourceVersion it was conditioned
     /// on is not the object's (409), or the object is gone (404).
     PatchConflict,
-    /// The last patch's outcome is unknown: it timed out, or the connection
-    /// was lost; it may or may not have been applied.
-    PatchUnknown,
+    /// The last patch got no answer the client could read: it was not sent
+    /// (no connection, a TLS handshake or credentials that failed), its
+    /// answer was lost (a timeout, a connection lost), or its answer could
+    /// not be decoded. It may or may not have been applied.
+    PatchUnanswered {
+        /// Which of these, as the client tells it.
+        error: ClientError,
+        /// What the client said, for people.
+        message: D::Message,
+    },
     /// The last patch was refused for good (400, 403, 422): as computed, it
     /// will never apply (annotations over the API server's limit, a
     /// finalizer added to an object being deleted, a webhook's veto, a
@@ -79,10 +86,12 @@ pub enum Input<D: Domain> {
         retry_after: Option<D::Duration>,
     },
     /// The consistent read asked for by [`Effect::Fetch`] failed (429, 5xx,
-    /// a lost connection).
+    /// a lost connection, an answer that could not be decoded).
     FetchFailed {
         /// How long the server asked the engine to wait (`Retry-After`).
         retry_after: Option<D::Duration>,
+        /// What the server or the client said, for people.
+        message: D::Message,
     },
     /// A version of the object whose `steadfast.dev/` annotations cannot be
     /// read: no handler may run on a guess of its progress.
@@ -143,8 +152,30 @@ pub enum Failure<D: Domain> {
         /// How long the server asked the client to wait (`Retry-After`).
         retry_after: Option<D::Duration>,
     },
-    /// No answer: a timeout, a lost connection.
+    /// No answer the client could read.
+    Client {
+        /// Why, as the client tells it.
+        error: ClientError,
+        /// What the client said, for people.
+        message: D::Message,
+    },
+}
+
+/// Why a request got no answer the client could read. Each is met the same
+/// way (the request may have been applied: the engine waits its backoff and
+/// reads); the kind is kept in the trace, and in what people are told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ClientError {
+    /// The request was not sent: no connection could be made, the TLS
+    /// handshake failed, the credentials could not be had, or the request
+    /// could not be built.
+    Unsent,
+    /// The request was sent and its answer was lost: a timeout, a
+    /// connection closed or reset.
     NoAnswer,
+    /// An answer came and could not be decoded: not the API's JSON, not the
+    /// object's type.
+    Undecodable,
 }
 
 impl<D: Domain> Input<D> {
@@ -178,7 +209,7 @@ impl<D: Domain> Input<D> {
 impl<D: Domain> Failure<D> {
     /// The input a patch answered so is: 409 or 404, a conflict; 400, 403
     /// or 422, refused for good; any other status, throttled or not
-    /// served; no answer, unknown.
+    /// served; no answer the client could read, unanswered.
     pub fn of_patch(self) -> Input<D> {
         match self {
             Failure::Status {
@@ -190,7 +221,7 @@ impl<D: Domain> Failure<D> {
                 ..
             } => Input::PatchRefused { message },
             Failure::Status { retry_after, .. } => Input::PatchThrottled { retry_after },
-            Failure::NoAnswer => Input::PatchUnknown,
+            Failure::Client { error, message } => Input::PatchUnanswered { error, message },
         }
     }
 
@@ -198,11 +229,16 @@ impl<D: Domain> Failure<D> {
     /// after the server's `Retry-After` when the server throttled it (the
     /// classes of [`Failure::of_patch`]), or after the engine's own wait.
     pub fn of_fetch(self) -> Input<D> {
+        let (Failure::Status { message, .. } | Failure::Client { message, .. }) = &self;
+        let message = message.clone();
         let retry_after = match self.of_patch() {
             Input::PatchThrottled { retry_after } => retry_after,
             _ => None,
         };
-        Input::FetchFailed { retry_after }
+        Input::FetchFailed {
+            retry_after,
+            message,
+        }
     }
 }
 

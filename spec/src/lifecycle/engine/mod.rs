@@ -35,7 +35,7 @@ use super::rules::Rule;
 
 pub use cycle::Cycle;
 pub use effects::{ClaimChange, Effect, Patch, Verdict};
-pub use inputs::{Failure, Input, Outcome, RunId};
+pub use inputs::{ClientError, Failure, Input, Outcome, RunId};
 pub use outcomes::Carried;
 pub use patches::Pause;
 pub use renewal::Renewal;
@@ -357,22 +357,14 @@ impl<D: Domain> Engine<D> {
                 self.cycle(config)
             }
             Input::PatchConflict => self.refused(config),
-            // A patch that may or may not have applied is met as a refused
-            // one: the object is read, and the run's outcome written again
-            // if it is not there.
-            Input::PatchUnknown => self.refused(config),
             Input::PatchRefused { message } => self.refused_for_good(config, message),
-            Input::PatchThrottled { retry_after } => {
-                if !matches!(self.phase, Phase::Patching { .. }) {
-                    return Vec::new();
-                }
-                // Met as a patch that may have applied, once the wait is
-                // over: nothing is asked of the server before.
-                let mut effects = self.back_off(config, retry_after);
-                effects.extend(self.refused(config));
-                effects
-            }
-            Input::FetchFailed { retry_after } => {
+            // A patch that may or may not have applied, whatever the
+            // reason, is met as a refused one once the wait is over
+            // (nothing is asked of the server before): the object is read,
+            // and the run's outcome written again if it is not there.
+            Input::PatchThrottled { retry_after } => self.unanswered(config, retry_after),
+            Input::PatchUnanswered { .. } => self.unanswered(config, None),
+            Input::FetchFailed { retry_after, .. } => {
                 let Hold::Fetching { asked, .. } = &mut self.hold else {
                     return Vec::new();
                 };

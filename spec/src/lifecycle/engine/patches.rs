@@ -73,6 +73,22 @@ impl<D: Domain> Engine<D> {
         self.cycle(config)
     }
 
+    /// The last patch was throttled, or got no answer: it may have
+    /// applied. The engine waits `retry_after`, or its own backoff, and
+    /// then meets it as a refused one ([`Engine::refused`]).
+    pub(super) fn unanswered(
+        &mut self,
+        config: &Config<D>,
+        retry_after: Option<D::Duration>,
+    ) -> Vec<Effect<D>> {
+        if !matches!(self.phase, Phase::Patching { .. }) {
+            return Vec::new();
+        }
+        let mut effects = self.back_off(config, retry_after);
+        effects.extend(self.refused(config));
+        effects
+    }
+
     /// Ends the patch in flight, which did not apply (or may not have):
     /// its run's outcome is kept to be written onto a newer version
     /// ([`Rule::RebaseOnConflict`]). Returns the version the patch was

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{LifecycleModel, Pending, Run, Said, Timing, View, World};
 use crate::lifecycle::domain::Domain;
-use crate::lifecycle::engine::{Engine, Input, Outcome, Patch, Phase, Renewal};
+use crate::lifecycle::engine::{ClientError, Engine, Input, Outcome, Patch, Phase, Renewal};
 use crate::lifecycle::model::small::Small;
 
 /// One replica of the operator: its engine, and what is in flight between
@@ -546,7 +546,7 @@ impl LifecycleModel {
                 if applied {
                     self.apply(w, r, &patch);
                 }
-                self.feed(w, r, Input::PatchUnknown.of_renewal());
+                self.feed(w, r, lost_reply().of_renewal());
             }
             Step::ApiPatchLost { applied } => {
                 let patch = w.replicas[r].patch.take()?;
@@ -554,7 +554,7 @@ impl LifecycleModel {
                 if applied {
                     self.apply(w, r, &patch);
                 }
-                self.feed(w, r, Input::PatchUnknown);
+                self.feed(w, r, lost_reply());
             }
             Step::ApiPatchRefused => {
                 let patch = w.replicas[r].patch.take()?;
@@ -577,8 +577,11 @@ impl LifecycleModel {
                 w.replicas[r].fetch = false;
                 w.left.throttles -= 1;
                 w.ghost.throttled = true;
-                let retry_after = None;
-                self.feed(w, r, Input::FetchFailed { retry_after });
+                let input = Input::FetchFailed {
+                    retry_after: None,
+                    message: Said::Failed,
+                };
+                self.feed(w, r, input);
             }
             Step::ApiFetch => {
                 w.replicas[r].fetch = false;
@@ -726,5 +729,13 @@ impl LifecycleModel {
             ahead: old.ahead,
             ..Replica::new(incarnation, old.clock(w.now), None)
         };
+    }
+}
+
+/// What a replica is told of a request whose answer was lost.
+fn lost_reply() -> Input<Small> {
+    Input::PatchUnanswered {
+        error: ClientError::NoAnswer,
+        message: Said::Failed,
     }
 }
