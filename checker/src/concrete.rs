@@ -18,7 +18,7 @@ use steadfast_spec::{Strength, TemporalModel};
 use crate::classes::ClassSet;
 use crate::graph::{Graph, Route};
 use crate::liveness::{EdgeLasso, LabelFormula};
-use crate::report::{Evidence, Path, Step};
+use crate::report::{ClassOnCycle, Evidence, Path, Step};
 use crate::seen::Fingerprinter;
 use crate::symmetry::{json_excerpt, Element, Group, IDENTITY};
 use crate::CheckError;
@@ -283,10 +283,13 @@ where
     } else {
         walk.take_all(&cycle_ordinals, &mut cycle)?;
     }
+    let entry = &prefix.steps[prefix.steps.len() - 1].state;
+    let fairness = fairness_on_cycle(model, entry, &cycle, judge);
     let evidence = Evidence::Lasso {
         prefix,
         cycle,
         trigger,
+        fairness,
     };
     if group.is_some() {
         validate(model, &evidence, judge).map_err(|why| CheckError::Unsound {
@@ -297,6 +300,60 @@ where
     Ok(evidence)
 }
 
+/// How the cycle entered at `entry` treats each of the judge's classes: the
+/// steps that take it and the states where it is disabled (no action of it
+/// leads to another state inside the boundary).
+fn fairness_on_cycle<M>(
+    model: &M,
+    entry: &M::State,
+    cycle: &[Step<M>],
+    judge: &Judge<'_, M>,
+) -> Vec<ClassOnCycle>
+where
+    M: Model,
+    M::State: PartialEq,
+{
+    let mut taken = vec![Vec::new(); judge.classes.len()];
+    // The cycle's states from the one it starts from; its last step returns
+    // there.
+    let mut states = vec![entry];
+    let mut previous = entry;
+    for (k, step) in cycle.iter().enumerate() {
+        if let Some((_, action)) = &step.action {
+            if step.state != *previous {
+                for j in classes_of(judge.classes, action) {
+                    taken[j].push(k + 1);
+                }
+            }
+        }
+        if k + 1 < cycle.len() {
+            states.push(&step.state);
+        }
+        previous = &step.state;
+    }
+    let enabled: Vec<Vec<usize>> = states
+        .iter()
+        .map(|state| {
+            successors(model, state, judge.classes)
+                .into_iter()
+                .flat_map(|(_, classes)| classes)
+                .collect()
+        })
+        .collect();
+    taken
+        .into_iter()
+        .enumerate()
+        .map(|(j, taken)| ClassOnCycle {
+            name: judge.class_names[j],
+            strength: judge.strengths[j],
+            taken,
+            disabled: (0..states.len())
+                .filter(|&i| !enabled[i].contains(&j))
+                .collect(),
+        })
+        .collect()
+}
+
 /// Whether `evidence`, a lasso, is a fair behaviour of the model that
 /// violates the formula; otherwise what it fails.
 fn validate<M>(model: &M, evidence: &Evidence<M>, judge: &Judge<'_, M>) -> Result<(), String>
@@ -305,7 +362,13 @@ where
     M::State: Clone + PartialEq,
     M::Action: Clone,
 {
-    let Evidence::Lasso { prefix, cycle, .. } = evidence else {
+    let Evidence::Lasso {
+        prefix,
+        cycle,
+        fairness,
+        ..
+    } = evidence
+    else {
         return Ok(());
     };
     let entry = &prefix.steps[prefix.steps.len() - 1].state;
@@ -313,38 +376,12 @@ where
     if last != entry {
         return Err("does not close its cycle on the state it entered it by".into());
     }
-    let enabled = |state: &M::State| -> Vec<usize> {
-        let steps = successors(model, state, judge.classes);
-        steps.into_iter().flat_map(|(_, taken)| taken).collect()
-    };
-    let mut states = vec![entry];
-    let mut taken = Vec::new();
-    let mut previous = entry;
-    for step in cycle {
-        if let Some((_, action)) = &step.action {
-            if step.state != *previous {
-                taken.extend(classes_of(judge.classes, action));
-            }
-        }
-        states.push(&step.state);
-        previous = &step.state;
+    if let Some(class) = fairness.iter().find(|class| !class.fair(cycle.len())) {
+        return Err(format!("is not fair to the class {:?}", class.name));
     }
-    let on: Vec<Vec<usize>> = states.iter().map(|s| enabled(s)).collect();
-    for (j, strength) in judge.strengths.iter().enumerate() {
-        if taken.contains(&j) {
-            continue;
-        }
-        let fair = match strength {
-            Strength::Weak => on.iter().any(|classes| !classes.contains(&j)),
-            Strength::Strong => on.iter().all(|classes| !classes.contains(&j)),
-        };
-        if !fair {
-            return Err(format!(
-                "is not fair to the class {:?}",
-                judge.class_names[j]
-            ));
-        }
-    }
+    let states: Vec<&M::State> = std::iter::once(entry)
+        .chain(cycle.iter().map(|step| &step.state))
+        .collect();
     let label = |k: usize, state: &M::State| judge.labels[k](model, state);
     let violated = match judge.formula {
         LabelFormula::EventuallyAlways { p } => states.iter().any(|s| !label(p, s)),

@@ -46,8 +46,9 @@ pub use check::{
     Progress, Spilling, Stuttering, DEADLOCK_PROPERTY,
 };
 pub use render::{
-    Change, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep, GHOST_FIELD,
+    Change, RenderedClass, RenderedEvidence, RenderedProperty, RenderedReport, RenderedStep,
+    GHOST_FIELD,
 };
 pub use report::{
-    Bound, Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict,
+    Bound, ClassOnCycle, Evidence, Path, PropertyKind, PropertyReport, Report, Stats, Step, Verdict,
 };

@@ -32,6 +32,7 @@ macro_rules! say {
 
 mod json;
 mod print;
+mod web;
 
 /// mimalloc rather than glibc's allocator: a check clones, hashes and
 /// drops a model's states by the million, each a dozen small heap blocks,
@@ -61,7 +62,9 @@ enum Command {
     },
     /// Check models: every property, safety and liveness under fairness.
     Check(CheckArgs),
-    /// Serve stateright's Explorer for one model, to walk its states by hand.
+    /// Serve stateright's Explorer for one model, to walk its states by hand,
+    /// and beside it the check's report (`/steadfast/`): every verdict, and
+    /// each counterexample with its cycle and the fairness it honours.
     Explore {
         /// The model to explore.
         model: String,
@@ -74,6 +77,9 @@ enum Command {
         /// The address to serve on (port 0: any free port).
         #[arg(long, default_value = "127.0.0.1:3000")]
         bind: SocketAddr,
+        /// The memory bound of the report's check, as `check --memory`.
+        #[arg(long, value_parser = parse_size)]
+        memory: Option<Size>,
     },
     /// Replay the traces a runtime recorded (leasequeue schedulers and
     /// controllers, lifecycle engines): every role's steps through its
@@ -239,17 +245,22 @@ fn main() -> ExitCode {
             variant,
             scenario,
             bind,
+            memory,
         } => {
-            let result = lookup(&model).and_then(|entry| {
+            let result = lookup(&model).map_err(|e| e.to_string()).and_then(|entry| {
                 let variant = variant.unwrap_or_else(|| entry.variants()[0].0.to_string());
                 let scenario = scenario.unwrap_or_else(|| entry.scenarios()[0].0.to_string());
+                let title = format!("{model} (variant {variant}, scenario {scenario})");
                 let serving = |address: SocketAddr| {
                     say!(
-                        "serving the Explorer for {model} (variant {variant}, scenario \
-                         {scenario}) on http://{address}/"
+                        "serving the check's report on http://{address}{} and the Explorer \
+                         for {title} on http://{address}/",
+                        web::REPORT_PATH
                     );
                 };
-                Ok(entry.explore(&variant, &scenario, bind, &serving)?)
+                let memory = memory_bound(memory);
+                web::serve(entry, variant, scenario, bind, memory, serving)
+                    .map_err(|e| e.to_string())
             });
             match result {
                 Ok(()) => ExitCode::SUCCESS,

@@ -245,7 +245,8 @@ pub fn report(
             stats.collision_probability
         );
     }
-    for property in &report.properties {
+    let base = detail.explorer.trim_end_matches('/');
+    for (index, property) in report.properties.iter().enumerate() {
         if property.verdict != Verdict::Violated {
             continue;
         }
@@ -274,9 +275,13 @@ pub fn report(
         ));
         line!(
             out,
-            "  Explorer: {}/{}  (serve it with: steadfast explore {} --variant {variant} \
+            "  Report: {base}/steadfast/#{}",
+            property_anchor(index)
+        );
+        line!(
+            out,
+            "  Explorer: {base}/{}  (serve both with: steadfast explore {} --variant {variant} \
              --scenario {scenario})",
-            detail.explorer.trim_end_matches('/'),
             evidence.explorer_path,
             entry.name()
         );
@@ -364,6 +369,55 @@ fn steps(out: &mut String, evidence: &RenderedEvidence, detail: &Detail, printed
             );
         }
     }
+    if evidence.cycle_start.is_some() && !evidence.fairness.is_empty() {
+        line!(
+            out,
+            "  -- fair: each class is taken in the cycle, or disabled in it (a strong one at every step) --"
+        );
+        for class in &evidence.fairness {
+            let mut how = Vec::new();
+            if !class.taken.is_empty() {
+                how.push(format!("taken at {}", step_list(&class.taken)));
+            }
+            if !class.disabled.is_empty() {
+                how.push(format!("disabled at {}", step_list(&class.disabled)));
+            }
+            line!(
+                out,
+                "          {} ({}): {}",
+                class.class,
+                class.strength,
+                how.join("; ")
+            );
+        }
+    }
+}
+
+/// Step numbers as words: "step 4", "steps 4, 6", "steps 4 to 7, 9".
+fn step_list(steps: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &step in steps {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == step => *end = step,
+            _ => runs.push((step, step)),
+        }
+    }
+    let words: Vec<String> = runs
+        .iter()
+        .map(|&(first, last)| match last - first {
+            0 => first.to_string(),
+            1 => format!("{first}, {last}"),
+            _ => format!("{first} to {last}"),
+        })
+        .collect();
+    let noun = if steps.len() == 1 { "step" } else { "steps" };
+    format!("{noun} {}", words.join(", "))
+}
+
+/// The anchor of a property's section on the report page: its place in the
+/// report.
+pub fn property_anchor(index: usize) -> String {
+    format!("property-{index}")
 }
 
 impl Printed {

@@ -13,7 +13,9 @@ use std::fmt::Debug;
 use serde::Serialize;
 use stateright::Model;
 
-use crate::report::{Evidence, Path, Report, Step};
+use steadfast_spec::Strength;
+
+use crate::report::{Evidence, Report, Step};
 use crate::{Bound, PropertyKind, Stats, Verdict};
 
 /// The top-level field of a state that holds ghost state (what properties
@@ -60,9 +62,32 @@ pub struct RenderedEvidence {
     /// For a lasso, the index in `steps` of the state where the cycle begins;
     /// the steps after it repeat forever.
     pub cycle_start: Option<usize>,
+    /// For a lasso, the index in `steps` of the state where the violation
+    /// begins: where a leads-to's trigger holds with no response after it,
+    /// otherwise where the cycle begins.
+    pub trigger: Option<usize>,
+    /// For a lasso, why its cycle is a fair behaviour: each fairness class
+    /// the model declares, with the steps that take it or the states that
+    /// find it disabled.
+    pub fairness: Vec<RenderedClass>,
     /// The Explorer fragment that opens the path (`#/steps/...`); for a
     /// lasso, the prefix and one turn of the cycle.
     pub explorer_path: String,
+}
+
+/// How a lasso's cycle treats one fairness class, in the numbering of the
+/// rendered steps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RenderedClass {
+    /// The class's name.
+    pub class: String,
+    /// `"weak"` or `"strong"`.
+    pub strength: &'static str,
+    /// The steps of the cycle that take it.
+    pub taken: Vec<usize>,
+    /// The steps of the cycle after which it is disabled (the state of the
+    /// step the cycle starts from counts as its first).
+    pub disabled: Vec<usize>,
 }
 
 /// A property's verdict, ready to print.
@@ -118,13 +143,14 @@ where
     M::State: Debug,
     M::Action: Debug,
 {
-    let (path, cycle, trigger): (&Path<M>, &[Step<M>], Option<usize>) = match evidence {
-        Evidence::Path(path) => (path, &[], None),
+    let (path, cycle, trigger, fairness) = match evidence {
+        Evidence::Path(path) => (path, &[][..], None, &[][..]),
         Evidence::Lasso {
             prefix,
             cycle,
             trigger,
-        } => (prefix, cycle, Some(*trigger)),
+            fairness,
+        } => (prefix, &cycle[..], Some(*trigger), &fairness[..]),
     };
     let all: Vec<&Step<M>> = path.steps.iter().chain(cycle).collect();
     let mut steps = Vec::with_capacity(all.len());
@@ -161,11 +187,25 @@ where
     }
     let last = path.steps.len() - 1;
     let cycle_start = trigger.map(|_| last);
+    let fairness = fairness
+        .iter()
+        .map(|class| RenderedClass {
+            class: class.name.to_string(),
+            strength: match class.strength {
+                Strength::Weak => "weak",
+                Strength::Strong => "strong",
+            },
+            taken: class.taken.iter().map(|k| last + k).collect(),
+            disabled: class.disabled.iter().map(|k| last + k).collect(),
+        })
+        .collect();
     RenderedEvidence {
         counterexample: kind != PropertyKind::Sometimes,
         headline: headline(kind, last, trigger),
         steps,
         cycle_start,
+        trigger,
+        fairness,
         explorer_path,
     }
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use stateright::Model;
+use steadfast_spec::Strength;
 
 /// A bound that stopped a check before the reachable graph was exhausted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -139,7 +140,41 @@ pub enum Evidence<M: Model> {
         /// begins: for `P ~> Q` the state where `P` holds and no `Q`
         /// follows; otherwise the first state of the cycle.
         trigger: usize,
+        /// Why the cycle is a fair behaviour: per fairness class, in the
+        /// order the model declares them, where it takes the class and
+        /// where it finds it disabled.
+        fairness: Vec<ClassOnCycle>,
     },
+}
+
+/// How a lasso's cycle treats one fairness class. The cycle is fair to it
+/// when it takes the class, or finds it disabled: somewhere for a weakly
+/// fair class, in every state for a strongly fair one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassOnCycle {
+    /// The class's name, as the model declares it.
+    pub name: &'static str,
+    /// Weak or strong.
+    pub strength: Strength,
+    /// The steps of the cycle that take an action of the class, counted
+    /// from 1 (a step to the same state takes no class).
+    pub taken: Vec<usize>,
+    /// The states of the cycle in which no action of the class is enabled,
+    /// counted from 0, the state the cycle starts from; a cycle of `n`
+    /// steps has `n` states (its last step returns to state 0).
+    pub disabled: Vec<usize>,
+}
+
+impl ClassOnCycle {
+    /// Whether a cycle of `states` states that treats the class so is fair
+    /// to it.
+    pub fn fair(&self, states: usize) -> bool {
+        !self.taken.is_empty()
+            || match self.strength {
+                Strength::Weak => !self.disabled.is_empty(),
+                Strength::Strong => self.disabled.len() == states,
+            }
+    }
 }
 
 /// The result for one property.

@@ -8,7 +8,7 @@ use stateright::{Checker, Model, Property};
 use steadfast_checker::{
     check, CheckOptions, Evidence, PropertyKind, Report, Stuttering, Verdict, DEADLOCK_PROPERTY,
 };
-use steadfast_spec::TemporalModel;
+use steadfast_spec::{Strength, TemporalModel};
 
 /// The states of a lasso: the prefix (ending where the cycle starts) and the
 /// cycle (ending back there), with the cycle's actions (`None`: stutter).
@@ -443,4 +443,62 @@ fn two_phase_commit_should_match_tlc_and_fail_only_where_its_tm_is_broken() {
             "{variant:?}"
         );
     }
+}
+
+/// 0 → 2 ⇄ 4, and 2 → 1 by `b`: with `b` weakly fair the loop between 2
+/// and 4 is fair (it finds `b` disabled at 4); with `b` strongly fair it is
+/// not (`b` is enabled at 2 on every turn), and 1 is reached.
+fn loop_beside_an_exit() -> Tiny {
+    Tiny::new(&[(0, 'a', 2), (2, 'a', 4), (4, 'a', 2), (2, 'b', 1)])
+        .trigger(&[0])
+        .goal(&[1])
+}
+
+#[test]
+fn a_lasso_should_say_which_classes_its_cycle_takes_and_finds_disabled() {
+    let report = run(&loop_beside_an_exit().fair(&['a', 'b']));
+    let property = report.property("goal follows trigger").unwrap();
+    let Some(Evidence::Lasso {
+        prefix,
+        cycle,
+        fairness,
+        ..
+    }) = &property.evidence
+    else {
+        panic!("a lasso");
+    };
+    assert_eq!(prefix.steps.last().unwrap().state, 2);
+    assert_eq!(cycle.iter().map(|s| s.state).collect::<Vec<_>>(), [4, 2]);
+    // The cycle's states are 2 (state 0) and 4 (state 1); both its steps
+    // take `a`, and `b` is disabled at 4.
+    let seen: Vec<(Strength, Vec<usize>, Vec<usize>)> = fairness
+        .iter()
+        .map(|class| (class.strength, class.taken.clone(), class.disabled.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Strength::Weak, vec![1, 2], vec![]),
+            (Strength::Weak, vec![], vec![1]),
+        ]
+    );
+    assert!(fairness.iter().all(|class| class.fair(cycle.len())));
+
+    let strong = run(&loop_beside_an_exit().fair(&['a']).strong(&['b']));
+    assert_eq!(verdict(&strong, "goal follows trigger"), Verdict::Holds);
+
+    // A strongly fair class never enabled on the cycle: disabled in every
+    // state of it.
+    let report = run(&even_loop().fair(&['a']).strong(&['b']));
+    let property = report.property("goal follows trigger").unwrap();
+    let Some(Evidence::Lasso {
+        cycle, fairness, ..
+    }) = &property.evidence
+    else {
+        panic!("a lasso");
+    };
+    assert_eq!(fairness[1].strength, Strength::Strong);
+    assert_eq!(fairness[1].disabled, (0..cycle.len()).collect::<Vec<_>>());
+    assert!(fairness[1].fair(cycle.len()));
+    assert!(!fairness[1].fair(cycle.len() + 1));
 }
