@@ -516,7 +516,11 @@ where
         properties.push(PropertyReport {
             name: property.name,
             kind: property.kind,
-            verdict: verdict(lasso.is_some(), searched, Verdict::Violated),
+            verdict: if options.safety_only {
+                Verdict::NotChecked
+            } else {
+                verdict(lasso.is_some(), searched, Verdict::Violated)
+            },
             evidence,
         });
     }

@@ -55,6 +55,7 @@ pub fn check(options: &CheckOptions, runs: &[Run<'_>], exit_code: u8) -> String 
                 "timeout_seconds": options.timeout.map(|t| t.as_secs_f64()),
                 "stuttering": stuttering,
                 "deadlock": options.deadlock,
+                "safety_only": options.safety_only,
             },
             "summary": {
                 "exit_code": exit_code,
@@ -62,6 +63,7 @@ pub fn check(options: &CheckOptions, runs: &[Run<'_>], exit_code: u8) -> String 
                 "holds": count(Verdict::Holds),
                 "violated": count(Verdict::Violated),
                 "unknown": count(Verdict::Unknown),
+                "not_checked": count(Verdict::NotChecked),
                 "complete": runs.iter().all(|run| run.report.stopped.is_none()),
             },
             "results": runs,

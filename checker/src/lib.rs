@@ -24,6 +24,7 @@
 
 #![deny(missing_docs)]
 
+pub mod census;
 mod check;
 mod classes;
 mod concrete;

@@ -1,9 +1,11 @@
 //! What the `steadfast` command prints: listings, progress and reports.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use steadfast_checker::census::Census;
 use steadfast_checker::memory::Size;
 use steadfast_checker::registry::Entry;
 use steadfast_checker::{
@@ -107,16 +109,93 @@ impl Meter {
             0 => String::new(),
             bytes => format!(", {} spilled to disk", Size(bytes)),
         };
+        let safety_only = report
+            .properties
+            .iter()
+            .any(|p| p.verdict == Verdict::NotChecked);
+        let liveness = if safety_only {
+            "no liveness search (--safety)".to_string()
+        } else {
+            format!("liveness search {:.2?}", stats.liveness_time)
+        };
         say!(
-            "{}: {} states, {} edges, depth {}; explored in {:.2?}, liveness search {:.2?}{spilled}",
+            "{}: {} states, {} edges, depth {}; explored in {:.2?}, {liveness}{spilled}",
             self.title,
             stats.unique_states,
             stats.edges,
             stats.depth,
             stats.explore_time,
-            stats.liveness_time
         );
     }
+}
+
+/// The commutation census of a model's scenarios: per scenario its counts,
+/// then per pair of kinds of action, over every scenario, how often they
+/// were enabled together and how often they commuted.
+pub fn census(title: &str, runs: &[(String, Census)]) -> String {
+    let mut out = String::new();
+    line!(out, "== commutation census of {title}");
+    let percent = |part: u64, whole: u64| 100.0 * part as f64 / whole.max(1) as f64;
+    let mut pairs: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    let (mut steps, mut skippable) = (0, 0);
+    for (scenario, census) in runs {
+        let complete = if census.complete {
+            "every state"
+        } else {
+            "cut short by --max-states"
+        };
+        line!(
+            out,
+            "{scenario}: {} states ({complete}), {} steps; {} states with a choice, {} of them \
+             with a step that commutes with every other; {} steps ({:.1} %) a reduction could \
+             leave out at most",
+            census.states,
+            census.steps,
+            census.branching,
+            census.reducible,
+            census.skippable,
+            percent(census.skippable, census.steps)
+        );
+        steps += census.steps;
+        skippable += census.skippable;
+        for pair in &census.pairs {
+            let count = pairs.entry((&pair.first, &pair.second)).or_default();
+            count.0 += pair.together;
+            count.1 += pair.commute;
+        }
+    }
+    if runs.len() > 1 {
+        line!(
+            out,
+            "all: {steps} steps; {skippable} ({:.1} %) a reduction could leave out at most",
+            percent(skippable, steps)
+        );
+    }
+    line!(out);
+    let mut rows: Vec<_> = pairs.into_iter().collect();
+    rows.sort_by_key(|&(_, (together, _))| std::cmp::Reverse(together));
+    let width = rows
+        .iter()
+        .map(|((first, second), _)| first.len() + second.len() + 3)
+        .max()
+        .unwrap_or(0)
+        .max("ACTIONS".len());
+    line!(
+        out,
+        "{:<width$}  {:>12}  {:>12}  SHARE",
+        "ACTIONS",
+        "TOGETHER",
+        "COMMUTING"
+    );
+    for ((first, second), (together, commute)) in rows {
+        line!(
+            out,
+            "{:<width$}  {together:>12}  {commute:>12}  {:>6.1} %",
+            format!("{first} + {second}"),
+            percent(commute, together)
+        );
+    }
+    out
 }
 
 /// How much of each counterexample to print.
@@ -185,6 +264,15 @@ pub fn summary(checks: &[(String, &RenderedReport)], elapsed: Duration) -> Strin
     for title in &incomplete {
         line!(out, "unknown   {title} (stopped by a bound)");
     }
+    let safety_only = checks.iter().any(|(_, report)| {
+        report
+            .properties
+            .iter()
+            .any(|p| p.verdict == Verdict::NotChecked)
+    });
+    if safety_only {
+        line!(out, "(safety only: the checks that hold, hold for their always and sometimes properties; liveness was not checked)");
+    }
     out
 }
 
@@ -229,12 +317,24 @@ pub fn report(
             Verdict::Holds => "holds",
             Verdict::Violated => "VIOLATED",
             Verdict::Unknown => "unknown",
+            Verdict::NotChecked => "not checked",
         };
         line!(
             out,
             "{:<width$}  {:<17}  {verdict}",
             property.name,
             property.kind.as_str()
+        );
+    }
+    if report
+        .properties
+        .iter()
+        .any(|p| p.verdict == Verdict::NotChecked)
+    {
+        line!(
+            out,
+            "(liveness not checked: --safety explored for the always and sometimes properties \
+             only; the liveness ones are neither proven nor refuted)"
         );
     }
     if report.stopped.is_none() {

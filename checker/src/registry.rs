@@ -12,7 +12,8 @@ use steadfast_spec::TemporalModel;
 use steadfast_spec::{leasequeue, lifecycle};
 
 use crate::{
-    check_with_progress, CheckError, CheckOptions, CheckableState, Progress, RenderedReport,
+    census::Census, check_with_progress, CheckError, CheckOptions, CheckableState, Progress,
+    RenderedReport,
 };
 
 /// A named choice of a model's rules (for example the legacy rules and the
@@ -77,6 +78,19 @@ pub trait Entry: Sync {
         bind: SocketAddr,
         serving: &dyn Fn(SocketAddr),
     ) -> Result<(), RegistryError>;
+    /// Takes the commutation census of one variant in one scenario, over
+    /// its first `max_states` states (see [`crate::census`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError`] when a name is unknown or the model cannot be
+    /// built.
+    fn census(
+        &self,
+        variant: &str,
+        scenario: &str,
+        max_states: u64,
+    ) -> Result<Census, RegistryError>;
 }
 
 /// Why a registered model could not be checked or explored.
@@ -236,6 +250,18 @@ where
         serving(bound);
         model.checker().serve(bound);
         Ok(())
+    }
+
+    fn census(
+        &self,
+        variant: &str,
+        scenario: &str,
+        max_states: u64,
+    ) -> Result<Census, RegistryError> {
+        Ok(crate::census::census(
+            &self.model(variant, scenario)?,
+            max_states,
+        ))
     }
 }
 

@@ -103,6 +103,10 @@ pub enum Verdict {
     Violated,
     /// Not decided: a bound stopped the search first.
     Unknown,
+    /// Not searched for: the check was asked for safety only
+    /// ([`crate::CheckOptions::safety_only`], `--safety`), so a liveness
+    /// property is neither proven nor refuted.
+    NotChecked,
 }
 
 /// One step of a path: the action taken and the state it led to.

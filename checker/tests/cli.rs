@@ -233,6 +233,74 @@ fn check_should_print_json_that_the_schema_describes() {
 }
 
 #[test]
+fn safety_only_should_leave_liveness_unchecked_never_holding() {
+    // The victim-only lock breaks only a liveness property: with --safety
+    // nothing checked is violated, and that property is not judged.
+    let args = [&VICTIM_ONLY[..], &["--safety"]].concat();
+    let output = steadfast(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("a trying process enters  leads-to           not checked"),
+        "{text}"
+    );
+    assert!(text.contains("mutual exclusion         always             holds"));
+    assert!(text.contains("(liveness not checked: --safety"), "{text}");
+    assert!(!text.contains("Counterexample"), "{text}");
+    assert!(stderr(&output).contains("0 edges"), "no graph is kept");
+
+    let json = steadfast(&[&args[..], &["--json"]].concat());
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
+    assert_valid(&value);
+    assert_eq!(value["bounds"]["safety_only"], true);
+    assert_eq!(value["summary"]["not_checked"], 1);
+    assert_eq!(value["summary"]["holds"], 3);
+    assert_eq!(
+        value["results"][0]["properties"][3]["verdict"],
+        "not-checked"
+    );
+}
+
+#[test]
+fn census_should_count_which_steps_commute() {
+    let output = steadfast(&["census", "mutex", "--scenario", "peterson"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("peterson: 34 states (every state), 62 steps; 28 states with a choice"),
+        "{text}"
+    );
+    // Two processes that each set the victim to themselves never commute;
+    // two that raise their own levels always do.
+    let row = |pair: &str| {
+        text.lines()
+            .find(|line| line.starts_with(pair))
+            .unwrap_or_else(|| panic!("no row {pair}:\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("ProcYield + ProcYield"),
+        "ProcYield + ProcYield 2 0 0.0 %"
+    );
+    assert_eq!(
+        row("ProcRaise + ProcRaise"),
+        "ProcRaise + ProcRaise 2 2 100.0 %"
+    );
+
+    let bounded = steadfast(&[
+        "census",
+        "mutex",
+        "--scenario",
+        "peterson",
+        "--max-states",
+        "5",
+    ]);
+    assert!(stdout(&bounded).contains("5 states (cut short by --max-states)"));
+}
+
+#[test]
 fn check_should_honour_a_timeout_on_several_threads() {
     let output = steadfast(&[
         "check",

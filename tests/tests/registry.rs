@@ -57,13 +57,15 @@ fn other_variants_should_each_violate_something_with_evidence() {
 }
 
 /// Every registered scenario gives the same verdicts with and without
-/// symmetry reduction, under a bound on states that keeps `cargo test`
-/// short: where both runs complete, every verdict is the same; where a bound
-/// stopped one, no verdict contradicts the other's (a bound leaves
-/// `unknown`, never a wrong answer). Scenarios past the bound are compared
-/// by `steadfast check` with and without `--no-symmetry`.
+/// symmetry reduction, and its safety properties the same verdicts in a
+/// safety-only check (`--safety`), under a bound on states that keeps
+/// `cargo test` short: where both runs complete, every verdict is the same;
+/// where a bound stopped one, no verdict contradicts the other's (a bound
+/// leaves `unknown`, never a wrong answer). Scenarios past the bound are
+/// compared by `steadfast check` with and without `--no-symmetry` and
+/// `--safety`.
 #[test]
-fn every_scenario_should_give_the_same_verdicts_with_and_without_symmetry() {
+fn every_scenario_should_give_the_same_verdicts_with_and_without_symmetry_and_safety_only() {
     let bounded = |symmetry| CheckOptions {
         max_states: Some(60_000),
         symmetry,
@@ -79,24 +81,53 @@ fn every_scenario_should_give_the_same_verdicts_with_and_without_symmetry() {
                         .unwrap_or_else(|e| panic!("{} {variant} {scenario}: {e}", entry.name()))
                 };
                 let (full, reduced) = (run(false), run(true));
+                let safety = entry
+                    .check(
+                        variant,
+                        scenario,
+                        &CheckOptions {
+                            safety_only: true,
+                            ..bounded(true)
+                        },
+                        None,
+                    )
+                    .unwrap_or_else(|e| panic!("{} {variant} {scenario}: {e}", entry.name()));
                 let both = full.stopped.is_none() && reduced.stopped.is_none();
                 compared += usize::from(both);
-                for (f, r) in full.properties.iter().zip(&reduced.properties) {
+                // The same exploration, the same states, whether or not the
+                // liveness search follows.
+                assert_eq!(safety.stats.unique_states, reduced.stats.unique_states);
+                assert_eq!(safety.stopped, reduced.stopped);
+                for ((f, r), s) in full
+                    .properties
+                    .iter()
+                    .zip(&reduced.properties)
+                    .zip(&safety.properties)
+                {
                     assert_eq!(f.name, r.name);
-                    let agree = if both {
-                        f.verdict == r.verdict
-                    } else {
-                        f.verdict == r.verdict
-                            || f.verdict == Verdict::Unknown
-                            || r.verdict == Verdict::Unknown
+                    assert_eq!(f.name, s.name);
+                    let agree = |a: Verdict, b: Verdict, both: bool| {
+                        a == b || (!both && (a == Verdict::Unknown || b == Verdict::Unknown))
                     };
                     assert!(
-                        agree,
+                        agree(f.verdict, r.verdict, both),
                         "{} {variant} {scenario}: {} is {:?} in full, {:?} reduced",
                         entry.name(),
                         f.name,
                         f.verdict,
                         r.verdict
+                    );
+                    let expected = if s.kind.is_liveness() {
+                        Verdict::NotChecked
+                    } else {
+                        r.verdict
+                    };
+                    assert_eq!(
+                        s.verdict,
+                        expected,
+                        "{} {variant} {scenario}: {} safety-only",
+                        entry.name(),
+                        f.name
                     );
                 }
             }

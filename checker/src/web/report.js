@@ -10,6 +10,9 @@
 // How often the page asks again while the check runs.
 const POLL_MS = 500;
 
+// Verdicts as `steadfast check` prints them.
+const VERDICTS = { violated: "VIOLATED", "not-checked": "not checked" };
+
 function element(tag, attributes, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes || {})) {
@@ -169,7 +172,7 @@ function show(answer) {
       ? element("a", { href: `#property-${index}` }, property.name) : property.name;
     body.append(element("tr", { "data-property": property.name, "data-verdict": property.verdict },
       element("td", {}, name), element("td", {}, property.kind),
-      element("td", { class: "verdict" }, property.verdict === "violated" ? "VIOLATED" : property.verdict)));
+      element("td", { class: "verdict" }, VERDICTS[property.verdict] || property.verdict)));
     if (drawn && (focus === null || focus === index)) {
       sections.append(evidenceSection(property, index));
     }
