@@ -19,6 +19,7 @@ use std::hash::Hash;
 use serde::Serialize;
 use stateright::Model;
 
+use crate::concrete::steps;
 use crate::seen::Fingerprinter;
 
 /// What the census found.
@@ -64,24 +65,6 @@ fn kind<A: Debug>(action: &A) -> String {
     let text = format!("{action:?}");
     let end = text.find(['(', ' ', '{']).unwrap_or(text.len());
     text[..end].to_string()
-}
-
-/// The steps of `state`: its actions that lead to another state inside the
-/// boundary, with those states.
-fn steps<M: Model>(model: &M, state: &M::State) -> Vec<(M::Action, M::State)>
-where
-    M::State: PartialEq,
-    M::Action: Clone,
-{
-    let mut actions = Vec::new();
-    model.actions(state, &mut actions);
-    actions
-        .into_iter()
-        .filter_map(|action| {
-            let next = model.next_state(state, action.clone())?;
-            (next != *state && model.within_boundary(&next)).then_some((action, next))
-        })
-        .collect()
 }
 
 /// Where `action` leads from `state`, if it is one of the state's actions

@@ -54,6 +54,24 @@ fn classes_of<A>(classes: &[fn(&A) -> bool], action: &A) -> Vec<usize> {
     (0..classes.len()).filter(|&j| classes[j](action)).collect()
 }
 
+/// The steps of `state`: its actions that lead to another state inside the
+/// boundary (the ones that enable a class), with those states.
+pub(crate) fn steps<M: Model>(model: &M, state: &M::State) -> Vec<(M::Action, M::State)>
+where
+    M::State: PartialEq,
+    M::Action: Clone,
+{
+    let mut actions = Vec::new();
+    model.actions(state, &mut actions);
+    actions
+        .into_iter()
+        .filter_map(|action| {
+            let next = model.next_state(state, action.clone())?;
+            (next != *state && model.within_boundary(&next)).then_some((action, next))
+        })
+        .collect()
+}
+
 /// The successors of `state` inside the boundary and other than itself (the
 /// steps that enable a class), each with the classes its action takes.
 pub(crate) fn successors<M: Model>(
@@ -63,16 +81,11 @@ pub(crate) fn successors<M: Model>(
 ) -> Vec<(M::State, Vec<usize>)>
 where
     M::State: PartialEq,
+    M::Action: Clone,
 {
-    let mut actions = Vec::new();
-    model.actions(state, &mut actions);
-    actions
+    steps(model, state)
         .into_iter()
-        .filter_map(|action| {
-            let taken = classes_of(classes, &action);
-            let next = model.next_state(state, action)?;
-            (next != *state && model.within_boundary(&next)).then_some((next, taken))
-        })
+        .map(|(action, next)| (next, classes_of(classes, &action)))
         .collect()
 }
 
@@ -312,6 +325,7 @@ fn fairness_on_cycle<M>(
 where
     M: Model,
     M::State: PartialEq,
+    M::Action: Clone,
 {
     let mut taken = vec![Vec::new(); judge.classes.len()];
     // The cycle's states from the one it starts from; its last step returns

@@ -310,14 +310,9 @@ fn census(
         Err(error) => return usage_error(&error),
     };
     let variant = variant.unwrap_or_else(|| entry.variants()[0].0.to_string());
-    let scenarios: Vec<String> = match scenario {
+    let scenarios = match scenario {
         Some(scenario) => vec![scenario],
-        None => entry
-            .scenarios()
-            .into_iter()
-            .filter(|(_, _, by_default)| *by_default)
-            .map(|(name, _, _)| name.to_string())
-            .collect(),
+        None => default_scenarios(entry),
     };
     let mut runs = Vec::new();
     for scenario in scenarios {
@@ -433,6 +428,16 @@ struct Job {
     scenario: String,
 }
 
+/// The scenarios of `entry` that run when none is named.
+fn default_scenarios(entry: &dyn Entry) -> Vec<String> {
+    entry
+        .scenarios()
+        .into_iter()
+        .filter(|(_, _, by_default)| *by_default)
+        .map(|(name, _, _)| name.to_string())
+        .collect()
+}
+
 fn jobs(args: &CheckArgs) -> Result<Vec<Job>, CommandError> {
     let entries = match &args.model {
         Some(name) => vec![lookup(name)?],
@@ -447,14 +452,9 @@ fn jobs(args: &CheckArgs) -> Result<Vec<Job>, CommandError> {
             .variant
             .clone()
             .unwrap_or_else(|| entry.variants()[0].0.to_string());
-        let scenarios: Vec<String> = match &args.scenario {
+        let scenarios = match &args.scenario {
             Some(s) => vec![s.clone()],
-            None => entry
-                .scenarios()
-                .into_iter()
-                .filter(|(_, _, by_default)| *by_default)
-                .map(|(name, _, _)| name.to_string())
-                .collect(),
+            None => default_scenarios(entry),
         };
         for scenario in scenarios {
             jobs.push(Job {

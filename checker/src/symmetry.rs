@@ -347,6 +347,7 @@ impl Group {
     where
         M: TemporalModel,
         M::State: Clone + std::hash::Hash + PartialEq + Serialize,
+        M::Action: Clone,
     {
         let fingerprinter = Fingerprinter::new();
         let mut seen = HashSet::new();
