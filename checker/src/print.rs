@@ -109,11 +109,7 @@ impl Meter {
             0 => String::new(),
             bytes => format!(", {} spilled to disk", Size(bytes)),
         };
-        let safety_only = report
-            .properties
-            .iter()
-            .any(|p| p.verdict == Verdict::NotChecked);
-        let liveness = if safety_only {
+        let liveness = if safety_only(report) {
             "no liveness search (--safety)".to_string()
         } else {
             format!("liveness search {:.2?}", stats.liveness_time)
@@ -264,13 +260,7 @@ pub fn summary(checks: &[(String, &RenderedReport)], elapsed: Duration) -> Strin
     for title in &incomplete {
         line!(out, "unknown   {title} (stopped by a bound)");
     }
-    let safety_only = checks.iter().any(|(_, report)| {
-        report
-            .properties
-            .iter()
-            .any(|p| p.verdict == Verdict::NotChecked)
-    });
-    if safety_only {
+    if checks.iter().any(|(_, report)| safety_only(report)) {
         line!(out, "(safety only: the checks that hold, hold for their always and sometimes properties; liveness was not checked)");
     }
     out
@@ -326,11 +316,7 @@ pub fn report(
             property.kind.as_str()
         );
     }
-    if report
-        .properties
-        .iter()
-        .any(|p| p.verdict == Verdict::NotChecked)
-    {
+    if safety_only(report) {
         line!(
             out,
             "(liveness not checked: --safety explored for the always and sometimes properties \
@@ -491,6 +477,15 @@ fn steps(out: &mut String, evidence: &RenderedEvidence, detail: &Detail, printed
             );
         }
     }
+}
+
+/// Whether `report` is of a safety-only check (`--safety`): its liveness
+/// properties were not checked.
+fn safety_only(report: &RenderedReport) -> bool {
+    report
+        .properties
+        .iter()
+        .any(|p| p.verdict == Verdict::NotChecked)
 }
 
 /// Step numbers as words: "step 4", "steps 4, 6", "steps 4 to 7, 9".

@@ -264,12 +264,10 @@ fn forward(to: SocketAddr, request: &mut Request) -> std::io::Result<ResponseBox
         Response::from_data(answer[split + 4..].to_vec()).with_status_code(StatusCode(status));
     for line in lines {
         if let Some((name, value)) = line.split_once(':') {
-            let kept = Header::from_bytes(name.trim().as_bytes(), value.trim().as_bytes());
-            match kept {
-                Ok(kept) if name.eq_ignore_ascii_case("content-type") => {
+            if name.eq_ignore_ascii_case("content-type") {
+                if let Ok(kept) = Header::from_bytes("Content-Type", value.trim().as_bytes()) {
                     response = response.with_header(kept);
                 }
-                _ => {}
             }
         }
     }
