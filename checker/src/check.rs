@@ -250,6 +250,19 @@ pub enum CheckError {
         /// What the rebuilt behaviour fails.
         why: String,
     },
+    /// A path rebuilt through the model's steps, from the initial state by
+    /// the successors the exploration took, does not end in the state it
+    /// found for a property: the model's steps gave other results.
+    #[error(
+        "the path to what was found for {property:?}, rebuilt through the model's steps, ends in \
+         a state where the property says otherwise: the model's init_states, actions or \
+         next_state gave other results than during the exploration; make them depend on the \
+         state alone"
+    )]
+    Unrepeatable {
+        /// The property the path was for.
+        property: &'static str,
+    },
     /// The directory given to spill to cannot hold files.
     #[error(
         "cannot spill to {}: {reason}; give a directory that exists and is writable \
@@ -422,18 +435,20 @@ where
 
     // The properties a state found on the way decides: the safety ones, and
     // the deadlock check when asked for.
-    let deadlock =
-        options
-            .deadlock
-            .then_some((DEADLOCK_PROPERTY, PropertyKind::Deadlock, explored.deadlock));
+    let deadlock = options.deadlock.then_some((
+        DEADLOCK_PROPERTY,
+        PropertyKind::Deadlock,
+        None,
+        explored.deadlock,
+    ));
     let found_on_the_way = plan
         .safety
         .iter()
         .zip(&explored.found)
-        .map(|(p, &found)| (p.name, p.kind, found))
+        .map(|(p, &found)| (p.name, p.kind, Some(p.condition), found))
         .chain(deadlock);
     let mut properties = Vec::new();
-    for (name, kind, found) in found_on_the_way {
+    for (name, kind, condition, found) in found_on_the_way {
         // A state found is an example of a `sometimes`, a counterexample of
         // the others.
         let hit = if kind == PropertyKind::Sometimes {
@@ -442,9 +457,17 @@ where
             Verdict::Violated
         };
         let evidence = match found {
-            Some(u) => Some(Evidence::Path(
-                walk(model, group, &plan.classes, &graph.route_to(u))?.0,
-            )),
+            Some(u) => {
+                let (path, end) = walk(model, group, &plan.classes, &graph.route_to(u))?;
+                // The path is rebuilt from the initial state by the
+                // successors' ordinals: it ends where the state was found
+                // only if the model's steps are those of the exploration.
+                let wanted = kind == PropertyKind::Sometimes;
+                if condition.is_some_and(|holds| holds(model, end.state()) != wanted) {
+                    return Err(CheckError::Unrepeatable { property: name });
+                }
+                Some(Evidence::Path(path))
+            }
             None => None,
         };
         properties.push(PropertyReport {

@@ -2,7 +2,7 @@
 //! on any number of threads.
 //!
 //! Each level's frontier holds consecutive state numbers. Threads claim
-//! chunks of it in order, expand them against the shared [`Seen`] set, and
+//! chunks of it in order, expand them against the shared [`Visited`] set, and
 //! hand back per-chunk buffers that are appended in chunk order, so the edge
 //! array stays sorted by state number with no second pass. Each chunk's new
 //! states get consecutive numbers; ordering those runs makes the next
@@ -23,7 +23,7 @@ use crate::classes::ClassSet;
 use crate::graph::{Graph, Parent, MAX_CLASS_SETS, ROOT};
 use crate::memory::Passed;
 use crate::packed::{EncodingError, Packed};
-use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Seen};
+use crate::seen::{Abandoned, Batch, Fingerprint, Fingerprinter, Insert, Insertion, Visited};
 use crate::spill::{SpillDir, SpillFile, Spiller, Word};
 use crate::symmetry::{Element, Group, IDENTITY};
 use crate::CheckError;
@@ -198,7 +198,7 @@ impl<S> Chunk<S> {
     }
 }
 
-/// The states a chunk found first. [`Seen::insert_all`] numbers a batch's
+/// The states a chunk found first. [`Visited::insert_all`] numbers a batch's
 /// new states consecutively, so they are the numbers from `first` on.
 struct Discovered<S> {
     first: u32,
@@ -341,7 +341,7 @@ struct Level<'a, M: Model, C> {
     run: &'a Exploration<'a, M>,
     class_sets: &'a ClassSets<C>,
     spare_edges: &'a SpareEdges,
-    seen: &'a Seen,
+    seen: &'a Visited,
     fingerprinter: &'a Fingerprinter,
     frontier: &'a Frontier<M::State>,
     next_chunk: AtomicUsize,
@@ -414,7 +414,7 @@ where
 
     pub(crate) fn run<C: ClassSet>(&self) -> Explored<C> {
         let started = Instant::now();
-        let seen = Seen::new(self.max_states, self.threads);
+        let seen = Visited::new(self.max_states, self.threads, self.keep_edges);
         let fingerprinter = Fingerprinter::new();
         let mut graph = Graph::new(self.labels.len());
         let mut found = vec![None; self.targets.len()];
@@ -429,9 +429,21 @@ where
         let class_sets = ClassSets::new();
         let spare_edges = SpareEdges::default();
         let mut initial = Discovered::new(self.encode);
-        for (index, state) in self.model.init_states().into_iter().enumerate() {
-            let (state, fingerprint, _) = self.canonical(state, &fingerprinter);
-            if let Insert::New(_) = seen.insert(fingerprint) {
+        let initial_states: Vec<_> = (self.model.init_states().into_iter())
+            .map(|state| self.canonical(state, &fingerprinter))
+            .collect();
+        let mut inserted = Vec::new();
+        let fingerprints: Vec<_> = initial_states.iter().map(|(_, fp, _)| *fp).collect();
+        let how = Insertion {
+            first_shard: 0,
+            known_numbers: true,
+            turn: None,
+        };
+        seen.insert_all(&fingerprints, &how, &mut inserted, &mut Batch::default());
+        for (index, ((state, fingerprint, _), result)) in
+            initial_states.into_iter().zip(inserted).enumerate()
+        {
+            if let Insert::New(_) = result {
                 initial.parents.push(Parent {
                     state: ROOT,
                     ordinal: index as u32,
@@ -488,7 +500,7 @@ where
                     &spare_edges,
                     (self.keep_edges, self.symmetry.is_some()),
                 );
-                self.spill(|dir| graph.spill(dir), &stop, &stopping);
+                self.spill_graph(&mut graph, &stop, &stopping);
                 // The last level's frontier went as it was made, and its
                 // edges just now: all that can be on disk is.
                 if let Some(spiller) = &self.spill {
@@ -526,7 +538,7 @@ where
             &spare_edges,
             (self.keep_edges, self.symmetry.is_some()),
         );
-        self.spill(|dir| graph.spill(dir), &stop, &stopping);
+        self.spill_graph(&mut graph, &stop, &stopping);
 
         graph.set_classes(class_sets.into_inner());
         if let Some(group) = self.symmetry {
@@ -570,6 +582,27 @@ where
         match spill(dir) {
             Ok(written) => spiller.count(written),
             Err(error) => halt(stop, stopping, Bound::Disk(error.kind())),
+        }
+    }
+
+    /// Sends the graph's full segments to disk, if the exploration spills.
+    /// A safety check's graph is only each state's parent and ordinal, the
+    /// trail its counterexamples are rebuilt from and read only then: it
+    /// goes from the start, whatever the memory, when a spill directory is
+    /// given, so that a state costs memory only in the seen set (and in
+    /// the frontier while its level is expanded).
+    fn spill_graph<C: ClassSet>(
+        &self,
+        graph: &mut Graph<C>,
+        stop: &Mutex<Option<Bound>>,
+        stopping: &AtomicBool,
+    ) {
+        match &self.spill {
+            Some(spiller) if !self.keep_edges => match graph.spill(spiller.directory()) {
+                Ok(written) => spiller.count(written),
+                Err(error) => halt(stop, stopping, Bound::Disk(error.kind())),
+            },
+            _ => self.spill(|dir| graph.spill(dir), stop, stopping),
         }
     }
 
@@ -1135,9 +1168,9 @@ impl<C: ClassSet> ClassSets<C> {
     }
 }
 
-/// Marks the [`Seen`] set abandoned if the thread panics while holding a
+/// Marks the [`Visited`] set abandoned if the thread panics while holding a
 /// chunk, so that threads waiting for that chunk's numbering turn give up.
-struct AbandonOnPanic<'a>(&'a Seen);
+struct AbandonOnPanic<'a>(&'a Visited);
 
 impl Drop for AbandonOnPanic<'_> {
     fn drop(&mut self) {

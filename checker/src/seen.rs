@@ -2,6 +2,7 @@
 //! shared by the exploring threads.
 
 mod sorted_run;
+mod unnumbered;
 
 use std::hash::Hash;
 use std::io;
@@ -11,6 +12,7 @@ use std::sync::{Mutex, TryLockError};
 use crate::memory::filled;
 use crate::spill::SpillDir;
 use sorted_run::{Entry, SortedRun};
+pub(crate) use unnumbered::Unnumbered;
 
 /// A 64-bit digest of a state. Two distinct states with one fingerprint are
 /// taken as one, as in stateright; at 64 bits that is vanishingly rare for
@@ -37,21 +39,49 @@ impl Fingerprinter {
     }
 }
 
-/// One shard of [`Seen`]: an open-addressing table with linear probing whose
-/// slots hold a fingerprint and its state number side by side, so that a
-/// lookup touches one cache line, not a control byte and then a bucket;
-/// and, once the shard has spilled, the entries it sent to disk.
+/// One shard of a seen set: an open-addressing table with linear probing
+/// whose slots hold a fingerprint (and, in [`Seen`], its state number side
+/// by side, so that a lookup touches one cache line, not a control byte and
+/// then a bucket); and, once the shard has spilled, the entries it sent to
+/// disk.
 ///
 /// A fingerprint is in the table or on disk, never in both: it is looked
 /// for on disk before the table takes it, under the shard's lock, and
-/// only numbered entries go to disk.
-#[derive(Default)]
-struct Shard {
-    slots: Vec<Slot>,
+/// only entries that [stay](Slot::stays) nowhere else go to disk.
+struct Shard<S> {
+    slots: Vec<S>,
     len: usize,
     disk: Option<SortedRun>,
     /// Scratch space for reading a block of `disk`.
     block: Vec<u8>,
+}
+
+impl<S> Default for Shard<S> {
+    fn default() -> Self {
+        Shard {
+            slots: Vec::new(),
+            len: 0,
+            disk: None,
+            block: Vec::new(),
+        }
+    }
+}
+
+/// What a shard's table keeps of a fingerprint.
+trait Slot: Copy {
+    /// The empty slot.
+    const EMPTY: Self;
+
+    /// Its fingerprint; 0 in the empty slot (a state whose fingerprint is
+    /// 0 is stored as 1, see [`key_of`]).
+    fn fp(&self) -> Fingerprint;
+
+    /// Whether it stays in the table when the shard spills: a claim whose
+    /// number is still to be written in.
+    fn stays(&self) -> bool;
+
+    /// What the shard's run on disk keeps of it.
+    fn entry(&self) -> Entry;
 }
 
 /// A fingerprint and its state number, in 12 bytes: the fingerprint is kept
@@ -59,29 +89,54 @@ struct Shard {
 /// padding. (On leasequeue `bench`, 16-byte slots in tables that doubled
 /// came to 42 bytes a state, by the tables' sizes.)
 #[derive(Clone, Copy)]
-struct Slot {
-    /// The fingerprint's low and high halves; 0 marks an empty slot (a
-    /// state whose fingerprint is 0 is stored as 1).
+struct Numbered {
+    /// The fingerprint's low and high halves.
     fp: [u32; 2],
     /// The state number, or [`REFUSED`], or [`claimed`] by a batch.
     id: u32,
 }
 
-impl Slot {
+impl Numbered {
     fn new(fp: Fingerprint, id: u32) -> Self {
-        Slot {
+        Numbered {
             fp: [fp as u32, (fp >> 32) as u32],
             id,
         }
     }
+}
+
+impl Slot for Numbered {
+    const EMPTY: Self = Numbered { fp: [0, 0], id: 0 };
 
     fn fp(&self) -> Fingerprint {
         u64::from(self.fp[0]) | u64::from(self.fp[1]) << 32
     }
+
+    fn stays(&self) -> bool {
+        claimer(self.id).is_some()
+    }
+
+    fn entry(&self) -> Entry {
+        (self.fp(), self.id)
+    }
 }
 
-const EMPTY: Slot = Slot { fp: [0, 0], id: 0 };
+/// A bare fingerprint, in 8 bytes: what [`Unnumbered`] keeps.
+impl Slot for Fingerprint {
+    const EMPTY: Self = 0;
 
+    fn fp(&self) -> Fingerprint {
+        *self
+    }
+
+    fn stays(&self) -> bool {
+        false
+    }
+
+    fn entry(&self) -> Entry {
+        (*self, 0)
+    }
+}
 /// How many low bits of a batch's turn a claimed slot keeps: turns of
 /// batches in flight at once lie closer together than twice the number of
 /// threads, far less than half of 2^16 apart.
@@ -108,7 +163,7 @@ fn claimer(id: u32) -> Option<u32> {
     id.checked_sub(PENDING)
 }
 
-impl Shard {
+impl<S: Slot> Shard<S> {
     /// Where `fp` would sit with no other entry in the way: the table's
     /// size need not be a power of two, so the low half of the fingerprint
     /// is scaled to it rather than masked.
@@ -131,18 +186,8 @@ impl Shard {
         }
     }
 
-    /// The number `fp` has in the table or on disk, if the shard holds it.
-    fn number(&mut self, fp: Fingerprint) -> Option<u32> {
-        if !self.slots.is_empty() {
-            let slot = self.slots[self.probe(fp)];
-            if slot.fp() == fp {
-                return Some(slot.id);
-            }
-        }
-        self.on_disk(fp)
-    }
-
-    /// The number `fp` has on disk, if it went there.
+    /// What the shard's run on disk keeps of `fp` (in [`Seen`], its
+    /// number), if it went there.
     fn on_disk(&mut self, fp: Fingerprint) -> Option<u32> {
         let disk = self.disk.as_ref()?;
         disk.get(fp, &mut self.block).unwrap_or_else(|error| {
@@ -150,29 +195,29 @@ impl Shard {
         })
     }
 
-    /// Sends every numbered entry to disk, merged with those already
-    /// there, and keeps in the table, emptied, only the fingerprints batches have
-    /// claimed and not numbered yet (their batches write the numbers in
-    /// later); returns the bytes written. On an error the shard is as it
-    /// was.
+    /// Sends every entry to disk, merged with those already there, and
+    /// keeps in the table, emptied, only those that [stay](Slot::stays)
+    /// (in [`Seen`], fingerprints batches have claimed and not numbered
+    /// yet: their batches write the numbers in later); returns the bytes
+    /// written. On an error the shard is as it was.
     fn spill(&mut self, dir: &SpillDir) -> io::Result<u64> {
-        let (claims, mut numbered): (Vec<Slot>, Vec<Slot>) = self
+        let (claims, mut going): (Vec<S>, Vec<S>) = self
             .slots
             .iter()
             .filter(|slot| slot.fp() != 0)
-            .partition(|slot| claimer(slot.id).is_some());
-        if numbered.is_empty() {
+            .partition(|slot| slot.stays());
+        if going.is_empty() {
             return Ok(0);
         }
-        numbered.sort_unstable_by_key(Slot::fp);
-        let entries: Vec<Entry> = numbered.iter().map(|slot| (slot.fp(), slot.id)).collect();
-        drop(numbered);
+        going.sort_unstable_by_key(S::fp);
+        let entries: Vec<Entry> = going.iter().map(S::entry).collect();
+        drop(going);
         let (run, written) = SortedRun::merge(self.disk.as_ref(), &entries, dir)?;
         self.disk = Some(run);
         // The table keeps its size: what it takes in from now on fills the
         // memory it holds before the process asks for more (memory given
         // back to the allocator would stay the process's all the same).
-        self.slots.fill(EMPTY);
+        self.slots.fill(S::EMPTY);
         self.len = 0;
         for slot in claims {
             let index = self.probe(slot.fp());
@@ -189,7 +234,7 @@ impl Shard {
     fn reserve(&mut self, more: usize) {
         while (self.len + more) * 4 > self.slots.len() * 3 {
             let size = (self.slots.len() / 2 * 3).max(1024);
-            let old = std::mem::replace(&mut self.slots, filled(size, EMPTY));
+            let old = std::mem::replace(&mut self.slots, filled(size, S::EMPTY));
             for slot in old.into_iter().filter(|slot| slot.fp() != 0) {
                 let index = self.probe(slot.fp());
                 self.slots[index] = slot;
@@ -198,16 +243,194 @@ impl Shard {
     }
 }
 
+impl Shard<Numbered> {
+    /// The number `fp` has in the table or on disk, if the shard holds it.
+    fn number(&mut self, fp: Fingerprint) -> Option<u32> {
+        if !self.slots.is_empty() {
+            let slot = self.slots[self.probe(fp)];
+            if slot.fp() == fp {
+                return Some(slot.id);
+            }
+        }
+        self.on_disk(fp)
+    }
+}
+
 /// A shard on cache lines of its own, so that threads locking neighbouring
 /// shards do not take the same line from each other.
 #[repr(align(128))]
-struct PaddedShard(Mutex<Shard>);
+struct PaddedShard<S>(Mutex<Shard<S>>);
 
 /// Shards are picked by bits 40..46 of a fingerprint, which the shard's own
 /// table does not use to place it (it uses the low bits).
 const SHARD_BITS: u32 = 6;
 const SHARD_SHIFT: u32 = 40;
 const SHARD_MASK: usize = (1 << SHARD_BITS) - 1;
+
+/// The shards of a seen set, picked by [`shard_of`], and what is done to
+/// all of them.
+struct Shards<S> {
+    shards: Vec<PaddedShard<S>>,
+    /// Held while the shards go to disk, by one thread at a time.
+    spilling: Mutex<()>,
+}
+
+impl<S: Slot> Shards<S> {
+    fn new() -> Self {
+        Shards {
+            shards: (0..1 << SHARD_BITS)
+                .map(|_| PaddedShard(Mutex::new(Shard::default())))
+                .collect(),
+            spilling: Mutex::new(()),
+        }
+    }
+
+    /// What the tables hold, and the room spilling left in them.
+    fn tables(&self) -> Tables {
+        let slot = std::mem::size_of::<S>();
+        (0..self.shards.len())
+            .map(|k| {
+                let shard = self.lock(k);
+                Tables {
+                    held: (shard.len * slot) as u64,
+                    room: ((shard.slots.len() / 2).saturating_sub(shard.len) * slot) as u64,
+                }
+            })
+            .fold(Tables::default(), |sum, shard| Tables {
+                held: sum.held + shard.held,
+                room: sum.room + shard.room,
+            })
+    }
+
+    /// Sends the entries of every shard to disk, a shard at a time, so
+    /// that threads inserting meanwhile wait only for the shard being
+    /// written; lookups then read the disk for what the tables do not
+    /// hold. Returns the bytes written; 0 if another thread is at it. A
+    /// shard whose write fails keeps its table, and the error is returned.
+    fn spill(&self, dir: &SpillDir) -> io::Result<u64> {
+        let Ok(_one_at_a_time) = self.spilling.try_lock() else {
+            return Ok(0);
+        };
+        let mut written = 0;
+        for k in 0..self.shards.len() {
+            written += self.lock(k).spill(dir)?;
+        }
+        Ok(written)
+    }
+
+    /// Calls `visit` with each group of `by_shard` that is `wanted` and its
+    /// shard, locked. Shards another thread holds are left for last, so
+    /// that this thread works on while they are busy.
+    fn visit(
+        &self,
+        fps: &[Fingerprint],
+        by_shard: &ByShard,
+        mut wanted: impl FnMut(&[u32]) -> bool,
+        mut visit: impl FnMut(&mut Shard<S>, &[u32]),
+    ) {
+        let mut busy = [0u8; 1 << SHARD_BITS];
+        let mut busy_count = 0;
+        for (g, group) in by_shard.groups() {
+            if !wanted(group) {
+                continue;
+            }
+            match self.shards[shard_of(fps[group[0] as usize])].0.try_lock() {
+                Ok(mut shard) => visit(&mut shard, group),
+                Err(TryLockError::Poisoned(poisoned)) => visit(&mut poisoned.into_inner(), group),
+                Err(TryLockError::WouldBlock) => {
+                    busy[busy_count] = g as u8;
+                    busy_count += 1;
+                }
+            }
+        }
+        for &g in &busy[..busy_count] {
+            let group = by_shard.group(usize::from(g));
+            visit(&mut self.lock(shard_of(fps[group[0] as usize])), group);
+        }
+    }
+
+    /// Calls `look(shard, k, fp, index)` for each first occurrence `k` of
+    /// the batch, `fp` as the shards store `fps[k]` and `index` its slot or
+    /// the empty one where it belongs, in its shard, locked, with room made
+    /// for every fingerprint of the group. Each group's home slots are
+    /// touched before any is probed, so that the cache misses overlap
+    /// instead of queueing behind each other.
+    fn look_up(
+        &self,
+        fps: &[Fingerprint],
+        by_shard: &ByShard,
+        mut look: impl FnMut(&mut Shard<S>, usize, Fingerprint, usize),
+    ) {
+        self.visit(
+            fps,
+            by_shard,
+            |_| true,
+            |shard, group| {
+                shard.reserve(group.len());
+                for &k in group {
+                    std::hint::black_box(shard.slots[shard.home(key_of(fps[k as usize]))]);
+                }
+                for &k in group {
+                    let fp = key_of(fps[k as usize]);
+                    let index = shard.probe(fp);
+                    look(shard, k as usize, fp, index);
+                }
+            },
+        );
+    }
+
+    fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Shard<S>> {
+        // A poisoned shard only means another thread panicked mid-insert of
+        // an unrelated entry; the table itself is still consistent.
+        self.shards[shard]
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The state numbers a seen set hands out: densely from 0, a run at a time,
+/// up to a limit.
+struct Numbers {
+    next: AtomicU64,
+    limit: u32,
+}
+
+impl Numbers {
+    /// None handed out yet; at most `limit` will be (and never more than
+    /// `u32::MAX - 1`: the rest are markers).
+    fn new(limit: u32) -> Self {
+        Numbers {
+            next: AtomicU64::new(0),
+            limit: limit.min(REFUSED),
+        }
+    }
+
+    /// How many numbers have been handed out.
+    fn len(&self) -> u32 {
+        self.next.load(Ordering::Relaxed).min(u64::from(self.limit)) as u32
+    }
+
+    /// Takes a run of numbers for the fingerprints the batch claimed, and
+    /// writes them into `out` in batch order: [`Insert::New`], or
+    /// [`Insert::Full`] for those past the limit.
+    fn hand_out(&self, batch: &Batch, count: u64, out: &mut [Insert]) {
+        let mut next = if count == 0 {
+            0
+        } else {
+            self.next.fetch_add(count, Ordering::Relaxed)
+        };
+        for &k in &batch.first_occurrences {
+            if batch.lookups[k as usize] == Lookup::Claimed {
+                out[k as usize] = match u32::try_from(next) {
+                    Ok(id) if id < self.limit => Insert::New(id),
+                    _ => Insert::Full,
+                };
+                next += 1;
+            }
+        }
+    }
+}
 
 /// Fingerprints to state numbers, numbered densely from 0.
 ///
@@ -219,8 +442,8 @@ const SHARD_MASK: usize = (1 << SHARD_BITS) - 1;
 /// batch has claimed waits for its number, which is a few shard visits
 /// away, unless it did not ask for numbers of known states.
 pub(crate) struct Seen {
-    shards: Vec<PaddedShard>,
-    next: AtomicU64,
+    shards: Shards<Numbered>,
+    numbers: Numbers,
     /// The turn of the next batch to take its numbers.
     turn: AtomicU64,
     /// Set when an inserting thread panicked: its turn may never come.
@@ -231,9 +454,6 @@ pub(crate) struct Seen {
     /// threads, so a ring of at least twice that many lists never mixes two
     /// turns.
     stolen: Vec<Mutex<Vec<Fingerprint>>>,
-    limit: u32,
-    /// Held while the shards go to disk, by one thread at a time.
-    spilling: Mutex<()>,
 }
 
 /// The memory of [`Seen`]'s tables, in bytes.
@@ -293,61 +513,24 @@ impl Seen {
     /// at once.
     pub(crate) fn new(limit: u32, threads: usize) -> Self {
         Seen {
-            shards: (0..1 << SHARD_BITS)
-                .map(|_| PaddedShard(Mutex::new(Shard::default())))
-                .collect(),
-            next: AtomicU64::new(0),
+            shards: Shards::new(),
+            numbers: Numbers::new(limit),
             turn: AtomicU64::new(0),
             abandoned: AtomicBool::new(false),
             stolen: (0..(threads.max(1) * 2).next_power_of_two())
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
-            limit: limit.min(REFUSED),
-            spilling: Mutex::new(()),
         }
-    }
-
-    /// What its tables hold, and the room spilling left in them.
-    pub(crate) fn tables(&self) -> Tables {
-        let slot = std::mem::size_of::<Slot>();
-        (0..self.shards.len())
-            .map(|k| {
-                let shard = self.lock(k);
-                Tables {
-                    held: (shard.len * slot) as u64,
-                    room: ((shard.slots.len() / 2).saturating_sub(shard.len) * slot) as u64,
-                }
-            })
-            .fold(Tables::default(), |sum, shard| Tables {
-                held: sum.held + shard.held,
-                room: sum.room + shard.room,
-            })
-    }
-
-    /// Sends the numbered entries of every shard to disk, a shard at a
-    /// time, so that threads inserting meanwhile wait only for the shard
-    /// being written; lookups then read the disk for what the tables do
-    /// not hold. Returns the bytes written; 0 if another thread is at it.
-    /// A shard whose write fails keeps its table, and the error is
-    /// returned.
-    pub(crate) fn spill(&self, dir: &SpillDir) -> io::Result<u64> {
-        let Ok(_one_at_a_time) = self.spilling.try_lock() else {
-            return Ok(0);
-        };
-        let mut written = 0;
-        for k in 0..self.shards.len() {
-            written += self.lock(k).spill(dir)?;
-        }
-        Ok(written)
     }
 
     /// How many numbers have been handed out.
     pub(crate) fn len(&self) -> u32 {
-        self.next.load(Ordering::Relaxed).min(u64::from(self.limit)) as u32
+        self.numbers.len()
     }
 
     /// Inserts one fingerprint.
-    pub(crate) fn insert(&self, fp: Fingerprint) -> Insert {
+    #[cfg(test)]
+    fn insert(&self, fp: Fingerprint) -> Insert {
         let mut out = Vec::new();
         let how = Insertion {
             first_shard: 0,
@@ -418,47 +601,35 @@ impl Seen {
         let mut count = 0;
         let my_turn = how.turn.map_or(0, |turn| turn as u32);
         let lookups = &mut batch.lookups;
-        self.visit_shards(
-            fps,
-            &batch.by_shard,
-            |_| true,
-            |shard, group| {
-                shard.reserve(group.len());
-                for &k in group {
-                    std::hint::black_box(shard.slots[shard.home(key_of(fps[k as usize]))].fp);
-                }
-                for &k in group {
-                    let fp = key_of(fps[k as usize]);
-                    let index = shard.probe(fp);
-                    let on_disk = if shard.slots[index].fp() != fp {
-                        shard.on_disk(fp)
-                    } else {
-                        None
-                    };
-                    let slot = &mut shard.slots[index];
-                    let theirs = claimer(slot.id);
-                    lookups[k as usize] = if let Some(id) = on_disk {
-                        Lookup::of(id)
-                    } else if slot.fp() != fp {
-                        *slot = Slot::new(fp, claimed(my_turn));
-                        shard.len += 1;
-                        count += 1;
-                        Lookup::Claimed
-                    } else if let Some(turn) =
-                        theirs.filter(|&t| how.turn.is_some() && later(t, my_turn))
-                    {
-                        // The batch that claimed it comes later in turn:
-                        // the state is this batch's, as with one thread.
-                        self.stolen_from(turn).push(fp);
-                        slot.id = claimed(my_turn);
-                        count += 1;
-                        Lookup::Claimed
-                    } else {
-                        Lookup::of(slot.id)
-                    };
-                }
-            },
-        );
+        self.shards
+            .look_up(fps, &batch.by_shard, |shard, k, fp, index| {
+                let on_disk = if shard.slots[index].fp() != fp {
+                    shard.on_disk(fp)
+                } else {
+                    None
+                };
+                let slot = &mut shard.slots[index];
+                let theirs = claimer(slot.id);
+                lookups[k] = if let Some(id) = on_disk {
+                    Lookup::of(id)
+                } else if slot.fp() != fp {
+                    *slot = Numbered::new(fp, claimed(my_turn));
+                    shard.len += 1;
+                    count += 1;
+                    Lookup::Claimed
+                } else if let Some(turn) =
+                    theirs.filter(|&t| how.turn.is_some() && later(t, my_turn))
+                {
+                    // The batch that claimed it comes later in turn:
+                    // the state is this batch's, as with one thread.
+                    self.stolen_from(turn).push(fp);
+                    slot.id = claimed(my_turn);
+                    count += 1;
+                    Lookup::Claimed
+                } else {
+                    Lookup::of(slot.id)
+                };
+            });
 
         // Number them, in batch order, and write the numbers in. Every batch
         // before this one has numbered its states, so none takes any more
@@ -471,28 +642,15 @@ impl Seen {
                 count -= 1;
             }
         }
-        let mut next = if count == 0 {
-            0
-        } else {
-            self.next.fetch_add(count, Ordering::Relaxed)
-        };
+        out.clear();
+        out.resize(fps.len(), Insert::Full);
+        self.numbers.hand_out(batch, count, out);
         if let Some(turn) = how.turn {
             self.turn.store(turn + 1, Ordering::Release);
         }
-        out.clear();
-        out.resize(fps.len(), Insert::Full);
-        for &k in &batch.first_occurrences {
-            if batch.lookups[k as usize] == Lookup::Claimed {
-                out[k as usize] = match u32::try_from(next) {
-                    Ok(id) if id < self.limit => Insert::New(id),
-                    _ => Insert::Full,
-                };
-                next += 1;
-            }
-        }
         let lookups = &batch.lookups;
         let mine = |k: &&u32| lookups[**k as usize] == Lookup::Claimed;
-        self.visit_shards(
+        self.shards.visit(
             fps,
             &batch.by_shard,
             |group| group.iter().any(|k| mine(&k)),
@@ -533,7 +691,7 @@ impl Seen {
         let fp = key_of(fp);
         for spins in 0u32.. {
             // Numbered, it may have gone to disk since.
-            match self.lock(shard_of(fp)).number(fp).map(Lookup::of) {
+            match self.shards.lock(shard_of(fp)).number(fp).map(Lookup::of) {
                 Some(Lookup::Known(id)) => return Insert::Known(id),
                 Some(Lookup::Refused) => return Insert::Full,
                 _ => {}
@@ -543,51 +701,91 @@ impl Seen {
         unreachable!("the other batch numbers what it claimed without waiting")
     }
 
-    /// Calls `visit` with each group of `by_shard` that is `wanted` and its
-    /// shard, locked. Shards another thread holds are left for last, so
-    /// that this thread works on while they are busy.
-    fn visit_shards(
-        &self,
-        fps: &[Fingerprint],
-        by_shard: &ByShard,
-        mut wanted: impl FnMut(&[u32]) -> bool,
-        mut visit: impl FnMut(&mut Shard, &[u32]),
-    ) {
-        let mut busy = [0u8; 1 << SHARD_BITS];
-        let mut busy_count = 0;
-        for (g, group) in by_shard.groups() {
-            if !wanted(group) {
-                continue;
-            }
-            match self.shards[shard_of(fps[group[0] as usize])].0.try_lock() {
-                Ok(mut shard) => visit(&mut shard, group),
-                Err(TryLockError::Poisoned(poisoned)) => visit(&mut poisoned.into_inner(), group),
-                Err(TryLockError::WouldBlock) => {
-                    busy[busy_count] = g as u8;
-                    busy_count += 1;
-                }
-            }
-        }
-        for &g in &busy[..busy_count] {
-            let group = by_shard.group(usize::from(g));
-            visit(&mut self.lock(shard_of(fps[group[0] as usize])), group);
-        }
-    }
-
     /// The fingerprints taken over from the batch with `turn`.
     fn stolen_from(&self, turn: u32) -> std::sync::MutexGuard<'_, Vec<Fingerprint>> {
         self.stolen[turn as usize % self.stolen.len()]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
-    fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Shard> {
-        // A poisoned shard only means another thread panicked mid-insert of
-        // an unrelated entry; the table itself is still consistent.
-        self.shards[shard]
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The seen set of an exploration: [`Seen`] when the numbers of known
+/// states are wanted (edges name them), else [`Unnumbered`], which keeps
+/// two thirds of the bytes (a fingerprint without its number).
+pub(crate) enum Visited {
+    Numbered(Seen),
+    Unnumbered(Unnumbered),
+}
+
+impl Visited {
+    /// An empty set that hands out at most `limit` numbers, to batches
+    /// inserted by up to `threads` threads at once; `numbered` when the
+    /// numbers of known states are asked for.
+    pub(crate) fn new(limit: u32, threads: usize, numbered: bool) -> Self {
+        if numbered {
+            Visited::Numbered(Seen::new(limit, threads))
+        } else {
+            Visited::Unnumbered(Unnumbered::new(limit))
+        }
+    }
+
+    /// How many numbers have been handed out.
+    pub(crate) fn len(&self) -> u32 {
+        match self {
+            Visited::Numbered(seen) => seen.len(),
+            Visited::Unnumbered(set) => set.len(),
+        }
+    }
+
+    /// What its tables hold, and the room spilling left in them.
+    pub(crate) fn tables(&self) -> Tables {
+        match self {
+            Visited::Numbered(seen) => seen.shards.tables(),
+            Visited::Unnumbered(set) => set.shards.tables(),
+        }
+    }
+
+    /// Sends its tables' entries to disk, as [`Shards::spill`] says (in
+    /// [`Seen`], claimed ones stay until numbered); returns the bytes
+    /// written.
+    pub(crate) fn spill(&self, dir: &SpillDir) -> io::Result<u64> {
+        match self {
+            Visited::Numbered(seen) => seen.shards.spill(dir),
+            Visited::Unnumbered(set) => set.shards.spill(dir),
+        }
+    }
+
+    /// The turn of the next batch to take its numbers (see
+    /// [`Seen::next_turn`]); an unnumbered set keeps no turns.
+    pub(crate) fn next_turn(&self) -> u64 {
+        match self {
+            Visited::Numbered(seen) => seen.next_turn(),
+            Visited::Unnumbered(_) => 0,
+        }
+    }
+
+    /// Tells the batches waiting for their turn that an inserting thread
+    /// panicked (see [`Seen::abandon`]); none waits in an unnumbered set.
+    pub(crate) fn abandon(&self) {
+        if let Visited::Numbered(seen) = self {
+            seen.abandon();
+        }
+    }
+
+    /// Inserts a batch as [`Seen::insert_all`] does, or, unnumbered, as
+    /// [`Unnumbered::insert_all`] does (in the order batches finish, known
+    /// states [`Insert::Seen`]).
+    pub(crate) fn insert_all(
+        &self,
+        fps: &[Fingerprint],
+        how: &Insertion,
+        out: &mut Vec<Insert>,
+        batch: &mut Batch,
+    ) {
+        match self {
+            Visited::Numbered(seen) => seen.insert_all(fps, how, out, batch),
+            Visited::Unnumbered(set) => set.insert_all(fps, how.first_shard, out, batch),
+        }
     }
 }
 
@@ -772,7 +970,7 @@ mod tests {
 
     #[test]
     fn a_slot_should_take_12_bytes_and_a_claim_should_keep_its_turn() {
-        assert_eq!(std::mem::size_of::<Slot>(), 12);
+        assert_eq!(std::mem::size_of::<Numbered>(), 12);
         let far = (1u32 << TURN_BITS) + 5;
         assert_eq!(claimer(claimed(far)), Some(5));
         assert_eq!(claimer(REFUSED), None);
@@ -856,6 +1054,7 @@ mod tests {
         let seen = insert_overlapping_batches(Some(&dir));
         assert!(
             seen.shards
+                .shards
                 .iter()
                 .any(|shard| shard.0.lock().unwrap().disk.is_some()),
             "nothing went to disk"
@@ -881,7 +1080,7 @@ mod tests {
             if let Some(dir) = spill {
                 scope.spawn(|| loop {
                     let last = inserting.load(Ordering::Relaxed) == 0;
-                    seen.spill(dir).unwrap();
+                    seen.shards.spill(dir).unwrap();
                     if last {
                         break;
                     }
@@ -960,9 +1159,13 @@ mod tests {
         for (k, &fp) in fps[..30].iter().enumerate() {
             assert_eq!(seen.insert(fp), Insert::New(k as u32));
         }
-        assert_eq!(seen.tables().held, 30 * 12);
-        assert_eq!(seen.spill(&dir).unwrap(), 30 * 12, "12 bytes an entry");
-        let tables = seen.tables();
+        assert_eq!(seen.shards.tables().held, 30 * 12);
+        assert_eq!(
+            seen.shards.spill(&dir).unwrap(),
+            30 * 12,
+            "12 bytes an entry"
+        );
+        let tables = seen.shards.tables();
         assert_eq!(tables.held, 0, "the entries went");
         assert!(tables.room >= 512 * 12, "{tables:?}: the table stays");
         for (k, &fp) in fps.iter().enumerate() {
@@ -974,11 +1177,11 @@ mod tests {
             assert_eq!(seen.insert(fp), wanted, "{k}");
         }
         assert_eq!(
-            seen.spill(&dir).unwrap(),
+            seen.shards.spill(&dir).unwrap(),
             60 * 12,
             "merged with the first run"
         );
-        assert_eq!(seen.spill(&dir).unwrap(), 0, "nothing new");
+        assert_eq!(seen.shards.spill(&dir).unwrap(), 0, "nothing new");
         for (k, &fp) in fps.iter().enumerate() {
             assert_eq!(seen.insert(fp), Insert::Known(k as u32), "{k}");
         }

@@ -80,6 +80,11 @@ impl Spiller {
         (self.state.load(Ordering::Relaxed) != OFF).then_some(&self.dir)
     }
 
+    /// The spill directory, whether or not spilling has begun.
+    pub(crate) fn directory(&self) -> &SpillDir {
+        &self.dir
+    }
+
     /// Counts `bytes` more written to disk.
     pub(crate) fn count(&self, bytes: u64) {
         self.written.fetch_add(bytes, Ordering::Relaxed);

@@ -502,3 +502,59 @@ fn a_lasso_should_say_which_classes_its_cycle_takes_and_finds_disabled() {
     assert!(fairness[1].fair(cycle.len()));
     assert!(!fairness[1].fair(cycle.len() + 1));
 }
+
+/// 0 → 1 → 2 → 3 while exploring; once explored, it takes no more steps:
+/// its steps depend on how often they were asked for, not on the state.
+#[derive(Default)]
+struct Forgetful {
+    steps: std::sync::atomic::AtomicUsize,
+}
+
+impl Model for Forgetful {
+    type State = u8;
+    type Action = ();
+
+    fn init_states(&self) -> Vec<u8> {
+        vec![0]
+    }
+
+    fn actions(&self, state: &u8, actions: &mut Vec<()>) {
+        if *state < 3 {
+            actions.push(());
+        }
+    }
+
+    fn next_state(&self, state: &u8, _: ()) -> Option<u8> {
+        let taken = self
+            .steps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (taken < 3).then_some(state + 1)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always("below 3", |_, s: &u8| *s < 3)]
+    }
+}
+
+impl TemporalModel for Forgetful {}
+
+#[test]
+fn a_counterexample_whose_rebuilt_path_ends_elsewhere_should_be_refused() {
+    for safety_only in [false, true] {
+        let options = CheckOptions {
+            threads: 1,
+            safety_only,
+            ..CheckOptions::default()
+        };
+        let Err(refused) = check(&Forgetful::default(), &options) else {
+            panic!("a path that ends elsewhere was reported as a counterexample");
+        };
+        assert_eq!(
+            refused,
+            steadfast_checker::CheckError::Unrepeatable {
+                property: "below 3"
+            }
+        );
+        assert!(refused.to_string().contains("depend on the state alone"));
+    }
+}

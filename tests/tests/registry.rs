@@ -61,7 +61,10 @@ fn other_variants_should_each_violate_something_with_evidence() {
 /// safety-only check (`--safety`), under a bound on states that keeps
 /// `cargo test` short: where both runs complete, every verdict is the same;
 /// where a bound stopped one, no verdict contradicts the other's (a bound
-/// leaves `unknown`, never a wrong answer). Scenarios past the bound are
+/// leaves `unknown`, never a wrong answer). A bound stops a safety-only
+/// check at as many states, but on more than one thread not always the
+/// same ones: which chunk of the last level numbers a state first is a
+/// race there. Scenarios past the bound are
 /// compared by `steadfast check` with and without `--no-symmetry` and
 /// `--safety`.
 #[test]
@@ -117,17 +120,18 @@ fn every_scenario_should_give_the_same_verdicts_with_and_without_symmetry_and_sa
                         f.verdict,
                         r.verdict
                     );
-                    let expected = if s.kind.is_liveness() {
-                        Verdict::NotChecked
+                    let agrees = if s.kind.is_liveness() {
+                        s.verdict == Verdict::NotChecked
                     } else {
-                        r.verdict
+                        agree(s.verdict, r.verdict, both)
                     };
-                    assert_eq!(
-                        s.verdict,
-                        expected,
-                        "{} {variant} {scenario}: {} safety-only",
+                    assert!(
+                        agrees,
+                        "{} {variant} {scenario}: {} is {:?} safety-only, {:?} reduced",
                         entry.name(),
-                        f.name
+                        f.name,
+                        s.verdict,
+                        r.verdict
                     );
                 }
             }
